@@ -1,0 +1,55 @@
+"""The `PermissionGateway` protocol: how the approval decorator asks a human.
+
+The ACP host implements it with `session/request_permission`; the terminal host with `Approve? [y/N]`. A gateway
+never decides policy: it shows a question and reports which option was picked, or that the turn is being cancelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+OptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionOption:
+    option_id: str
+    name: str
+    kind: OptionKind
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionRequest:
+    """What the human is asked about: the tool call as the editor shows it, and the options on offer."""
+
+    call_id: str
+    tool: str
+    title: str
+    kind: str
+    raw_input: Any
+    options: tuple[PermissionOption, ...]
+    reason: str
+    content: tuple[dict[str, Any], ...] = ()
+    locations: tuple[dict[str, Any], ...] = ()
+    details: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionOutcome:
+    """`cancelled` means the turn is being cancelled (not a rejection); otherwise the picked option."""
+
+    cancelled: bool
+    option_id: str | None = None
+
+    @staticmethod
+    def selected(option_id: str) -> PermissionOutcome:
+        return PermissionOutcome(False, option_id)
+
+    @staticmethod
+    def cancel() -> PermissionOutcome:
+        return PermissionOutcome(True, None)
+
+
+class PermissionGateway(Protocol):
+    async def request(self, request: PermissionRequest) -> PermissionOutcome: ...

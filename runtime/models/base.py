@@ -1,0 +1,148 @@
+"""The `ModelClient` interface: what every model (scripted or a real provider) gives the runtime.
+
+A model call takes the conversation so far (provider-neutral `Message`s) and the tools the model may see, and
+yields a stream of typed `ModelEvent`s. Cancellation is anyio cancellation of the consuming task: a client must
+stop its network stream (or its scripted wait) promptly when cancelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+ModelStop = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
+
+
+# ---- conversation -------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    data: str  # base64
+    mime_type: str
+
+
+UserPart = TextPart | ImagePart
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """A tool call as the model proposed it. `arguments` is the raw arguments text, untouched."""
+
+    id: str | None
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    parts: tuple[UserPart, ...]
+    role: Literal["user"] = "user"
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    text: str = ""
+    thinking: str = ""
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    # Provider-specific data that must be sent back verbatim (e.g. Anthropic thinking signatures).
+    provider_state: dict[str, Any] | None = None
+    role: Literal["assistant"] = "assistant"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultMessage:
+    call_id: str
+    name: str
+    output: str
+    is_error: bool = False
+    role: Literal["tool"] = "tool"
+
+
+Message = UserMessage | AssistantMessage | ToolResultMessage
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchema:
+    """A tool as the model sees it: name, description and JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSchema, ...]
+    session_id: str = ""
+
+
+# ---- stream events ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ThoughtDelta:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """A complete tool call (providers assemble streamed fragments before emitting it)."""
+
+    call: ToolCallRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_read_tokens: int = 0
+    cached_write_tokens: int = 0
+    thought_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """Always the last event of a successful call. `provider_state` is stored with the assistant message."""
+
+    stop: ModelStop
+    usage: Usage = field(default_factory=Usage)
+    provider_state: dict[str, Any] | None = None
+
+
+ModelEvent = TextDelta | ThoughtDelta | ToolCallEvent | Finished
+
+
+class ModelError(Exception):
+    """A model call failed. `message` is one line, safe to show to the user (no secrets, no stack trace)."""
+
+    def __init__(self, message: str, *, auth: bool = False, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.auth = auth
+        self.retryable = retryable
+
+
+class ModelNotConfigured(ModelError):
+    pass
+
+
+class ModelClient(Protocol):
+    """Streams one model call. Implementations must be safe to call concurrently from several sessions."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def accepts_images(self) -> bool: ...
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...

@@ -1,0 +1,169 @@
+"""The scripted model (`--model scripted:PATH`), exactly as `contracts/scripted-model.md` describes it.
+
+Deterministic: each model call consumes the next entry of `responses`. One `ScriptedModel` instance belongs to one
+session, so every session keeps its own position (`position` can be saved and restored with the session).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import orjson
+
+from runtime.models.base import (
+    Finished,
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallEvent,
+    ToolCallRequest,
+    Usage,
+)
+
+EXHAUSTED_TEXT = "(scripted model: no more responses)"
+_ENTRY_KEYS = {"text", "chunks", "thinking", "tool_calls", "delay_ms", "stop", "error", "usage"}
+
+
+class ScriptError(ValueError):
+    """A malformed script: the message names the file and the problem."""
+
+
+@dataclass(frozen=True, slots=True)
+class Script:
+    source: str
+    responses: tuple[dict[str, Any], ...]
+
+
+def load_script(path: str | Path) -> Script:
+    """Read and check a script file. Raises `ScriptError` naming the file and what is wrong."""
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ScriptError(f"scripted model file {p}: cannot be read ({exc.strerror or exc})") from None
+    return parse_script(raw, str(p))
+
+
+def parse_script(raw: bytes | str, source: str = "<script>") -> Script:
+    try:
+        doc = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ScriptError(f"scripted model file {source}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("responses"), list):
+        raise ScriptError(f"scripted model file {source}: expected an object with a \"responses\" list")
+    for i, entry in enumerate(doc["responses"]):
+        where = f"scripted model file {source}: responses[{i}]"
+        if not isinstance(entry, dict):
+            raise ScriptError(f"{where} is not an object")
+        unknown = set(entry) - _ENTRY_KEYS
+        if unknown:
+            raise ScriptError(f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
+        for key in ("text", "thinking", "error"):
+            if key in entry and not isinstance(entry[key], str):
+                raise ScriptError(f"{where}.{key} must be a string")
+        if "chunks" in entry and (not isinstance(entry["chunks"], int) or isinstance(entry["chunks"], bool)
+                                  or entry["chunks"] < 1):
+            raise ScriptError(f"{where}.chunks must be a positive integer")
+        if "delay_ms" in entry and (not isinstance(entry["delay_ms"], int | float) or isinstance(entry["delay_ms"], bool)
+                                    or entry["delay_ms"] < 0):
+            raise ScriptError(f"{where}.delay_ms must be a non-negative number")
+        if "stop" in entry and entry["stop"] not in ("max_tokens", "refusal"):
+            raise ScriptError(f"{where}.stop must be \"max_tokens\" or \"refusal\"")
+        if "usage" in entry:
+            u = entry["usage"]
+            if not isinstance(u, dict) or not all(
+                isinstance(u.get(k, 0), int) and not isinstance(u.get(k, 0), bool)
+                for k in ("input_tokens", "output_tokens")
+            ):
+                raise ScriptError(f"{where}.usage must be {{\"input_tokens\": N, \"output_tokens\": M}}")
+        calls = entry.get("tool_calls", [])
+        if not isinstance(calls, list):
+            raise ScriptError(f"{where}.tool_calls must be a list")
+        for j, call in enumerate(calls):
+            cw = f"{where}.tool_calls[{j}]"
+            if not isinstance(call, dict) or "name" not in call:
+                raise ScriptError(f"{cw} must be an object with a \"name\"")
+            if not isinstance(call["name"], str):
+                raise ScriptError(f"{cw}.name must be a string")
+            if "id" in call and call["id"] is not None and not isinstance(call["id"], str):
+                raise ScriptError(f"{cw}.id must be a string")
+            args = call.get("arguments", {})
+            if not isinstance(args, dict | str):
+                raise ScriptError(f"{cw}.arguments must be an object or a string")
+    return Script(source, tuple(doc["responses"]))
+
+
+def split_text(text: str, chunks: int | None) -> list[str]:
+    """Split text into `chunks` pieces, or one piece per word (keeping the spaces) when not given."""
+    if not text:
+        return []
+    if chunks is None:
+        pieces: list[str] = []
+        current = ""
+        for ch in text:
+            if ch.isspace() and current and not current[-1].isspace():
+                pieces.append(current)
+                current = ch
+            else:
+                current += ch
+        if current:
+            pieces.append(current)
+        return pieces
+    n = min(chunks, len(text))
+    size, extra = divmod(len(text), n)
+    out, start = [], 0
+    for i in range(n):
+        end = start + size + (1 if i < extra else 0)
+        out.append(text[start:end])
+        start = end
+    return out
+
+
+class ScriptedModel:
+    """One session's view of a script. Not shared between sessions."""
+
+    accepts_images = False
+
+    def __init__(self, script: Script, position: int = 0) -> None:
+        self.script = script
+        self.position = position
+
+    @property
+    def name(self) -> str:
+        return f"scripted:{self.script.source}"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        if self.position >= len(self.script.responses):
+            self.position += 1
+            yield TextDelta(EXHAUSTED_TEXT)
+            yield Finished("end_turn")
+            return
+        entry = self.script.responses[self.position]
+        self.position += 1
+        delay = entry.get("delay_ms")
+        if delay:
+            await anyio.sleep(delay / 1000)
+        if "error" in entry:
+            raise ModelError(entry["error"])
+        if entry.get("thinking"):
+            for piece in split_text(entry["thinking"], None):
+                yield ThoughtDelta(piece)
+                await anyio.lowlevel.checkpoint()
+        for piece in split_text(entry.get("text", ""), entry.get("chunks")):
+            yield TextDelta(piece)
+            await anyio.lowlevel.checkpoint()
+        calls = entry.get("tool_calls") or []
+        for call in calls:
+            args = call.get("arguments", {})
+            raw = args if isinstance(args, str) else orjson.dumps(args).decode()
+            yield ToolCallEvent(ToolCallRequest(call.get("id"), call["name"], raw))
+        u = entry.get("usage") or {}
+        usage = Usage(input_tokens=u.get("input_tokens", 0), output_tokens=u.get("output_tokens", 0))
+        stop = entry.get("stop") or ("tool_use" if calls else "end_turn")
+        yield Finished(stop, usage)
