@@ -1,0 +1,237 @@
+"""The ACP methods gatewright serves (the `Dispatcher` for `rpc.JsonRpcConnection`).
+
+`initialize` is answered from constants: no model, MCP or disk work happens before it. Every other handler checks its
+params and answers with a result or a typed error; unknown session ids get `-32002` and the connection stays usable.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from acp_server import __version__
+from acp_server.errors import AuthRequired, InvalidParams, ResourceNotFound
+from acp_server.params import obj, opt_list, req_str, str_list
+
+if TYPE_CHECKING:
+    from acp_server.rpc import JsonRpcConnection
+    from acp_server.session import AcpSession
+    from runtime.models import ModelFactory
+
+log = logging.getLogger("gatewright.agent")
+
+PROTOCOL_VERSION = 1
+
+
+@dataclass
+class AgentConfig:
+    mode: str = "safe"
+    model_factory: ModelFactory | None = None
+    state_dir: str | None = None
+
+
+class GatewrightAgent:
+    def __init__(self, config: AgentConfig) -> None:
+        self.config = config
+        self.conn: JsonRpcConnection | None = None
+        self.sessions: dict[str, AcpSession] = {}
+        self.client_caps: dict[str, Any] = {}
+        self.initialized = False
+        self.requests: Mapping[str, Any] = {
+            "initialize": self.initialize,
+            "authenticate": self.authenticate,
+            "session/new": self.new_session,
+            "session/prompt": self.prompt,
+            "session/set_mode": self.set_mode,
+            "session/set_config_option": self.set_config_option,
+        }
+        self.notifications: Mapping[str, Any] = {
+            "session/cancel": self.cancel,
+        }
+
+    def attach(self, conn: JsonRpcConnection) -> None:
+        self.conn = conn
+
+    # ---- lifecycle -------------------------------------------------------------------------------------------------
+    async def initialize(self, params: Any) -> dict[str, Any]:
+        p = obj(params)
+        version = p.get("protocolVersion")
+        if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+            raise InvalidParams("Invalid params: \"protocolVersion\" must be a non-negative integer")
+        caps = p.get("clientCapabilities")
+        self.client_caps = caps if isinstance(caps, dict) else {}
+        self.initialized = True
+        return {
+            # A v1 agent answers 1 to every client version (never an echo).
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": False,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "mcpCapabilities": {"http": False, "sse": False},
+                "sessionCapabilities": {},
+            },
+            "authMethods": [],
+            "agentInfo": {"name": "gatewright", "title": "gatewright", "version": __version__},
+        }
+
+    async def authenticate(self, params: Any) -> dict[str, Any]:
+        p = obj(params)
+        method = req_str(p, "methodId")
+        raise InvalidParams(f"Invalid params: unknown authentication method {method!r}")
+
+    def cancel_request_hook(self, method: str, params: Any) -> bool:
+        # `$/cancel_request` for a prompt: cancel the turn, which answers `stopReason: cancelled` by itself.
+        if method == "session/prompt" and isinstance(params, dict):
+            session = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
+            if session is not None:
+                session.runtime.cancel()
+                return True
+        return False
+
+    async def shutdown(self) -> None:
+        for session in list(self.sessions.values()):
+            await session.close()
+
+    # ---- sessions ----------------------------------------------------------------------------------------------
+    def _session(self, params: dict[str, Any]) -> AcpSession:
+        sid = req_str(params, "sessionId")
+        session = self.sessions.get(sid)
+        if session is None:
+            raise ResourceNotFound(f"Session not found: {sid[:100]}")
+        return session
+
+    async def new_session(self, params: Any) -> dict[str, Any]:
+        from acp_server.session import AcpSession, new_session_id
+        from permissions.modes import parse_mode
+        from runtime.loop import RuntimeOptions
+
+        p = obj(params)
+        cwd = req_str(p, "cwd")
+        if not os.path.isabs(cwd) or "\x00" in cwd:
+            raise InvalidParams("Invalid params: \"cwd\" must be an absolute path")
+        if not os.path.isdir(cwd):
+            raise InvalidParams("Invalid params: \"cwd\" is not an existing directory")
+        extra = str_list(p, "additionalDirectories")
+        if extra:
+            raise InvalidParams("Invalid params: \"additionalDirectories\" is not supported by this agent")
+        servers = opt_list(p, "mcpServers")
+        if servers:
+            log.warning("session/new carried %d MCP server(s); MCP is not supported in this build", len(servers))
+        assert self.conn is not None
+        sid = new_session_id()
+        model = self.config.model_factory.create() if self.config.model_factory else None
+        session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
+                             RuntimeOptions())
+        self.sessions[sid] = session
+        return {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
+
+    async def prompt(self, params: Any) -> dict[str, Any]:
+        from runtime.loop import AuthRequired as RuntimeAuthRequired
+        from runtime.models import NO_MODEL_MESSAGE
+
+        p = obj(params)
+        session = self._session(p)
+        blocks = p.get("prompt")
+        if not isinstance(blocks, list):
+            raise InvalidParams("Invalid params: \"prompt\" must be an array of content blocks")
+        parts, notes = convert_prompt(blocks, accepts_images=bool(session.model and session.model.accepts_images))
+        async with session.turn_lock:
+            if session.closed:
+                return {"stopReason": "cancelled"}
+            for note in notes:
+                await session.send_update({"sessionUpdate": "agent_message_chunk",
+                                           "content": {"type": "text", "text": note}})
+            if session.model is None:
+                await session.send_update({"sessionUpdate": "agent_message_chunk",
+                                           "content": {"type": "text", "text": NO_MODEL_MESSAGE}})
+                return {"stopReason": "end_turn"}
+            try:
+                outcome = await session.runtime.run_turn(parts, session.emit)
+            except RuntimeAuthRequired as exc:
+                raise AuthRequired(f"Authentication required: {exc}") from None
+            return {"stopReason": outcome.stop_reason}
+
+    def cancel(self, params: Any) -> None:
+        if not isinstance(params, dict):
+            return
+        session = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
+        if session is not None:
+            session.runtime.cancel()
+
+    async def set_mode(self, params: Any) -> dict[str, Any]:
+        p = obj(params)
+        session = self._session(p)
+        mode_id = req_str(p, "modeId")
+        await self._apply_mode(session, mode_id, announce_mode=False)
+        return {}
+
+    async def set_config_option(self, params: Any) -> dict[str, Any]:
+        p = obj(params)
+        session = self._session(p)
+        config_id = req_str(p, "configId")
+        value = p.get("value")
+        if config_id != "mode":
+            raise InvalidParams(f"Invalid params: unknown config option {config_id[:100]!r}")
+        if not isinstance(value, str):
+            raise InvalidParams("Invalid params: \"value\" must be one of the option's values")
+        await self._apply_mode(session, value, announce_mode=True, announce_config=False)
+        return {"configOptions": session.config_options()}
+
+    async def _apply_mode(self, session: AcpSession, mode_id: str, *, announce_mode: bool,
+                          announce_config: bool = True) -> None:
+        from permissions.modes import MODES
+
+        if mode_id not in {m.id for m in MODES}:
+            raise InvalidParams(f"Invalid params: unknown mode {mode_id[:100]!r}")
+        session.mode = mode_id  # type: ignore[assignment]  # read by the decorator at the next call
+        if announce_mode:
+            await session.send_update({"sessionUpdate": "current_mode_update", "currentModeId": mode_id})
+        if announce_config:
+            await session.send_update({"sessionUpdate": "config_option_update",
+                                       "configOptions": session.config_options()})
+
+
+def convert_prompt(blocks: list[Any], *, accepts_images: bool) -> tuple[list[Any], list[str]]:
+    """ACP content blocks → the runtime's user parts, plus plain notes for the user about what was not sent."""
+    from runtime.models.base import ImagePart, TextPart
+
+    parts: list[Any] = []
+    notes: list[str] = []
+    for i, b in enumerate(blocks):
+        if not isinstance(b, dict) or not isinstance(b.get("type"), str):
+            raise InvalidParams(f"Invalid params: prompt[{i}] is not a content block")
+        kind = b["type"]
+        if kind == "text":
+            if not isinstance(b.get("text"), str):
+                raise InvalidParams(f"Invalid params: prompt[{i}].text must be a string")
+            parts.append(TextPart(b["text"]))
+        elif kind == "resource_link":
+            uri, name = b.get("uri"), b.get("name")
+            if not isinstance(uri, str) or not isinstance(name, str):
+                raise InvalidParams(f"Invalid params: prompt[{i}] resource_link needs \"uri\" and \"name\"")
+            parts.append(TextPart(f"[@{name}]({uri})"))
+        elif kind == "resource":
+            res = b.get("resource")
+            if not isinstance(res, dict) or not isinstance(res.get("uri"), str):
+                raise InvalidParams(f"Invalid params: prompt[{i}].resource needs a \"uri\"")
+            if isinstance(res.get("text"), str):
+                parts.append(TextPart(f'<context uri="{res["uri"]}">\n{res["text"]}\n</context>'))
+            elif isinstance(res.get("blob"), str):
+                parts.append(TextPart(f"[binary resource {res['uri']} attached; its bytes are not shown]"))
+            else:
+                raise InvalidParams(f"Invalid params: prompt[{i}].resource needs \"text\" or \"blob\"")
+        elif kind == "image":
+            if not isinstance(b.get("data"), str) or not isinstance(b.get("mimeType"), str):
+                raise InvalidParams(f"Invalid params: prompt[{i}] image needs \"data\" and \"mimeType\"")
+            if accepts_images:
+                parts.append(ImagePart(b["data"], b["mimeType"]))
+            else:
+                notes.append("(The current model does not take images; the attached image was not sent to it.)\n\n")
+        elif kind == "audio":
+            notes.append("(The current model does not take audio; the attached audio was not sent to it.)\n\n")
+        else:
+            raise InvalidParams(f"Invalid params: prompt[{i}] has unknown content type {kind[:50]!r}")
+    return parts, notes

@@ -1,0 +1,108 @@
+"""The `gatewright` command line: `acp` (what editors launch), `run` (one prompt on a terminal), `demo`.
+
+Kept light on purpose: this module is on the start-up path of `gatewright acp`, so it imports only the standard
+library at module level; everything else is imported by the subcommand that needs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_REJECTED = 3
+EXIT_INTERRUPTED = 130
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=os.environ.get("GATEWRIGHT_MODEL"),
+                   help="scripted:PATH, openai:MODEL or anthropic:MODEL (env GATEWRIGHT_MODEL)")
+    p.add_argument("--mode", default=os.environ.get("GATEWRIGHT_MODE"),
+                   help="approval mode: manual, safe (default), auto, read-only (env GATEWRIGHT_MODE)")
+    p.add_argument("--state-dir", default=os.environ.get("GATEWRIGHT_STATE_DIR"),
+                   help="where sessions, remembered rules and the audit log live (env GATEWRIGHT_STATE_DIR)")
+    p.add_argument("--record", default=os.environ.get("GATEWRIGHT_RECORD"),
+                   help="append every JSON-RPC frame to FILE as JSON lines (env GATEWRIGHT_RECORD)")
+    p.add_argument("--log-level", default=os.environ.get("GATEWRIGHT_LOG", "WARNING"), help=argparse.SUPPRESS)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gatewright", description="An ACP coding agent whose permissions you can trust.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    acp = sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (what an editor launches)")
+    _add_common(acp)
+    run = sub.add_parser("run", help="run one prompt through the same runtime, approvals asked on the terminal")
+    _add_common(run)
+    run.add_argument("--cwd", default=None, help="workspace directory (default: the current directory)")
+    run.add_argument("prompt", nargs="+", help="the prompt")
+    sub.add_parser("demo", help="offline showcase: drive `gatewright acp` with a scripted model as an editor would")
+    return parser
+
+
+def _setup_logging(level: str) -> None:
+    logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(level).upper(), logging.WARNING),
+                        format="gatewright %(levelname)s %(name)s: %(message)s")
+
+
+def _check_options(args: argparse.Namespace) -> tuple[object, str] | None:
+    """Validate model spec and mode; print a one-line error and return None on bad usage."""
+    from permissions.modes import parse_mode
+    from runtime.models import ModelFactory, parse_model_spec
+    from runtime.models.scripted import ScriptError
+
+    try:
+        mode = parse_mode(args.mode)
+        factory = ModelFactory(parse_model_spec(args.model))
+    except (ValueError, ScriptError) as exc:
+        sys.stderr.write(f"gatewright: {exc}\n")
+        return None
+    return factory, mode
+
+
+def cmd_acp(args: argparse.Namespace) -> int:
+    _setup_logging(args.log_level)
+    checked = _check_options(args)
+    if checked is None:
+        return EXIT_USAGE
+    factory, mode = checked
+    from acp_server.server import serve_stdio
+
+    return serve_stdio(factory, mode, record=args.record, state_dir=args.state_dir)  # type: ignore[arg-type]
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    _setup_logging(args.log_level)
+    checked = _check_options(args)
+    if checked is None:
+        return EXIT_USAGE
+    factory, mode = checked
+    cwd = os.path.abspath(args.cwd or os.getcwd())
+    if not os.path.isdir(cwd):
+        sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
+        return EXIT_USAGE
+    from runtime.cli_host import run_prompt
+
+    return run_prompt(" ".join(args.prompt), cwd=cwd, factory=factory, mode=mode)  # type: ignore[arg-type]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "acp":
+        return cmd_acp(args)
+    if args.command == "run":
+        return cmd_run(args)
+    if args.command == "demo":
+        from acp_server.demo import run_demo
+
+        return run_demo()
+    parser.print_help(sys.stderr)
+    return EXIT_USAGE
+
+
+def main_acp() -> int:
+    """`python -m acp_server` is `gatewright acp`."""
+    return main(["acp", *sys.argv[1:]])

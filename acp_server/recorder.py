@@ -1,0 +1,68 @@
+"""Transcript recording (`--record FILE`): every frame, both directions, as JSON lines, secrets redacted.
+
+Redacted: environment values and headers of `mcpServers` entries, `authenticate` payloads beyond the method id,
+and any string that equals the value of a secret-looking environment variable of this process (provider keys).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+import orjson
+
+REDACTED = "<redacted>"
+_SECRET_MARKERS = ("API_KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL", "PRIVATE_KEY")
+
+
+def secret_values() -> set[str]:
+    return {v for k, v in os.environ.items() if len(v) >= 8 and any(m in k.upper() for m in _SECRET_MARKERS)}
+
+
+def redact(msg: Any, secrets: set[str]) -> Any:
+    if isinstance(msg, dict):
+        out: dict[str, Any] = {}
+        for k, v in msg.items():
+            if k in ("env", "headers") and isinstance(v, list):
+                out[k] = [{**e, "value": REDACTED} if isinstance(e, dict) and "value" in e else REDACTED for e in v]
+            elif k in ("env", "headers") and isinstance(v, dict):
+                out[k] = {ek: REDACTED for ek in v}
+            else:
+                out[k] = redact(v, secrets)
+        if msg.get("method") == "authenticate" and isinstance(msg.get("params"), dict):
+            out["params"] = {k: (v if k == "methodId" else REDACTED) for k, v in msg["params"].items()}
+        return out
+    if isinstance(msg, list):
+        return [redact(v, secrets) for v in msg]
+    if isinstance(msg, str) and secrets:
+        for s in secrets:
+            if s in msg:
+                msg = msg.replace(s, REDACTED)
+        return msg
+    return msg
+
+
+class TranscriptRecorder:
+    def __init__(self, path: str, meta: dict[str, Any] | None = None) -> None:
+        self._f = open(path, "ab", buffering=0)  # noqa: SIM115 - lives as long as the server
+        self._t0: float | None = None
+        self._lock = threading.Lock()
+        self._secrets = secret_values()
+        if meta is not None:
+            self._f.write(orjson.dumps({"meta": redact(meta, self._secrets)}) + b"\n")
+
+    def record(self, direction: str, msg: Any, raw: bytes | None = None) -> None:
+        now = time.monotonic()
+        if self._t0 is None:
+            self._t0 = now
+        entry: dict[str, Any] = {"dir": direction, "t": round(now - self._t0, 4),
+                                 "msg": redact(msg, self._secrets)}
+        if raw is not None:
+            entry["raw"] = redact(raw.decode("utf-8", errors="replace")[:4096], self._secrets)
+        with self._lock:
+            self._f.write(orjson.dumps(entry) + b"\n")
+
+    def close(self) -> None:
+        self._f.close()

@@ -1,0 +1,332 @@
+"""A method-agnostic JSON-RPC 2.0 connection over a byte stream (one frame per line).
+
+It owns: reading frames without ever blocking on a running handler, one writer task that alone writes the output,
+answering every request exactly once (results, typed errors, `-32800` after `$/cancel_request`), never answering a
+notification, and correlating the agent's own requests to the client by id. What methods exist and what they do is
+the `Dispatcher`'s business.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import anyio.abc
+
+from acp_server import wire
+from acp_server.errors import InternalError, MethodNotFound, RequestCancelled, RpcError, error_to_wire
+
+log = logging.getLogger("gatewright.rpc")
+
+MAX_INFLIGHT = 512
+WRITE_BUFFER = 4096
+
+
+class ByteReader(Protocol):
+    async def read(self) -> bytes: ...
+
+
+class ByteWriter(Protocol):
+    async def write(self, data: bytes) -> None: ...
+
+
+class Recorder(Protocol):
+    def record(self, direction: str, msg: Any, raw: bytes | None = None) -> None: ...
+
+
+RequestHandler = Callable[[Any], Awaitable[Any]]
+NotificationHandler = Callable[[Any], Awaitable[None] | None]
+
+
+class Dispatcher(Protocol):
+    requests: Mapping[str, RequestHandler]
+    notifications: Mapping[str, NotificationHandler]
+
+    def cancel_request_hook(self, method: str, params: Any) -> bool:
+        """Called on `$/cancel_request` for an in-flight request; True when the handler will answer by itself."""
+        ...
+
+    async def shutdown(self) -> None: ...
+
+
+class ClientError(Exception):
+    """The client answered one of our requests with an error."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class ConnectionClosed(Exception):
+    pass
+
+
+@dataclass
+class _Outbound:
+    event: anyio.Event = field(default_factory=anyio.Event)
+    result: Any = None
+    error: Any = None
+    is_error: bool = False
+
+
+@dataclass
+class _Inbound:
+    method: str
+    params: Any
+    scope: anyio.CancelScope
+    cancelled_by_peer: bool = False
+
+
+class JsonRpcConnection:
+    def __init__(self, dispatcher: Dispatcher, *, max_frame: int = wire.DEFAULT_MAX_FRAME,
+                 recorder: Recorder | None = None) -> None:
+        self.dispatcher = dispatcher
+        self.max_frame = max_frame
+        self.recorder = recorder
+        self._send, self._recv = anyio.create_memory_object_stream[bytes](WRITE_BUFFER)
+        self._outbound: dict[tuple[str, Any], _Outbound] = {}
+        self._inbound: dict[tuple[str, Any], list[_Inbound]] = {}
+        self._next_id = 0
+        self._tg: anyio.abc.TaskGroup | None = None
+        self.closed = anyio.Event()
+        self._writer_dead = False
+
+    # ---- outgoing ------------------------------------------------------------------------------------------------
+    async def _emit(self, obj: dict[str, Any]) -> None:
+        if self._writer_dead:
+            return
+        if self.recorder is not None:
+            self.recorder.record("out", obj)
+        try:
+            await self._send.send(wire.encode(obj))
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._writer_dead = True
+
+    async def notify(self, method: str, params: Any) -> None:
+        await self._emit(wire.notification(method, params))
+
+    async def request(self, method: str, params: Any) -> Any:
+        """Send a request to the client and wait for its answer.
+
+        Raises:
+            ClientError: the client answered with an error.
+            ConnectionClosed: the client went away first.
+        If the waiting task is cancelled, the client is told with `$/cancel_request` and a late answer is dropped.
+        """
+        if self.closed.is_set():
+            raise ConnectionClosed()
+        rid = self._next_id
+        self._next_id += 1
+        key = wire.id_key(rid)
+        pending = _Outbound()
+        self._outbound[key] = pending
+        try:
+            await self._emit(wire.request(rid, method, params))
+            await pending.event.wait()
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                if not self.closed.is_set():
+                    await self._emit(wire.notification("$/cancel_request", {"requestId": rid}))
+            raise
+        finally:
+            self._outbound.pop(key, None)
+        if pending.is_error:
+            err = pending.error if isinstance(pending.error, dict) else {}
+            code = err.get("code") if isinstance(err.get("code"), int) else InternalError.code
+            msg = err.get("message") if isinstance(err.get("message"), str) else "error"
+            raise ClientError(code, msg)
+        if pending.result is _CLOSED:
+            raise ConnectionClosed()
+        return pending.result
+
+    # ---- serving -------------------------------------------------------------------------------------------------
+    async def serve(self, reader: ByteReader, writer: ByteWriter) -> None:
+        """Serve until the input reaches EOF (or the output breaks); then shut the dispatcher down."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            tg.start_soon(self._writer_loop, writer)
+            try:
+                await self._reader_loop(reader)
+            finally:
+                self.closed.set()
+                for pending in list(self._outbound.values()):
+                    pending.result = _CLOSED
+                    pending.event.set()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(1.5):
+                    await self.dispatcher.shutdown()
+                    # Give in-flight handlers their chance to answer, then flush the writer briefly.
+                    with anyio.move_on_after(0.3):
+                        while self._inbound:
+                            await anyio.sleep(0.01)
+                for entries in list(self._inbound.values()):
+                    for entry in entries:
+                        entry.scope.cancel()
+                with anyio.CancelScope(shield=True), anyio.move_on_after(0.5):
+                    await self._send.aclose()
+                    while not self._writer_done.is_set():
+                        await anyio.sleep(0.01)
+                tg.cancel_scope.cancel()
+
+    _writer_done: anyio.Event
+
+    async def _writer_loop(self, writer: ByteWriter) -> None:
+        self._writer_done = anyio.Event()
+        try:
+            async with self._recv:
+                while True:
+                    try:
+                        chunk = await self._recv.receive()
+                    except anyio.EndOfStream:
+                        return
+                    batch = [chunk]
+                    size = len(chunk)
+                    while size < (1 << 20):
+                        try:
+                            more = self._recv.receive_nowait()
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                        batch.append(more)
+                        size += len(more)
+                    try:
+                        await writer.write(b"".join(batch))
+                    except OSError:
+                        log.info("the client closed its input; stopping")
+                        self._writer_dead = True
+                        return
+        finally:
+            self._writer_done.set()
+
+    async def _reader_loop(self, reader: ByteReader) -> None:
+        splitter = wire.LineSplitter(self.max_frame)
+        while not self._writer_dead:
+            data = await reader.read()
+            if not data:
+                for line in splitter.close():
+                    await self._on_line(line)
+                return
+            for line in splitter.feed(data):
+                await self._on_line(line)
+
+    async def _on_line(self, line: bytes | wire.Oversized) -> None:
+        if isinstance(line, wire.Oversized):
+            if self.recorder is not None:
+                self.recorder.record("in", None, raw=f"<{line.size} bytes dropped>".encode())
+            err = wire.InvalidRequest(f"Invalid request: frame of {line.size} bytes exceeds the "
+                                      f"{self.max_frame // (1024 * 1024)} MiB limit")
+            await self._emit(wire.error_response(None, err.to_wire()))
+            return
+        frame = wire.classify(line)
+        if frame is None:
+            return
+        if self.recorder is not None:
+            if isinstance(frame, wire.Invalid) and isinstance(frame.error, wire.ParseError):
+                self.recorder.record("in", None, raw=line)
+            else:
+                self.recorder.record("in", _loads_quiet(line))
+        if isinstance(frame, wire.Invalid):
+            await self._emit(wire.error_response(frame.id, frame.error.to_wire()))
+        elif isinstance(frame, wire.Response):
+            pending = self._outbound.get(wire.id_key(frame.id))
+            if pending is None:
+                log.debug("dropping an answer to unknown request id %r", frame.id)
+                return
+            pending.result, pending.error, pending.is_error = frame.result, frame.error, frame.is_error
+            pending.event.set()
+        elif isinstance(frame, wire.Notification):
+            await self._on_notification(frame)
+        else:
+            await self._on_request(frame)
+
+    async def _on_notification(self, frame: wire.Notification) -> None:
+        if frame.method == "$/cancel_request":
+            self._cancel_inbound(frame.params)
+            return
+        handler = self.dispatcher.notifications.get(frame.method)
+        if handler is None:
+            log.debug("ignoring unknown notification %s", frame.method)
+            return
+        try:
+            maybe = handler(frame.params)
+            if maybe is not None:
+                assert self._tg is not None
+                self._tg.start_soon(_quiet, maybe, frame.method)
+        except Exception:
+            log.warning("notification %s failed", frame.method, exc_info=True)
+
+    def _cancel_inbound(self, params: Any) -> None:
+        if not isinstance(params, dict) or "requestId" not in params or not wire.valid_id(params["requestId"]):
+            return
+        entries = self._inbound.get(wire.id_key(params["requestId"]))
+        if not entries:
+            return
+        entry = entries[-1]
+        if self.dispatcher.cancel_request_hook(entry.method, entry.params):
+            return
+        entry.cancelled_by_peer = True
+        entry.scope.cancel()
+
+    async def _on_request(self, frame: wire.Request) -> None:
+        handler = self.dispatcher.requests.get(frame.method)
+        if handler is None:
+            await self._emit(wire.error_response(frame.id, MethodNotFound(f"Method not found: {frame.method}")
+                                                 .to_wire()))
+            return
+        if sum(len(v) for v in self._inbound.values()) >= MAX_INFLIGHT:
+            await self._emit(wire.error_response(frame.id, InternalError("Too many requests in flight").to_wire()))
+            return
+        key = wire.id_key(frame.id)
+        entry = _Inbound(frame.method, frame.params, anyio.CancelScope())
+        self._inbound.setdefault(key, []).append(entry)
+        assert self._tg is not None
+        self._tg.start_soon(self._run_request, frame, handler, key, entry)
+
+    async def _run_request(self, frame: wire.Request, handler: RequestHandler, key: tuple[str, Any],
+                           entry: _Inbound) -> None:
+        started = time.perf_counter()
+        answer: dict[str, Any] | None = None
+        try:
+            with entry.scope:
+                try:
+                    result = await handler(frame.params)
+                    answer = wire.response(frame.id, {} if result is None else result)
+                except RpcError as exc:
+                    answer = wire.error_response(frame.id, exc.to_wire())
+                except Exception as exc:
+                    answer = wire.error_response(frame.id, error_to_wire(exc, frame.method))
+            if answer is None:
+                # Cancelled: by the peer's $/cancel_request, or because the connection is shutting down.
+                answer = wire.error_response(frame.id, RequestCancelled().to_wire())
+            with anyio.CancelScope(shield=True):
+                await self._emit(answer)
+        finally:
+            entries = self._inbound.get(key)
+            if entries is not None:
+                if entry in entries:
+                    entries.remove(entry)
+                if not entries:
+                    del self._inbound[key]
+            log.debug("%s answered in %.1f ms", frame.method, (time.perf_counter() - started) * 1000)
+
+
+_CLOSED = object()
+
+
+def _loads_quiet(line: bytes) -> Any:
+    import orjson
+
+    try:
+        return orjson.loads(line)
+    except Exception:
+        return None
+
+
+async def _quiet(aw: Awaitable[None], method: str) -> None:
+    try:
+        await aw
+    except Exception:
+        log.warning("notification %s failed", method, exc_info=True)

@@ -1,0 +1,225 @@
+"""One ACP session: its runtime, its approval mode, and the mapping from runtime events to `session/update`.
+
+`AcpPermissionGateway` is the ACP implementation of `permissions.PermissionGateway`: it round-trips
+`session/request_permission` so the editor owns the approval UI. `AcpToolApprovalDecorator` is the approval
+decorator built with that gateway.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from permissions import ToolApprovalDecorator
+from permissions.gateway import PermissionOutcome, PermissionRequest
+from permissions.modes import MODES, ApprovalMode
+from permissions.rules import RuleStore
+from runtime.approval import make_describer
+from runtime.events import (
+    NoticeEvent,
+    PlanUpdated,
+    RuntimeEvent,
+    TextChunk,
+    ThoughtChunk,
+    ToolCallProgress,
+    ToolCallStarted,
+    UsageReported,
+)
+from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
+from runtime.tools.base import RoutingToolExecutor, ToolRegistry
+from runtime.tools.builtin import builtin_tools
+from runtime.workspace import Workspace
+
+if TYPE_CHECKING:
+    from acp_server.rpc import JsonRpcConnection
+    from runtime.models.base import ModelClient
+
+log = logging.getLogger("gatewright.session")
+
+
+class AcpPermissionGateway:
+    """Asks the editor with `session/request_permission`. Anything but a valid selected option is not approval."""
+
+    def __init__(self, conn: JsonRpcConnection, session_id: str) -> None:
+        self.conn = conn
+        self.session_id = session_id
+
+    async def request(self, request: PermissionRequest) -> PermissionOutcome:
+        from acp_server.rpc import ClientError, ConnectionClosed
+
+        tool_call: dict[str, Any] = {
+            "toolCallId": request.call_id,
+            "title": request.title,
+            "kind": request.kind,
+            "status": "pending",
+            "rawInput": request.raw_input,
+        }
+        if request.content:
+            tool_call["content"] = list(request.content)
+        if request.locations:
+            tool_call["locations"] = list(request.locations)
+        params = {
+            "sessionId": self.session_id,
+            "toolCall": tool_call,
+            "options": [{"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in request.options],
+        }
+        try:
+            answer = await self.conn.request("session/request_permission", params)
+        except ConnectionClosed:
+            return PermissionOutcome.cancel()
+        except ClientError as exc:
+            log.warning("the client answered session/request_permission with error %s; treating as rejected",
+                        exc.code)
+            return PermissionOutcome.selected("")
+        return parse_permission_answer(answer, {o.option_id for o in request.options})
+
+
+def parse_permission_answer(answer: Any, valid_ids: set[str]) -> PermissionOutcome:
+    """Read `{"outcome": {"outcome": "selected", "optionId": …}}` or `{"outcome": {"outcome": "cancelled"}}`.
+
+    Garbage, wrong types or an option id we did not offer are never an approval.
+    """
+    outcome = answer.get("outcome") if isinstance(answer, dict) else None
+    if isinstance(outcome, dict):
+        if outcome.get("outcome") == "cancelled":
+            return PermissionOutcome.cancel()
+        oid = outcome.get("optionId")
+        if outcome.get("outcome") == "selected" and isinstance(oid, str) and oid in valid_ids:
+            return PermissionOutcome.selected(oid)
+    log.warning("unusable answer to session/request_permission; treating it as a rejection")
+    return PermissionOutcome.selected("")
+
+
+def AcpToolApprovalDecorator(  # noqa: N802 - a named construction of the one decorator with the ACP gateway
+    delegate: RoutingToolExecutor, conn: JsonRpcConnection, session_id: str, registry: ToolRegistry,
+    mode: Callable[[], ApprovalMode], rules: RuleStore,
+) -> ToolApprovalDecorator[Any, Any, Any]:
+    return ToolApprovalDecorator(delegate, AcpPermissionGateway(conn, session_id), make_describer(registry), mode,
+                                 rules)
+
+
+def tool_call_frame(ev: ToolCallStarted) -> dict[str, Any]:
+    upd: dict[str, Any] = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": ev.call_id,
+        "title": ev.title,
+        "kind": ev.kind,
+        "status": "pending",
+        "rawInput": ev.raw_input,
+    }
+    if ev.locations:
+        upd["locations"] = list(ev.locations)
+    if ev.content:
+        upd["content"] = list(ev.content)
+    if ev.meta:
+        upd["_meta"] = ev.meta
+    return upd
+
+
+def tool_update_frame(ev: ToolCallProgress) -> dict[str, Any]:
+    upd: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": ev.call_id}
+    if ev.status is not None:
+        upd["status"] = ev.status
+    if ev.title is not None:
+        upd["title"] = ev.title
+    if ev.content is not None:
+        upd["content"] = list(ev.content)
+    if ev.locations is not None:
+        upd["locations"] = list(ev.locations)
+    if ev.raw_output is not None:
+        upd["rawOutput"] = ev.raw_output
+    if ev.meta:
+        upd["_meta"] = ev.meta
+    return upd
+
+
+def event_to_update(ev: RuntimeEvent, notices: bool) -> dict[str, Any] | None:
+    if isinstance(ev, TextChunk):
+        return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": ev.text}}
+    if isinstance(ev, ThoughtChunk):
+        return {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": ev.text}}
+    if isinstance(ev, ToolCallStarted):
+        return tool_call_frame(ev)
+    if isinstance(ev, ToolCallProgress):
+        return tool_update_frame(ev)
+    if isinstance(ev, UsageReported):
+        upd: dict[str, Any] = {"sessionUpdate": "usage_update", "used": ev.context_used, "size": ev.context_size}
+        if ev.cost is not None:
+            upd["cost"] = {"amount": ev.cost, "currency": ev.currency}
+        return upd
+    if isinstance(ev, PlanUpdated):
+        return {"sessionUpdate": "plan", "entries": list(ev.entries)}
+    if isinstance(ev, NoticeEvent):
+        text = f"\n\n{'⚠ ' if ev.severity != 'info' else ''}{ev.title}" + (f": {ev.description}" if ev.description else "")
+        return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
+    return None
+
+
+@dataclass
+class AcpSession:
+    id: str
+    cwd: str
+    additional_directories: list[str]
+    mode: ApprovalMode
+    conn: JsonRpcConnection
+    model: ModelClient | None
+    client_caps: dict[str, Any]
+    options: RuntimeOptions
+    created_at: float = field(default_factory=time.time)
+    title: str | None = None
+    rules: RuleStore = field(default_factory=RuleStore)
+    turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    closed: bool = False
+
+    def __post_init__(self) -> None:
+        self.workspace = Workspace(self.cwd, self.additional_directories)
+        self.registry = ToolRegistry(builtin_tools())
+        router = RoutingToolExecutor(self.registry, self.options.tool_call_timeout_ms / 1000)
+        executor = AcpToolApprovalDecorator(router, self.conn, self.id, self.registry, lambda: self.mode, self.rules)
+        self.runtime = AgentRuntime(
+            model=self.model,
+            registry=self.registry,
+            executor=executor,
+            environment=ToolEnvironment(self.id, self.workspace),
+            options=self.options,
+        )
+
+    async def emit(self, ev: RuntimeEvent) -> None:
+        upd = event_to_update(ev, notices=False)
+        if upd is not None:
+            await self.send_update(upd)
+
+    async def send_update(self, update: dict[str, Any]) -> None:
+        await self.conn.notify("session/update", {"sessionId": self.id, "update": update})
+
+    # ---- modes and config options ---------------------------------------------------------------------------------
+    def modes_state(self) -> dict[str, Any]:
+        return {
+            "currentModeId": self.mode,
+            "availableModes": [{"id": m.id, "name": m.name, "description": m.description} for m in MODES],
+        }
+
+    def config_options(self) -> list[dict[str, Any]]:
+        return [{
+            "id": "mode",
+            "name": "Approval mode",
+            "description": "When gatewright asks before running a tool",
+            "category": "mode",
+            "type": "select",
+            "currentValue": self.mode,
+            "options": [{"value": m.id, "name": m.name, "description": m.description} for m in MODES],
+        }]
+
+    async def close(self) -> None:
+        self.closed = True
+        self.runtime.cancel()
+
+
+def new_session_id() -> str:
+    return "sess_" + uuid.uuid4().hex

@@ -1,0 +1,51 @@
+"""How the runtime describes a tool call to the approval layer (`permissions.ToolApprovalDecorator`).
+
+This is where workspace facts are gathered: every path a call touches is resolved through the workspace boundary
+and classified, so the pure policy can decide without doing I/O.
+"""
+
+from __future__ import annotations
+
+from permissions.decorator import ApprovalSubject
+from permissions.policy import CallFacts, PathFact
+from runtime.tools.base import ToolCall, ToolContext, ToolRegistry
+from runtime.workspace import PathError
+
+
+def make_describer(registry: ToolRegistry):  # noqa: ANN201 - returns the decorator's describe callable
+    async def describe(call: ToolCall, ctx: ToolContext) -> ApprovalSubject:
+        tool = registry.get(call.name)
+        if tool is None:  # the executor refuses it anyway; ask rather than allow
+            facts = CallFacts(call.name, "other", f"{call.name}:{call.raw_arguments}")
+            return ApprovalSubject(facts, call.name, "other", call.arguments, f"`{call.name}`", call_id=call.id)
+        ws = ctx.workspace
+        path_facts: list[PathFact] = []
+        for p, writes in tool.paths(call.arguments):
+            try:
+                r = ws.resolve(p)
+            except PathError:
+                continue  # the tool reports the bad path itself
+            path_facts.append(PathFact(r.path, r.klass, writes))
+        proven_read_only, dangerous = tool.analyse(call.arguments, ws)
+        facts = CallFacts(
+            tool=call.name,
+            effect=tool.effect(call.arguments),
+            rule_key=tool.rule_key(call.arguments, ws),
+            paths=tuple(path_facts),
+            read_only_hint=tool.read_only_hint,
+            proven_read_only=proven_read_only,
+            dangerous=dangerous,
+        )
+        content = await tool.preview(call.arguments, ctx)
+        return ApprovalSubject(
+            facts=facts,
+            title=tool.title(call.arguments, ws),
+            kind=tool.kind,
+            raw_input=call.arguments,
+            summary=tool.summary(call.arguments, ws),
+            content=content,
+            locations=tuple(tool.locations(call.arguments, ws)),
+            call_id=call.id,
+        )
+
+    return describe

@@ -1,0 +1,365 @@
+"""`AgentRuntime.run_turn`: the turn loop that drives model ⇄ tools, identical in every host.
+
+One turn: append the user's prompt, then repeat (call the model, stream its text and thoughts, run the tool calls it
+proposed through the decorated executor, feed results back in call order) until the model stops calling tools, a
+limit is hit, an approval is rejected, or the turn is cancelled. Everything the user should see leaves as a typed
+event through the host's sink; the host never sees an event for a turn after `run_turn` returned.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+
+from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
+from runtime.events import (
+    EventSink,
+    TextChunk,
+    ThoughtChunk,
+    ToolCallProgress,
+    ToolCallStarted,
+    UsageReported,
+)
+from runtime.models.base import (
+    AssistantMessage,
+    Finished,
+    Message,
+    ModelClient,
+    ModelError,
+    ModelRequest,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallEvent,
+    ToolCallRequest,
+    ToolResultMessage,
+    ToolSchema,
+    Usage,
+    UserMessage,
+    UserPart,
+)
+from runtime.sanitizer import normalise, tool_error, validate
+from runtime.tools.base import (
+    EditorBridge,
+    ToolCall,
+    ToolContext,
+    ToolExecutor,
+    ToolFailure,
+    ToolRegistry,
+    ToolResult,
+    cap_output,
+)
+from runtime.workspace import PathError, Workspace
+
+log = logging.getLogger(__name__)
+
+StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are gatewright, a careful coding agent working in the user's workspace through tools. Paths are relative "
+    "to the workspace root unless absolute. Prefer reading before editing, keep changes minimal, and explain briefly "
+    "what you did. A tool result starting with TOOL_ERROR describes a failure you can fix and retry."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeOptions:
+    max_turn_requests: int = 50
+    max_parallel_tool_calls: int = 4
+    tool_call_timeout_ms: int = 600_000
+    max_tool_output_chars: int = 50_000
+    context_window: int = 128_000
+
+
+@dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    stop_reason: StopReason
+    blocked_by_approval: bool = False
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+class AuthRequired(Exception):
+    """The model provider refused our credentials; the ACP host answers `auth_required` (-32000)."""
+
+
+@dataclass
+class ToolEnvironment:
+    """Session-level facts every tool context is built from."""
+
+    session_id: str
+    workspace: Workspace
+    editor: EditorBridge | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _CallSlot:
+    call: ToolCallRequest
+    index: int
+    started: bool = False
+    finished: bool = False
+    result: ToolResultMessage | None = None
+    scope: anyio.CancelScope | None = None
+
+
+class AgentRuntime:
+    def __init__(
+        self,
+        *,
+        model: ModelClient | None,
+        registry: ToolRegistry,
+        executor: ToolExecutor,
+        environment: ToolEnvironment,
+        options: RuntimeOptions | None = None,
+        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    ) -> None:
+        self.model = model
+        self.registry = registry
+        self.executor = executor
+        self.env = environment
+        self.options = options or RuntimeOptions()
+        self.system_prompt = system_prompt
+        self.history: list[Message] = []
+        self._scope: anyio.CancelScope | None = None
+        self._cancel_requested = False
+        self.total_usage = Usage()
+
+    # ---- control -------------------------------------------------------------------------------------------------
+    def cancel(self) -> None:
+        """Cancel the running turn, if any (idempotent; safe to call from any task)."""
+        self._cancel_requested = True
+        if self._scope is not None:
+            self._scope.cancel()
+
+    @property
+    def running(self) -> bool:
+        return self._scope is not None
+
+    def tool_schemas(self) -> tuple[ToolSchema, ...]:
+        return tuple(ToolSchema(t.name, t.description, t.schema) for t in self.registry.tools())
+
+    # ---- the turn ------------------------------------------------------------------------------------------------
+    async def run_turn(self, parts: list[UserPart], emit: EventSink) -> TurnOutcome:
+        if self.model is None:
+            raise ModelError("no model configured")
+        self._cancel_requested = False
+        start_len = len(self.history)
+        self.history.append(UserMessage(tuple(parts)))
+        open_calls: dict[str, _CallSlot] = {}
+        outcome: TurnOutcome | None = None
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            if self._cancel_requested:
+                scope.cancel()
+            try:
+                outcome = await self._loop(emit, open_calls, start_len)
+            except ApprovalCancelled:
+                scope.cancel()
+            finally:
+                self._scope = None
+        if outcome is None or scope.cancelled_caught or self._cancel_requested:
+            with anyio.CancelScope(shield=True):
+                await self._close_cancelled(emit, open_calls)
+            return TurnOutcome("cancelled", usage=self.total_usage)
+        return outcome
+
+    async def _loop(self, emit: EventSink, open_calls: dict[str, _CallSlot], start_len: int) -> TurnOutcome:
+        assert self.model is not None
+        for step in range(self.options.max_turn_requests):
+            request = ModelRequest(self.system_prompt, tuple(self.history), self.tool_schemas(), self.env.session_id)
+            text: list[str] = []
+            thinking: list[str] = []
+            calls: list[ToolCallRequest] = []
+            finished: Finished | None = None
+            try:
+                async for ev in self.model.stream(request):
+                    if isinstance(ev, TextDelta):
+                        if ev.text:
+                            text.append(ev.text)
+                            await emit(TextChunk(ev.text))
+                    elif isinstance(ev, ThoughtDelta):
+                        if ev.text:
+                            thinking.append(ev.text)
+                            await emit(ThoughtChunk(ev.text))
+                    elif isinstance(ev, ToolCallEvent):
+                        calls.append(ev.call)
+                    elif isinstance(ev, Finished):
+                        finished = ev
+            except ModelError as exc:
+                if exc.auth:
+                    raise AuthRequired(exc.message) from None
+                if text or thinking or calls:
+                    self.history.append(AssistantMessage("".join(text), "".join(thinking)))
+                message = f"\n\n⚠ The model call failed: {exc.message}"
+                await emit(TextChunk(message))
+                return TurnOutcome("end_turn", error=exc.message, usage=self.total_usage)
+            finished = finished or Finished("tool_use" if calls else "end_turn")
+            self._add_usage(finished.usage)
+            if finished.usage.input_tokens or finished.usage.output_tokens:
+                await emit(UsageReported(
+                    finished.usage.input_tokens, finished.usage.output_tokens,
+                    finished.usage.input_tokens + finished.usage.output_tokens, self.options.context_window))
+            calls = normalise(step, calls)
+            if finished.stop in ("max_tokens", "refusal"):
+                if finished.stop == "refusal":
+                    # ACP: the refused prompt and everything after it leave the context of the next prompt.
+                    del self.history[start_len:]
+                else:
+                    self.history.append(AssistantMessage("".join(text), "".join(thinking), (), finished.provider_state))
+                return TurnOutcome(finished.stop, usage=self.total_usage)
+            self.history.append(AssistantMessage("".join(text), "".join(thinking), tuple(calls),
+                                                 finished.provider_state))
+            if not calls:
+                return TurnOutcome("end_turn", usage=self.total_usage)
+            rejected = await self._run_tools(step, calls, emit, open_calls)
+            if rejected:
+                return TurnOutcome("end_turn", blocked_by_approval=True, usage=self.total_usage)
+        return TurnOutcome("max_turn_requests", usage=self.total_usage)
+
+    def _add_usage(self, u: Usage) -> None:
+        t = self.total_usage
+        self.total_usage = Usage(t.input_tokens + u.input_tokens, t.output_tokens + u.output_tokens,
+                                 t.cached_read_tokens + u.cached_read_tokens,
+                                 t.cached_write_tokens + u.cached_write_tokens, t.thought_tokens + u.thought_tokens)
+
+    # ---- tools ---------------------------------------------------------------------------------------------------
+    async def _run_tools(self, step: int, calls: list[ToolCallRequest], emit: EventSink,
+                         open_calls: dict[str, _CallSlot]) -> bool:
+        slots = [_CallSlot(c, i) for i, c in enumerate(calls)]
+        validated: list[ToolCall | ToolFailure] = []
+        for slot in slots:
+            open_calls[slot.call.id or ""] = slot
+            try:
+                validated.append(validate(slot.call, slot.index, self.registry))
+            except ToolFailure as exc:
+                validated.append(exc)
+            await emit(self._started_event(slot.call, validated[-1]))
+        rejected = anyio.Event()
+        limiter = anyio.CapacityLimiter(max(1, self.options.max_parallel_tool_calls))
+
+        async def run_one(slot: _CallSlot, item: ToolCall | ToolFailure) -> None:
+            with anyio.CancelScope() as own:
+                slot.scope = own
+                async with limiter:
+                    await self._execute_slot(slot, item, emit, rejected, slots)
+            if own.cancelled_caught and slot.result is None:
+                # Stopped because a sibling was rejected: it never ran.
+                await self._finish(slot, emit, "failed",
+                                   "not run: another tool call in this step was rejected", is_error=True,
+                                   error_type="NotRun")
+
+        async with anyio.create_task_group() as tg:
+            for slot, item in zip(slots, validated, strict=True):
+                tg.start_soon(run_one, slot, item)
+        for slot in slots:
+            assert slot.result is not None
+            self.history.append(slot.result)
+            open_calls.pop(slot.call.id or "", None)
+        return rejected.is_set()
+
+    def _started_event(self, call: ToolCallRequest, item: ToolCall | ToolFailure) -> ToolCallStarted:
+        tool = self.registry.get(call.name)
+        args: Any = item.arguments if isinstance(item, ToolCall) else _raw_input(call)
+        title, kind, locations = call.name or "tool", "other", ()
+        if tool is not None:
+            kind = tool.kind
+            try:
+                title = tool.title(args if isinstance(args, dict) else {}, self.env.workspace)
+                locations = tuple(tool.locations(args, self.env.workspace)) if isinstance(item, ToolCall) else ()
+            except Exception:  # a title must never break a turn
+                log.debug("title failed for %s", call.name, exc_info=True)
+        return ToolCallStarted(call.id or "", call.name, title, kind, args, locations)
+
+    async def _execute_slot(self, slot: _CallSlot, item: ToolCall | ToolFailure, emit: EventSink,
+                            rejected: anyio.Event, slots: list[_CallSlot]) -> None:
+        call = slot.call
+        cid = call.id or ""
+        if isinstance(item, ToolFailure):
+            await self._finish(slot, emit, "failed", item.message, is_error=True, error_type=item.error_type)
+            return
+
+        async def started() -> None:
+            slot.started = True
+            await emit(ToolCallProgress(cid, status="in_progress"))
+
+        async def progress(partial: ToolResult) -> None:
+            await emit(ToolCallProgress(cid, content=partial.content or None, raw_output=partial.raw_output))
+
+        ctx = ToolContext(self.env.session_id, cid, self.env.workspace, editor=self.env.editor,
+                          state=self.env.state, progress=progress, started=started)
+        try:
+            result = await self.executor.execute(item, ctx)
+        except ApprovalRejected as exc:
+            rejected.set()
+            for other in slots:  # calls still waiting for approval are not run
+                if other is not slot and not other.started and other.scope is not None:
+                    other.scope.cancel()
+            await self._finish(slot, emit, "failed", f"rejected by the user: {exc.reason}", is_error=True,
+                               error_type="ApprovalRejected")
+            return
+        except ApprovalDenied as exc:
+            await self._finish(slot, emit, "failed", exc.reason, is_error=True, error_type="PermissionDenied")
+            return
+        except ToolFailure as exc:
+            await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
+            return
+        except PathError as exc:
+            await self._finish(slot, emit, "failed", str(exc), is_error=True, error_type=exc.error_type)
+            return
+        except (ApprovalCancelled, anyio.get_cancelled_exc_class()):
+            raise
+        except Exception as exc:
+            incident = uuid.uuid4().hex[:8]
+            log.exception("tool %s crashed (incident %s)", call.name, incident)
+            await self._finish(slot, emit, "failed", f"{type(exc).__name__}: the tool crashed (incident {incident})",
+                               is_error=True, error_type=type(exc).__name__)
+            return
+        await self._finish(slot, emit, "failed" if result.is_error else "completed", result.output,
+                           is_error=result.is_error, result=result)
+
+    async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
+                      *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None) -> None:
+        call = slot.call
+        cid = call.id or ""
+        if is_error and result is None:
+            output = tool_error(error_type, text, call.name, cid)
+            content: tuple[dict[str, Any], ...] = ({"type": "content", "content": {"type": "text", "text": text}},)
+            raw_output: Any = {"error": text, "errorType": error_type}
+        else:
+            output = cap_output(text, self.options.max_tool_output_chars)
+            content = result.content if result and result.content else (
+                {"type": "content", "content": {"type": "text", "text": cap_output(text, 20_000)}},)
+            raw_output = result.raw_output if result else None
+        slot.result = ToolResultMessage(cid, call.name, output, is_error)
+        slot.finished = True
+        with anyio.CancelScope(shield=True):
+            await emit(ToolCallProgress(cid, status=status, content=content, raw_output=raw_output,
+                                        title=result.title if result else None,
+                                        locations=result.locations if result else None))
+
+    async def _close_cancelled(self, emit: EventSink, open_calls: dict[str, _CallSlot]) -> None:
+        """After a cancel: close every announced call and keep the history well-formed for the next turn."""
+        for slot in open_calls.values():
+            if slot.result is None:
+                cid = slot.call.id or ""
+                slot.result = ToolResultMessage(cid, slot.call.name, "cancelled by the user before it finished", True)
+                await emit(ToolCallProgress(cid, status="failed", content=(
+                    {"type": "content", "content": {"type": "text", "text": "Cancelled"}},)))
+        if open_calls:
+            for slot in sorted(open_calls.values(), key=lambda s: s.index):
+                assert slot.result is not None
+                self.history.append(slot.result)
+        open_calls.clear()
+
+
+def _raw_input(call: ToolCallRequest) -> Any:
+    import orjson
+
+    try:
+        return orjson.loads(call.arguments)
+    except Exception:
+        return call.arguments

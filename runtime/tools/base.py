@@ -1,0 +1,247 @@
+"""Tools: what the model sees (`ToolRegistry`) apart from what runs (`ToolExecutor`).
+
+A `Tool` describes itself (schema, ACP kind, title, locations, which paths it touches, its effect) and runs.
+`RoutingToolExecutor` routes a validated call to its tool by name and refuses any name the session does not expose.
+Governance (approval) wraps the executor, never the registry.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import anyio
+import orjson
+
+from runtime.workspace import Workspace
+
+Effect = Literal["read", "write", "execute", "other"]
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas" / "tools"
+
+
+class ToolFailure(Exception):
+    """A tool failed in a way the model can act on. `error_type` is a stable short name."""
+
+    def __init__(self, message: str, error_type: str = "ToolFailed") -> None:
+        super().__init__(message)
+        self.message = message
+        self.error_type = error_type
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A normalised call: id always set, name trimmed, arguments parsed (an object) once validated."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str
+    index: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    output: str  # what the model sees
+    is_error: bool = False
+    content: tuple[dict[str, Any], ...] = ()  # ACP ToolCallContent for the editor
+    raw_output: Any = None
+    locations: tuple[dict[str, Any], ...] | None = None
+    title: str | None = None
+
+
+class EditorBridge(Protocol):
+    """The editor's own file system and terminals, when the client advertised them (else None in the context)."""
+
+    can_read: bool
+    can_write: bool
+    can_terminal: bool
+
+    async def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str: ...
+
+    async def write_text_file(self, path: str, content: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    session_id: str
+    call_id: str
+    workspace: Workspace
+    grants: frozenset[str] = frozenset()
+    editor: EditorBridge | None = None
+    state: dict[str, Any] = field(default_factory=dict)
+    progress: Callable[[ToolResult], Awaitable[None]] | None = None
+    started: Callable[[], Awaitable[None]] | None = None
+    env: Mapping[str, str] | None = None
+
+    def with_grants(self, paths: frozenset[str]) -> ToolContext:
+        return replace(self, grants=self.grants | paths)
+
+
+class Tool:
+    """Base class for tools. Subclasses set `name`, `description`, `kind` and implement `run`."""
+
+    name: str = ""
+    description: str = ""
+    kind: str = "other"  # ACP ToolKind
+    read_only_hint: bool = False
+
+    @functools.cached_property
+    def schema(self) -> dict[str, Any]:
+        return load_tool_schema(self.name)
+
+    def effect(self, args: Mapping[str, Any]) -> Effect:
+        return "other"
+
+    def paths(self, args: Mapping[str, Any]) -> list[tuple[str, bool]]:
+        """The paths a call touches, as given, each with whether it writes."""
+        return []
+
+    def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        return self.name
+
+    def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        """A short label for approval options, e.g. "`npm test`" or "writes to `src/a.py`"."""
+        return f"`{self.name}` with these arguments"
+
+    def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        return self.name + ":" + orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
+
+    def locations(self, args: Mapping[str, Any], ws: Workspace) -> list[dict[str, Any]]:
+        out = []
+        for p, _ in self.paths(args):
+            try:
+                out.append({"path": ws.resolve(p).path})
+            except Exception:  # noqa: S112 - a bad path shows no location; validation reports it
+                continue
+        return out
+
+    def analyse(self, args: Mapping[str, Any], ws: Workspace) -> tuple[bool, tuple[str, ...]]:
+        """(proven read-only, reasons that force a question) from a deeper analysis, e.g. of a shell command."""
+        return False, ()
+
+    async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> tuple[dict[str, Any], ...]:
+        """Content shown before the call runs (e.g. the diff of an edit, for the permission question)."""
+        return ()
+
+    def timeout_seconds(self, args: Mapping[str, Any]) -> float | None:
+        """A tool's own time budget (e.g. bash `timeoutMs`); the per-call timeout is never shorter."""
+        return None
+
+    async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        raise NotImplementedError
+
+
+@functools.cache
+def load_tool_schema(name: str) -> dict[str, Any]:
+    with open(SCHEMA_DIR / f"{name}.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+@functools.cache
+def _validator(name: str, schema_json: str) -> Any:
+    import jsonschema  # heavy: imported on the first tool call, never at start-up
+
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema)
+
+
+def validate_arguments(tool: Tool, args: dict[str, Any]) -> None:
+    """Check arguments against the tool's JSON schema (unknown fields rejected).
+
+    Raises:
+        ToolFailure: `InvalidArguments`, with a message naming the field.
+    """
+    schema = tool.schema
+    validator = _validator(tool.name, json.dumps(schema, sort_keys=True))
+    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.path))
+    if errors:
+        err = errors[0]
+        where = "/".join(str(p) for p in err.absolute_path)
+        msg = err.message if len(err.message) < 300 else err.message[:300] + "…"
+        raise ToolFailure(f"{tool.name}: {msg}" + (f" (at {where})" if where else ""), "InvalidArguments")
+
+
+class ToolRegistry:
+    """What the model sees. Only exposed tools can run (the executor checks with `is_exposed`)."""
+
+    def __init__(self, tools: list[Tool] | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        for t in tools or []:
+            self.add(t)
+
+    def add(self, tool: Tool) -> None:
+        self._tools[tool.name] = tool
+
+    def remove(self, name: str) -> None:
+        self._tools.pop(name, None)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def is_exposed(self, name: str) -> bool:
+        return name in self._tools
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
+
+class ToolExecutor(Protocol):
+    async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult: ...
+
+
+class RoutingToolExecutor:
+    """Routes a call to the tool of that name, if and only if the registry exposes it."""
+
+    def __init__(self, registry: ToolRegistry, timeout_seconds: float = 600.0) -> None:
+        self.registry = registry
+        self.timeout_seconds = timeout_seconds
+
+    async def execute(self, call: ToolCall, ctx: ToolContext) -> ToolResult:
+        tool = self.registry.get(call.name)
+        if tool is None:
+            raise ToolFailure(f"tool {call.name!r} is not available in this session", "ToolNotFound")
+        if ctx.started is not None:
+            await ctx.started()
+        budget = max(self.timeout_seconds, (tool.timeout_seconds(call.arguments) or 0) + 5)
+        try:
+            with anyio.fail_after(budget):
+                return await tool.run(call.arguments, ctx)
+        except TimeoutError:
+            raise ToolFailure(f"{call.name} did not finish within {budget:g} s and was stopped", "Timeout") from None
+
+
+def cap_output(text: str, limit: int) -> str:
+    """Keep the head and tail of an over-long tool output with a visible marker between them."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    cut = len(text) - head - tail
+    return f"{text[:head]}\n[... {cut} characters truncated: output exceeded {limit} characters ...]\n{text[-tail:]}"
+
+
+def display_path(ws: Workspace, path: str) -> str:
+    try:
+        return ws.display(ws.resolve(path).path)
+    except Exception:
+        return path
+
+
+def environ_without_secrets(extra_secret_names: tuple[str, ...] = ()) -> dict[str, str]:
+    """The environment for child processes: the agent's own secrets (provider keys, tokens) removed."""
+    secret_markers = ("API_KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL", "PRIVATE_KEY")
+    out = {}
+    for k, v in os.environ.items():
+        if k.startswith("GATEWRIGHT_") or any(m in k.upper() for m in secret_markers) or k in extra_secret_names:
+            continue
+        out[k] = v
+    return out

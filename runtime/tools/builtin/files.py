@@ -1,0 +1,212 @@
+"""`read_file` and `write_file`: file access through the workspace boundary.
+
+Reads stream the file line by line (no whole-file load), number the lines, refuse binary files and survive
+non-UTF-8 bytes. Writes are atomic (see `runtime.workspace`) and show the editor a diff before and after.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, display_path
+from runtime.workspace import PathError, ResolvedPath, Workspace
+
+DEFAULT_MAX_CHARS = 50_000
+BINARY_SNIFF = 8192
+MAX_DIFF_BYTES = 2 * 1024 * 1024
+
+
+def _resolve(ctx: ToolContext, path: str) -> ResolvedPath:
+    try:
+        return ctx.workspace.resolve(path)
+    except PathError as exc:
+        raise ToolFailure(str(exc), exc.error_type) from None
+
+
+def read_text_for_diff(ws: Workspace, resolved: ResolvedPath, grants: frozenset[str]) -> str | None:
+    """The current text of a file for a diff, or None when it does not exist (or is not text)."""
+    if not os.path.lexists(resolved.path) or not os.path.isfile(resolved.path):
+        return None
+    try:
+        data = ws.read_bytes(resolved, grants | {resolved.path}, limit=MAX_DIFF_BYTES + 1)
+    except (PathError, OSError):
+        return None
+    if len(data) > MAX_DIFF_BYTES or b"\x00" in data[:BINARY_SNIFF]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+class ReadFileTool(Tool):
+    name = "read_file"
+    kind = "read"
+    description = (
+        "Read a text file. Output lines are prefixed with their 1-based line number and a tab. Use startLine/endLine "
+        "to read part of a large file; output is capped at maxChars characters (default 50000)."
+    )
+
+    def effect(self, args: Mapping[str, Any]) -> Effect:
+        return "read"
+
+    def paths(self, args: Mapping[str, Any]) -> list[tuple[str, bool]]:
+        p = args.get("path")
+        return [(p, False)] if isinstance(p, str) else []
+
+    def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        p = args.get("path")
+        if not isinstance(p, str):
+            return "Read file"
+        rng = ""
+        if args.get("startLine") or args.get("endLine"):
+            rng = f" (lines {args.get('startLine', 1)}–{args.get('endLine', 'end')})"
+        return f"Read `{display_path(ws, p)}`{rng}"
+
+    def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        return f"reading `{display_path(ws, str(args.get('path', '')))}`"
+
+    def locations(self, args: Mapping[str, Any], ws: Workspace) -> list[dict[str, Any]]:
+        locs = super().locations(args, ws)
+        if locs and isinstance(args.get("startLine"), int):
+            locs[0]["line"] = args["startLine"]
+        return locs
+
+    async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        resolved = _resolve(ctx, args["path"])
+        start = int(args.get("startLine") or 1)
+        end = args.get("endLine")
+        if end is not None and end < start:
+            raise ToolFailure(f"endLine ({end}) is before startLine ({start})", "InvalidArguments")
+        max_chars = int(args.get("maxChars") or DEFAULT_MAX_CHARS)
+        return await anyio.to_thread.run_sync(self._read, ctx, resolved, start, end, max_chars)
+
+    def _read(self, ctx: ToolContext, resolved: ResolvedPath, start: int, end: int | None, max_chars: int) -> ToolResult:
+        try:
+            fd = ctx.workspace.open_read(resolved, ctx.grants)
+        except PathError as exc:
+            raise ToolFailure(str(exc), exc.error_type) from None
+        shown = ctx.workspace.display(resolved.path)
+        with os.fdopen(fd, "rb") as f:
+            head = f.read(BINARY_SNIFF)
+            if b"\x00" in head:
+                size = os.fstat(f.fileno()).st_size
+                raise ToolFailure(f"{shown} looks like a binary file ({size} bytes); not shown", "BinaryFile")
+            f.seek(0)
+            out: list[str] = []
+            used = 0
+            lineno = 0
+            truncated = False
+            bad_utf8 = False
+            last_line = start - 1
+            for raw in f:
+                lineno += 1
+                if lineno < start:
+                    continue
+                if end is not None and lineno > end:
+                    break
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = raw.decode("utf-8", errors="replace")
+                    bad_utf8 = True
+                text = text.rstrip("\r\n")
+                line = f"{lineno:6}\t{text}\n"
+                if used + len(line) > max_chars:
+                    truncated = True
+                    break
+                out.append(line)
+                used += len(line)
+                last_line = lineno
+            else:
+                pass
+            total_known = not truncated and (end is None or lineno <= end)
+        body = "".join(out)
+        notes = []
+        if lineno < start and start > 1:
+            notes.append(f"[{shown} has only {lineno} lines; nothing to show from line {start}]")
+        if truncated:
+            notes.append(f"[output truncated at {max_chars} characters after line {last_line}; "
+                         f"continue with startLine={last_line + 1}]")
+        if bad_utf8:
+            notes.append("[the file is not valid UTF-8; undecodable bytes are shown as U+FFFD]")
+        if not body and not notes:
+            notes.append(f"[{shown} is empty]")
+        output = body + ("\n".join(notes) + "\n" if notes else "")
+        raw_output = {"path": resolved.path, "startLine": start, "endLine": last_line, "truncated": truncated,
+                      "complete": total_known}
+        return ToolResult(output, raw_output=raw_output,
+                          locations=({"path": resolved.path, "line": start},))
+
+
+class WriteFileTool(Tool):
+    name = "write_file"
+    kind = "edit"
+    description = (
+        "Write a text file atomically. mode: overwrite (default) replaces the file, create fails if it exists, append "
+        "adds to the end. Parent directories are created."
+    )
+
+    def effect(self, args: Mapping[str, Any]) -> Effect:
+        return "write"
+
+    def paths(self, args: Mapping[str, Any]) -> list[tuple[str, bool]]:
+        p = args.get("path")
+        return [(p, True)] if isinstance(p, str) else []
+
+    def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        p = args.get("path")
+        if not isinstance(p, str):
+            return "Write file"
+        verb = {"create": "Create", "append": "Append to"}.get(str(args.get("mode")), "Write")
+        return f"{verb} `{display_path(ws, p)}`"
+
+    def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        return f"writing `{display_path(ws, str(args.get('path', '')))}`"
+
+    async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> tuple[dict[str, Any], ...]:
+        p, content = args.get("path"), args.get("content")
+        if not isinstance(p, str) or not isinstance(content, str):
+            return ()
+        try:
+            resolved = ctx.workspace.resolve(p)
+        except PathError:
+            return ()
+        old = await anyio.to_thread.run_sync(read_text_for_diff, ctx.workspace, resolved, ctx.grants)
+        new = (old or "") + content if args.get("mode") == "append" else content
+        return ({"type": "diff", "path": resolved.path, "oldText": old, "newText": new},)
+
+    async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        resolved = _resolve(ctx, args["path"])
+        mode = args.get("mode") or "overwrite"
+        content: str = args["content"]
+        return await anyio.to_thread.run_sync(self._write, ctx, resolved, mode, content)
+
+    def _write(self, ctx: ToolContext, resolved: ResolvedPath, mode: str, content: str) -> ToolResult:
+        ws = ctx.workspace
+        shown = ws.display(resolved.path)
+        try:
+            ws.check(resolved, ctx.grants)
+            old = read_text_for_diff(ws, resolved, ctx.grants) if mode != "create" else None
+            if os.path.isdir(resolved.path):
+                raise ToolFailure(f"{shown} is a directory", "IsADirectory")
+            if mode == "append" and os.path.exists(resolved.path):
+                prior = ws.read_bytes(resolved, ctx.grants)
+                data = prior + content.encode("utf-8")
+                created = ws.write_atomic(resolved, data, grants=ctx.grants)
+                new_text = (old + content) if old is not None else None
+            else:
+                data = content.encode("utf-8")
+                created = ws.write_atomic(resolved, data, grants=ctx.grants, exclusive=(mode == "create"))
+                new_text = content
+        except PathError as exc:
+            raise ToolFailure(str(exc), exc.error_type) from None
+        except OSError as exc:
+            raise ToolFailure(f"could not write {shown}: {exc.strerror or exc}; the old file is unchanged",
+                              "WriteFailed") from None
+        verb = "created" if created else ("appended to" if mode == "append" else "overwrote")
+        output = f"{verb} {shown} ({len(content.encode('utf-8'))} bytes written)"
+        diff = ({"type": "diff", "path": resolved.path, "oldText": old, "newText": new_text},) if new_text is not None else ()
+        raw = {"path": resolved.path, "mode": mode, "created": created, "bytesWritten": len(content.encode("utf-8"))}
+        return ToolResult(output, content=diff, raw_output=raw, locations=({"path": resolved.path},))
