@@ -127,6 +127,9 @@ class AgentRuntime:
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self.total_usage = Usage()
+        # Model calls made in this session: the <step> of `tool_step_<step>_<index>`, so that normalised ids stay
+        # unique within the session (ACP requires unique tool call ids per session).
+        self.steps_taken = 0
 
     # ---- control -------------------------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -169,7 +172,9 @@ class AgentRuntime:
 
     async def _loop(self, emit: EventSink, open_calls: dict[str, _CallSlot], start_len: int) -> TurnOutcome:
         assert self.model is not None
-        for step in range(self.options.max_turn_requests):
+        for _ in range(self.options.max_turn_requests):
+            step = self.steps_taken
+            self.steps_taken += 1
             request = ModelRequest(self.system_prompt, tuple(self.history), self.tool_schemas(), self.env.session_id)
             text: list[str] = []
             thinking: list[str] = []
