@@ -38,7 +38,7 @@ def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, 
 
     async def main() -> None:
         with guard_stdio() as fds:
-            conn = JsonRpcConnection(agent, recorder=recorder)
+            conn = JsonRpcConnection(agent, recorder=recorder, max_frame=_max_frame())
             agent.attach(conn)
             async with anyio.create_task_group() as tg:
                 async def on_signals() -> None:
@@ -63,6 +63,15 @@ def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, 
     sys.stderr.flush()
     # A worker thread may still sit in a blocking read of the editor's pipe; do not wait for it.
     os._exit(0)
+
+
+def _max_frame() -> int:
+    from acp_server.wire import DEFAULT_MAX_FRAME
+
+    try:
+        return max(1024, int(os.environ.get("GATEWRIGHT_MAX_FRAME_BYTES", DEFAULT_MAX_FRAME)))
+    except ValueError:
+        return DEFAULT_MAX_FRAME
 
 
 def _kill_leftover_children() -> None:
