@@ -167,6 +167,9 @@ class JsonRpcConnection:
                     for entry in entries:
                         entry.scope.cancel()
                 with anyio.CancelScope(shield=True), anyio.move_on_after(0.5):
+                    # Cancelled handlers still answer (-32800, or `cancelled` for prompts) before the writer closes.
+                    while self._inbound:
+                        await anyio.sleep(0.005)
                     await self._send.aclose()
                     while not self._writer_done.is_set():
                         await anyio.sleep(0.01)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 
 from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
 from runtime.events import (
@@ -160,8 +161,6 @@ class AgentRuntime:
                 scope.cancel()
             try:
                 outcome = await self._loop(emit, open_calls, start_len)
-            except ApprovalCancelled:
-                scope.cancel()
             finally:
                 self._scope = None
         if outcome is None or scope.cancelled_caught or self._cancel_requested:
@@ -315,7 +314,12 @@ class AgentRuntime:
         except PathError as exc:
             await self._finish(slot, emit, "failed", str(exc), is_error=True, error_type=exc.error_type)
             return
-        except (ApprovalCancelled, anyio.get_cancelled_exc_class()):
+        except ApprovalCancelled:
+            # The editor cancelled the question because the turn is being cancelled: cancel the whole turn.
+            self.cancel()
+            await anyio.lowlevel.checkpoint()
+            return
+        except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
             incident = uuid.uuid4().hex[:8]
