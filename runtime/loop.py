@@ -105,6 +105,9 @@ class _CallSlot:
     finished: bool = False
     result: ToolResultMessage | None = None
     scope: anyio.CancelScope | None = None
+    # Set once the call is past approval (running, or finished): the next call may only ask after it, so the user
+    # sees permission questions in call order while approved calls still run in parallel.
+    past_approval: anyio.Event = field(default_factory=anyio.Event)
 
 
 class AgentRuntime:
@@ -246,10 +249,17 @@ class AgentRuntime:
         limiter = anyio.CapacityLimiter(max(1, self.options.max_parallel_tool_calls))
 
         async def run_one(slot: _CallSlot, item: ToolCall | ToolFailure) -> None:
-            with anyio.CancelScope() as own:
-                slot.scope = own
-                async with limiter:
-                    await self._execute_slot(slot, item, emit, rejected, slots)
+            try:
+                with anyio.CancelScope() as own:
+                    slot.scope = own
+                    if slot.index > 0:
+                        await slots[slot.index - 1].past_approval.wait()
+                    if rejected.is_set():
+                        own.cancel()
+                    async with limiter:
+                        await self._execute_slot(slot, item, emit, rejected, slots)
+            finally:
+                slot.past_approval.set()
             if own.cancelled_caught and slot.result is None:
                 # Stopped because a sibling was rejected: it never ran.
                 await self._finish(slot, emit, "failed",
@@ -288,6 +298,7 @@ class AgentRuntime:
 
         async def started() -> None:
             slot.started = True
+            slot.past_approval.set()
             await emit(ToolCallProgress(cid, status="in_progress"))
 
         async def progress(partial: ToolResult) -> None:
