@@ -132,6 +132,14 @@ class ModelFactory:
     def key_is_set(self, var: str) -> bool:
         return bool(self.env.get(var))
 
+    async def aclose(self) -> None:
+        """Close every HTTP client this factory made (sessions share them)."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            close = getattr(client, "aclose", None)
+            if close is not None:
+                await close()
+
     # ---- construction --------------------------------------------------------------------------------------------
     def create(self, model_id: str | None = None) -> ModelClient | None:
         """The client for `model_id` (default: the default model); None when no model is configured."""

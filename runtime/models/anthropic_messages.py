@@ -290,6 +290,12 @@ class AnthropicModel:
             )
         return self._client
 
+    async def aclose(self) -> None:
+        """Close pooled connections (kept-alive sockets would otherwise outlive the event loop)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
     def _check_configured(self) -> None:
         if self._api_key or self.settings.base_url:
             return
