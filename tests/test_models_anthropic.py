@@ -1,4 +1,5 @@
-"""The Anthropic provider against a real local HTTP server: streaming, tool_use, thinking round trip, caching, faults."""
+"""The Anthropic provider against a real local HTTP server: streaming, tool_use, thinking round trip, caching,
+faults."""
 
 from __future__ import annotations
 
