@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 import pytest_asyncio
-from fake_providers import (
+from tests.fake_providers import (
     OPENAI_PATH,
     Cut,
     FakeProviders,
