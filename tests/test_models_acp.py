@@ -112,7 +112,7 @@ async def test_openai_turn_with_a_tool_call_streams_text_runs_the_tool_and_repor
 
 
 @pytest.mark.asyncio
-async def test_anthropic_turn_from_the_config_file_keeps_thinking_and_reports_cost(tmp_path, fp):
+async def test_anthropic_turn_with_config_file_settings_keeps_thinking_and_reports_cost(tmp_path, fp):
     (tmp_path / "a.txt").write_text("alpha\n")
     config = tmp_path / "config.toml"
     config.write_text('[models.claude]\nmodel = "anthropic:claude-test"\nthinking_budget = 1024\n'
@@ -124,7 +124,8 @@ async def test_anthropic_turn_from_the_config_file_keeps_thinking_and_reports_co
     client = RecordingClient()
     env = agent_env(tmp_path, ANTHROPIC_BASE_URL=fp.url, ANTHROPIC_API_KEY=ANTHROPIC_KEY,
                     GATEWRIGHT_CONFIG=str(config))
-    async with spawn(client, env, "--model", "claude", cwd=tmp_path) as (conn, _proc):
+    # The flag names the spec; the config file's entry for that spec adds thinking, window and prices.
+    async with spawn(client, env, "--model", "anthropic:claude-test", cwd=tmp_path) as (conn, _proc):
         init, sess = await start(conn, tmp_path)
         assert init.agent_capabilities.prompt_capabilities.image is True
         resp = await asyncio.wait_for(conn.prompt(session_id=sess.session_id, prompt=[text_block("read a.txt")]), 30)
