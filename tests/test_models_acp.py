@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 from acp.schema import AllowedOutcome, ClientCapabilities, Implementation, RequestPermissionResponse
+
 from tests.fake_providers import (
     ANTHROPIC_PATH,
     OPENAI_PATH,

@@ -10,16 +10,6 @@ from typing import Any
 import anyio
 import pytest
 import pytest_asyncio
-from tests.fake_providers import (
-    ANTHROPIC_PATH,
-    Cut,
-    FakeProviders,
-    Hang,
-    Reply,
-    anthropic_stream,
-    error_body,
-    sse,
-)
 
 from runtime.models.anthropic_messages import AnthropicModel
 from runtime.models.base import (
@@ -39,6 +29,16 @@ from runtime.models.base import (
     UserMessage,
 )
 from runtime.models.config import ModelEntry, ProviderSettings
+from tests.fake_providers import (
+    ANTHROPIC_PATH,
+    Cut,
+    FakeProviders,
+    Hang,
+    Reply,
+    anthropic_stream,
+    error_body,
+    sse,
+)
 
 KEY = "sk-ant-test-0123456789abcdef"
 TOOLS = (ToolSchema("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),

@@ -9,17 +9,6 @@ from typing import Any
 import anyio
 import pytest
 import pytest_asyncio
-from tests.fake_providers import (
-    OPENAI_PATH,
-    Cut,
-    FakeProviders,
-    Hang,
-    Pause,
-    Reply,
-    error_body,
-    openai_stream,
-    sse,
-)
 
 from runtime.models import ModelFactory, parse_model_spec
 from runtime.models.base import (
@@ -40,6 +29,17 @@ from runtime.models.base import (
 )
 from runtime.models.config import ModelEntry, ModelsConfig, ProviderSettings
 from runtime.models.openai_compat import OpenAIChatModel
+from tests.fake_providers import (
+    OPENAI_PATH,
+    Cut,
+    FakeProviders,
+    Hang,
+    Pause,
+    Reply,
+    error_body,
+    openai_stream,
+    sse,
+)
 
 KEY = "sk-test-0123456789abcdef"
 TOOLS = (ToolSchema("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),)
