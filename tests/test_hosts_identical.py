@@ -86,16 +86,22 @@ def run_cli(tmp: Path, model: Path) -> tuple[list[tuple[str, str]], dict[str, st
             while b"\n" in buf or b"Approve? [y/N] " in buf:
                 if b"Approve? [y/N] " in buf and (b"\n" not in buf or buf.index(b"Approve?") < buf.index(b"\n")):
                     before, _, buf = buf.partition(b"Approve? [y/N] ")
-                    err_lines.append(before.decode())
+                    err_lines.extend(before.decode().splitlines())
                     os.write(master, (answers.pop(0) + "\n").encode())
                     continue
                 line, _, buf = buf.partition(b"\n")
                 err_lines.append(line.decode())
+        err_lines.extend(buf.decode().splitlines())
 
     t = threading.Thread(target=read_err, daemon=True)
     t.start()
-    out, _ = proc.communicate(timeout=60)
+    assert proc.stdout is not None
+    proc.stdout.read()  # not communicate(): it would compete with the thread for stderr
+    proc.wait(60)
+    proc.stdout.close()
     t.join(5)
+    assert proc.stderr is not None
+    proc.stderr.close()
     os.close(master)
     results: list[tuple[str, str]] = []
     for line in err_lines:
