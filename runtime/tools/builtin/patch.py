@@ -32,9 +32,18 @@ class PatchError(ToolFailure):
 @dataclass(frozen=True, slots=True)
 class Chunk:
     contexts: tuple[str, ...]  # `@@ text` anchors, in order
-    old: tuple[str, ...]  # context and removed lines, as they should be in the file
-    new: tuple[str, ...]  # context and added lines, as they will be
+    lines: tuple[tuple[str, str], ...]  # (" " | "-" | "+", text)
     eof: bool = False
+
+    @property
+    def old(self) -> tuple[str, ...]:
+        """Context and removed lines, as they should be in the file."""
+        return tuple(t for op, t in self.lines if op != "+")
+
+    @property
+    def new(self) -> tuple[str, ...]:
+        """Context and added lines, as they will be."""
+        return tuple(t for op, t in self.lines if op != "-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +120,13 @@ def _path(line: str, marker: str, i: int) -> str:
 def _parse_chunks(raw: list[str], i: int, end: int, path: str) -> tuple[list[Chunk], int]:
     chunks: list[Chunk] = []
     contexts: list[str] = []
-    old: list[str] = []
-    new: list[str] = []
-    has_lines = False
+    body: list[tuple[str, str]] = []
 
     def flush(eof: bool = False) -> None:
-        nonlocal contexts, old, new, has_lines
-        if has_lines or eof:
-            chunks.append(Chunk(tuple(contexts), tuple(old), tuple(new), eof))
-            contexts, old, new, has_lines = [], [], [], False
+        nonlocal contexts, body
+        if body or eof:
+            chunks.append(Chunk(tuple(contexts), tuple(body), eof))
+            contexts, body = [], []
 
     while i < end:
         line = raw[i]
@@ -130,23 +137,17 @@ def _parse_chunks(raw: list[str], i: int, end: int, path: str) -> tuple[list[Chu
         if line.startswith("*** "):
             break
         if line.startswith("@@"):
-            if has_lines:
+            if body:
                 flush()
             text = line[2:].strip()
             if text.endswith("@@") and text.startswith("-"):
                 text = ""  # a unified-diff range header `@@ -1,3 +1,4 @@` carries no anchor text
             if text:
                 contexts.append(text)
-        elif line.startswith("+"):
-            new.append(line[1:])
-            has_lines = True
-        elif line.startswith("-"):
-            old.append(line[1:])
-            has_lines = True
-        elif line.startswith(" ") or line == "":
-            old.append(line[1:])
-            new.append(line[1:])
-            has_lines = True
+        elif line.startswith(("+", "-", " ")):
+            body.append((line[0], line[1:]))
+        elif line == "":
+            body.append((" ", ""))
         else:
             raise PatchError(f"line {i + 1}: in '{UPDATE} {path}', a hunk line must start with ' ', '-' or '+' "
                              f"(found {line[:80]!r})")
@@ -206,23 +207,34 @@ def apply_chunks(text: str, chunks: tuple[Chunk, ...], shown: str) -> str:
                 raise PatchError(f"hunk {n} of {shown} did not apply: its context line '@@ {anchor}' was not found"
                                  + (" after the previous hunk" if cursor else ""))
             cursor = found + 1
-        old, new = chunk.old, chunk.new
+        body = chunk.lines
+        old = chunk.old
         if not old:
             at = cursor if chunk.contexts else len(lines)
-            edits.append((at, 0, new))
+            edits.append((at, 0, chunk.new))
             continue
         found = _seek(lines, old, cursor, chunk.eof)
-        if found is None and old[-1] == "":
+        if found is None and body[-1] == (" ", ""):
             # A blank last context line often stands for the end of the file.
+            body = body[:-1]
             old = old[:-1]
-            new = new[:-1] if new and new[-1] == "" else new
             found = _seek(lines, old, cursor, chunk.eof) if old else len(lines)
         if found is None:
             expected = "\n".join(f"  {ln}" for ln in chunk.old[:8])
             raise PatchError(f"hunk {n} of {shown} did not apply: these lines were not found"
                              f"{' after the previous hunk' if cursor else ''}:\n{expected}\n"
                              "Read the file again and use its exact current lines as context.")
-        edits.append((found, len(old), new))
+        # Context lines keep the file's own text (a loose match must not rewrite their whitespace).
+        new_lines: list[str] = []
+        i = found
+        for op, text in body:
+            if op == " ":
+                new_lines.append(lines[i])
+            if op != "+":
+                i += 1
+            if op == "+":
+                new_lines.append(text)
+        edits.append((found, len(old), tuple(new_lines)))
         cursor = found + len(old)
     for at, count, new in sorted(edits, key=lambda e: e[0], reverse=True):
         lines[at:at + count] = list(new)
