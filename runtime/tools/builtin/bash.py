@@ -206,7 +206,7 @@ class BashTool(Tool):
         try:
             return ctx.workspace.open_dir(resolved, ctx.grants)
         except PathError as exc:
-            if exc.error_type in ("FileNotFound", "PathChanged"):
+            if exc.error_type == "FileNotFound":
                 raise ToolFailure(f"cwd {ctx.workspace.display(resolved.path)} is not an existing directory",
                                   exc.error_type) from None
             raise ToolFailure(str(exc), exc.error_type) from None
