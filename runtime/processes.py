@@ -121,8 +121,8 @@ class HeadTail:
         if not self.dropped:
             return head + bytes(self.tail).decode("utf-8", errors="replace")
         tail = bytes(self.tail).decode("utf-8", errors="replace")
-        return f"{head}\n[... {self.dropped} bytes truncated: output exceeded {self.head_limit + self.tail_limit} bytes " \
-               f"...]\n{tail}"
+        cap = self.head_limit + self.tail_limit
+        return f"{head}\n[... {self.dropped} bytes truncated: output exceeded {cap} bytes ...]\n{tail}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,11 +158,14 @@ async def run_exec(
     child_dir, fds = child_cwd(cwd, cwd_fd)
     out, err = HeadTail(head_bytes, tail_bytes), HeadTail(head_bytes, tail_bytes)
     started = time.monotonic()
-    proc = await anyio.open_process(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, cwd=child_dir, env=dict(env), start_new_session=True,
-                                    pass_fds=fds)
-    pgid = proc.pid
-    register_group(pgid)
+    # Shielded: a cancel arriving while the child is already forked but `open_process` has not returned would
+    # otherwise leave us without the handle needed to kill it. The cancel takes effect at the next await instead.
+    with anyio.CancelScope(shield=True):
+        proc = await anyio.open_process(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, cwd=child_dir, env=dict(env), start_new_session=True,
+                                        pass_fds=fds)
+        pgid = proc.pid
+        register_group(pgid)
     timed_out = False
     leftovers = False
     try:
@@ -204,9 +207,13 @@ async def run_exec(
     finally:
         with anyio.CancelScope(shield=True):
             kill_group(pgid)
-            unregister_group(pgid)
             with contextlib.suppress(Exception):
                 await proc.aclose()
+            # SIGKILL is delivered asynchronously: return only once no member is left (bounded).
+            with anyio.move_on_after(2.0):
+                while group_alive(pgid):
+                    await anyio.sleep(0.005)
+            unregister_group(pgid)
     rc = proc.returncode
     sig = -rc if rc is not None and rc < 0 else None
     return ExecResult(
@@ -317,7 +324,7 @@ class ProcessTable:
             raise ProcessLimit(f"{running} background processes are already running (limit {self.max_running}); "
                                "stop one first")
         child_dir, fds = child_cwd(cwd, cwd_fd)
-        popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S603
+        popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, cwd=child_dir, env=dict(env), start_new_session=True,
                                  pass_fds=fds, close_fds=True)
         register_group(popen.pid)

@@ -15,7 +15,7 @@ from runtime.workspace import Workspace
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(10)]
 
 
-def P(*lines: str) -> str:  # noqa: N802 - reads like the format
+def P(*lines: str) -> str:
     return "\n".join(["*** Begin Patch", *lines, "*** End Patch"])
 
 

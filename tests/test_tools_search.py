@@ -92,7 +92,8 @@ async def test_grep_finds_lines_as_path_line_text_sorted_by_path(tmp_path, engin
     lines = res.output.splitlines()[1:]
     assert lines == [".github/ci.yml:1: TODO: ci", "a.py:2: TODO = 1", "src/deep/c.py:1: x = 'TODO'",
                      "src/notes.md:1: TODO: write docs"]
-    assert res.raw_output["totalMatches"] == 4 and res.raw_output["filesMatched"] == 4
+    assert res.raw_output["filesMatched"] == 4 and res.raw_output["truncated"] is False
+    assert res.output.startswith("4 matching lines in 4 files:")
 
 
 async def test_grep_include_and_case_insensitive(tmp_path, engine):
@@ -100,7 +101,7 @@ async def test_grep_include_and_case_insensitive(tmp_path, engine):
     res = await run("grep", {"pattern": "todo", "include": "*.py", "caseInsensitive": True}, make_ctx(tmp_path))
     paths = [m["path"] for m in res.raw_output["matches"]]
     assert paths == sorted(paths)
-    assert res.raw_output["totalMatches"] == 3
+    assert len(paths) == 3 and res.raw_output["filesMatched"] == 3
     assert all(m["path"].endswith(".py") for m in res.raw_output["matches"])
 
 
@@ -115,8 +116,18 @@ async def test_grep_caps_results_and_reports_the_total(tmp_path, engine):
     (tmp_path / "more.txt").write_text("hit\n" * 50)
     res = await run("grep", {"pattern": "hit", "maxResults": 10}, make_ctx(tmp_path))
     assert len(res.raw_output["matches"]) == 10 and res.raw_output["truncated"] is True
-    assert res.raw_output["totalMatches"] == 100
-    assert "showing the first 10" in res.output
+    assert res.raw_output["filesMatched"] == 2
+    assert [m["line"] for m in res.raw_output["matches"]] == list(range(1, 11))
+    assert res.raw_output["matches"][0]["path"].endswith("many.txt")
+    assert res.output.startswith("showing the first 10 matching lines; 2 files match")
+
+
+async def test_grep_reports_truncation_when_one_file_has_more_lines_than_the_cap(tmp_path, engine):
+    (tmp_path / "one.txt").write_text("hit\n" * 11)
+    res = await run("grep", {"pattern": "hit", "maxResults": 10}, make_ctx(tmp_path))
+    assert len(res.raw_output["matches"]) == 10 and res.raw_output["truncated"] is True
+    res = await run("grep", {"pattern": "hit", "maxResults": 11}, make_ctx(tmp_path))
+    assert len(res.raw_output["matches"]) == 11 and res.raw_output["truncated"] is False
 
 
 async def test_grep_clips_long_lines(tmp_path, engine):
@@ -158,3 +169,19 @@ async def test_glob_regex_semantics():
     assert not rx("*.py").match("x/a.py")
     assert rx("src/**").match("src/a/b") and not rx("src/**").match("srcx/a")
     assert rx("a/**/b").match("a/b") and rx("a/**/b").match("a/x/y/b")
+
+
+async def test_name_filters_never_pull_in_gitignored_files(tmp_path, engine):
+    tree(tmp_path)
+    res = await run("glob", {"pattern": "*.log"}, make_ctx(tmp_path))
+    assert res.raw_output["matches"] == []
+    res = await run("grep", {"pattern": "TODO", "include": "*.log"}, make_ctx(tmp_path))
+    assert res.raw_output["matches"] == []
+    res = await run("grep", {"pattern": "TODO", "include": "*"}, make_ctx(tmp_path))
+    assert not [m for m in res.raw_output["matches"] if "/build/" in m["path"] or "/.git/" in m["path"]]
+
+
+async def test_grep_include_with_a_directory_part_matches_the_relative_path(tmp_path, engine):
+    tree(tmp_path)
+    res = await run("grep", {"pattern": "TODO", "include": "src/**/*.py"}, make_ctx(tmp_path))
+    assert [m["path"].rsplit("/", 2)[-2:] for m in res.raw_output["matches"]] == [["deep", "c.py"]]

@@ -397,7 +397,7 @@ class ApplyPatchTool(Tool):
                                             verify=False)
                     else:
                         await textio.store(ctx, s.before, s.before.text, verify=False)
-                except ToolFailure:  # noqa: PERF203 - best effort: restore as much as possible
+                except ToolFailure:
                     continue
 
 

@@ -5,8 +5,9 @@ boundary without following symlinks and handed to `rg` as its working directory 
 after the check cannot redirect the search); `rg` itself never follows symlinks. Without `rg`, a pure-Python walk
 with a small `.gitignore` matcher does the same job more slowly. Results are sorted by path so runs are repeatable.
 
-grep is two-pass: `rg --count` over the tree (parallel, tiny output) says which files match and how often, then the
-first files in path order are searched again with `rg --json` for just enough lines.
+grep is two-pass: `rg --files-with-matches` over the tree (parallel, tiny output, stops reading a file at its first
+match) says which files match, then the first files in path order are searched again with `rg --json` for just
+enough lines, so results are deterministic without giving up ripgrep's parallel walk.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _run_rg(args: list[str], cwd_fd: int, cwd: str, timeout: float = 60.0) -> su
     assert rg is not None
     child_dir, fds = child_cwd(cwd, cwd_fd)
     try:
-        return subprocess.run([rg, *args], cwd=child_dir, pass_fds=fds, stdin=subprocess.DEVNULL,  # noqa: S603
+        return subprocess.run([rg, *args], cwd=child_dir, pass_fds=fds, stdin=subprocess.DEVNULL,
                               capture_output=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise ToolFailure(f"the search took longer than {timeout:g} s; narrow it with path or include",
@@ -105,6 +106,22 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
     if depth:
         return re.compile(re.escape(pattern) + r"\Z")
     return re.compile("".join(out) + r"\Z")
+
+
+def name_filter(pattern: str) -> list[str]:
+    """rg arguments that keep only files whose *name* can match the glob's last component.
+
+    A file type, not `--glob`: a `--glob` that matches overrides `.gitignore` in rg, a type filter does not.
+    """
+    last = pattern.rsplit("/", 1)[-1]
+    if not last or "**" in last or ":" in last or ("," in last and "{" not in last) or last.startswith("!"):
+        return []
+    return ["--type-add", f"gwsel:{last}", "--type", "gwsel"]
+
+
+def include_regex(include: str) -> re.Pattern[str]:
+    """grep's `include`: a name glob matches at any depth; a glob with a '/' matches the relative path."""
+    return glob_regex(include if "/" in include else "**/" + include)
 
 
 class _Ignore:
@@ -223,7 +240,7 @@ class GlobTool(_SearchTool):
         if fd < 0:
             raise ToolFailure(f"{ctx.workspace.display(resolved.path)} is a file, not a directory", "NotADirectory")
         try:
-            files = await anyio.to_thread.run_sync(self._list, resolved.path, fd)
+            files = await anyio.to_thread.run_sync(self._list, resolved.path, fd, pattern.removeprefix("./"))
         finally:
             os.close(fd)
         rx = glob_regex(pattern.removeprefix("./"))
@@ -245,12 +262,14 @@ class GlobTool(_SearchTool):
         raw = {"pattern": pattern, "path": resolved.path, "matches": matches, "count": total, "truncated": truncated}
         return ToolResult(output, raw_output=raw)
 
-    def _list(self, base: str, fd: int) -> list[str]:
+    def _list(self, base: str, fd: int, pattern: str = "") -> list[str]:
         if rg_binary() is None:
             return list(walk_files(base))
-        proc = _run_rg(["--files", *_RG_COMMON, "--null"], fd, base)
-        if proc.returncode not in (0, 1):
-            raise ToolFailure(f"listing files failed: {proc.stderr.decode(errors='replace')[:500]}", "SearchFailed")
+        # rg pre-filters on the file name (a superset of the matches); the full pattern is decided in Python.
+        proc = _run_rg(["--files", *_RG_COMMON, *name_filter(pattern), "--null"], fd, base)
+        err = proc.stderr.decode(errors="replace")
+        if proc.returncode not in (0, 1) and not proc.stdout and err.strip() and "No files were searched" not in err:
+            raise ToolFailure(f"listing files failed: {err[:500]}", "SearchFailed")
         return [p.decode("utf-8", errors="surrogateescape") for p in proc.stdout.split(b"\0") if p]
 
 
@@ -292,10 +311,10 @@ class GrepTool(_SearchTool):
             base, only = resolved.path, None
         try:
             if rg_binary() is not None:
-                hits, total, files = await anyio.to_thread.run_sync(
+                hits, truncated, files = await anyio.to_thread.run_sync(
                     self._rg, pattern, args, base, fd, only, max_results)
             else:
-                hits, total, files = await anyio.to_thread.run_sync(
+                hits, truncated, files = await anyio.to_thread.run_sync(
                     self._python, pattern, args, base, only, max_results)
         finally:
             os.close(fd)
@@ -304,15 +323,15 @@ class GrepTool(_SearchTool):
         for rel, lineno, text in hits:
             shown = ws.display(os.path.join(base, rel))
             lines.append(f"{shown}:{lineno}: {_clip(text)}")
-        truncated = total > len(hits)
+        in_files = f"{files} file{'s' if files != 1 else ''}"
         if not hits:
             output = f"no matches for `{pattern}`"
+        elif truncated:
+            output = (f"showing the first {len(hits)} matching lines; {in_files} match (narrow with path or include, "
+                      "or raise maxResults):\n" + "\n".join(lines))
         else:
-            head = f"{total} matching line{'s' if total != 1 else ''} in {files} file{'s' if files != 1 else ''}"
-            if truncated:
-                head += f"; showing the first {len(hits)} (narrow with path or include, or raise maxResults)"
-            output = head + ":\n" + "\n".join(lines)
-        raw = {"pattern": pattern, "path": resolved.path, "totalMatches": total, "filesMatched": files,
+            output = f"{len(hits)} matching line{'s' if len(hits) != 1 else ''} in {in_files}:\n" + "\n".join(lines)
+        raw = {"pattern": pattern, "path": resolved.path, "filesMatched": files,
                "truncated": truncated,
                "matches": [{"path": os.path.join(base, r), "line": n, "text": _clip(t)} for r, n, t in hits]}
         locs = tuple({"path": os.path.join(base, r), "line": n} for r, n, _ in hits[:50])
@@ -324,49 +343,47 @@ class GrepTool(_SearchTool):
         if args.get("caseInsensitive"):
             flags.append("--ignore-case")
         if args.get("include"):
-            flags += ["--glob", str(args["include"])]
+            flags += name_filter(str(args["include"]))
         return flags
 
     def _rg(self, pattern: str, args: Mapping[str, Any], base: str, fd: int, only: str | None,
-            max_results: int) -> tuple[list[tuple[str, int, str]], int, int]:
+            max_results: int) -> tuple[list[tuple[str, int, str]], bool, int]:
+        """(hits in path order, whether more matching lines exist, how many files match)."""
         flags = self._flags(args)
         target = [only] if only else []
-        counted = _run_rg(["--count", "--null", "--no-messages", *flags, "-e", pattern, "--", *target], fd, base)
-        if counted.returncode == 2 and not counted.stdout:
-            err = counted.stderr.decode(errors="replace").strip()
+        # Pass 1: which files match (parallel; rg stops reading a file at its first match).
+        listed = _run_rg(["--files-with-matches", "--null", "--no-messages", *flags, "-e", pattern, "--", *target],
+                         fd, base)
+        err = listed.stderr.decode(errors="replace").strip()
+        # rc 2 without a message (or "No files were searched") only means a name filter left nothing to search.
+        if listed.returncode == 2 and not listed.stdout and err and "No files were searched" not in err:
             raise ToolFailure(f"grep failed: {err[:800]}", "InvalidPattern" if "regex" in err else "SearchFailed")
-        per_file: list[tuple[str, int]] = []
-        for rec in counted.stdout.split(b"\n"):
-            name, sep, num = rec.rpartition(b"\0")
-            if sep and num.isdigit():
-                per_file.append((name.decode("utf-8", errors="surrogateescape"), int(num)))
-        per_file.sort()
-        total = sum(c for _, c in per_file)
-        chosen: list[str] = []
-        need = max_results
-        for name, c in per_file:
-            if need <= 0:
-                break
-            chosen.append(name)
-            need -= c
-        hits: list[tuple[str, int, str]] = []
-        if chosen:
-            import orjson
+        files = sorted(p.decode("utf-8", errors="surrogateescape").removeprefix("./")
+                       for p in listed.stdout.split(b"\0") if p)
+        include = args.get("include")
+        if include and not only:
+            rx = include_regex(str(include))
+            files = [f for f in files if rx.match(f)]
+        if not files:
+            return [], False, 0
+        # Pass 2: the lines, from the first files in path order; one more than needed tells whether there is more.
+        chosen = files[:max_results]
+        import orjson
 
-            res = _run_rg(["--json", "--no-messages", *flags, "--max-count", str(max_results), "-e", pattern, "--",
-                           *chosen], fd, base)
-            by_file: dict[str, list[tuple[str, int, str]]] = {}
-            for line in res.stdout.splitlines():
-                if b'"type":"match"' not in line[:20]:
-                    continue
-                data = orjson.loads(line)["data"]
-                path = _rg_text(data["path"])
-                text = _rg_text(data["lines"]).rstrip("\r\n")
-                by_file.setdefault(path.removeprefix("./"), []).append((path.removeprefix("./"),
-                                                                        data["line_number"], text))
-            for name in chosen:
-                hits.extend(sorted(by_file.get(name, []), key=lambda h: h[1]))
-        return hits[:max_results], total, len(per_file)
+        res = _run_rg(["--json", "--no-messages", *flags, "--max-count", str(max_results + 1), "-e", pattern, "--",
+                       *chosen], fd, base)
+        by_file: dict[str, list[tuple[str, int, str]]] = {}
+        for line in res.stdout.splitlines():
+            if b'"type":"match"' not in line[:20]:
+                continue
+            data = orjson.loads(line)["data"]
+            path = _rg_text(data["path"]).removeprefix("./")
+            by_file.setdefault(path, []).append((path, data["line_number"], _rg_text(data["lines"])))
+        hits: list[tuple[str, int, str]] = []
+        for name in chosen:
+            hits.extend(sorted(by_file.get(name, []), key=lambda h: h[1]))
+        more = len(hits) > max_results or len(files) > len(chosen)
+        return hits[:max_results], more, len(files)
 
     def _python(self, pattern: str, args: Mapping[str, Any], base: str, only: str | None,
                 max_results: int) -> tuple[list[tuple[str, int, str]], int, int]:
@@ -374,7 +391,7 @@ class GrepTool(_SearchTool):
             rx = re.compile(pattern, re.IGNORECASE if args.get("caseInsensitive") else 0)
         except re.error as exc:
             raise ToolFailure(f"invalid regular expression: {exc}", "InvalidPattern") from None
-        include = glob_regex("**/" + args["include"]) if args.get("include") else None
+        include = include_regex(str(args["include"])) if args.get("include") else None
         names = [only] if only else sorted(walk_files(base))
         hits: list[tuple[str, int, str]] = []
         total = files = 0
@@ -396,7 +413,7 @@ class GrepTool(_SearchTool):
                     if len(hits) < max_results:
                         hits.append((rel, n, line))
             files += found
-        return hits, total, files
+        return hits, total > len(hits), files
 
 
 def _rg_text(v: Mapping[str, Any]) -> str:
