@@ -185,3 +185,13 @@ async def test_grep_include_with_a_directory_part_matches_the_relative_path(tmp_
     tree(tmp_path)
     res = await run("grep", {"pattern": "TODO", "include": "src/**/*.py"}, make_ctx(tmp_path))
     assert [m["path"].rsplit("/", 2)[-2:] for m in res.raw_output["matches"]] == [["deep", "c.py"]]
+
+
+async def test_glob_with_a_literal_directory_prefix_searches_only_there(tmp_path, engine):
+    tree(tmp_path)
+    res = await run("glob", {"pattern": "src/**/*.py"}, make_ctx(tmp_path))
+    assert res.raw_output["matches"] == ["src/b.py", "src/deep/c.py"]
+    res = await run("glob", {"pattern": "nope/**/*.py"}, make_ctx(tmp_path))
+    assert res.raw_output["matches"] == []
+    res = await run("glob", {"pattern": "build/*.py"}, make_ctx(tmp_path))
+    assert res.raw_output["matches"] == []  # an ignored directory stays ignored when named

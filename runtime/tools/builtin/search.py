@@ -164,6 +164,19 @@ class _Ignore:
         return verdict
 
 
+def _literal_ignored(base: str, literal: list[str]) -> bool:
+    """Whether an ignore file on the way says one of these directories is ignored (then the whole tree is listed and
+    filtered instead, since rg started inside an ignored directory would not know)."""
+    ignore = _Ignore()
+    for i in range(len(literal)):
+        rel_dir = "/".join(literal[:i])
+        for name in (".gitignore", ".ignore", ".rgignore"):
+            ignore.load(rel_dir, os.path.join(base, rel_dir, name))
+        if ignore.ignored("/".join(literal[: i + 1]), True):
+            return True
+    return False
+
+
 def walk_files(root: str) -> Iterator[str]:
     """Relative paths of the files under `root` the way `rg --files --hidden` lists them (no symlinks followed)."""
     ignore = _Ignore()
@@ -265,12 +278,38 @@ class GlobTool(_SearchTool):
     def _list(self, base: str, fd: int, pattern: str = "") -> list[str]:
         if rg_binary() is None:
             return list(walk_files(base))
-        # rg pre-filters on the file name (a superset of the matches); the full pattern is decided in Python.
-        proc = _run_rg(["--files", *_RG_COMMON, *name_filter(pattern), "--null"], fd, base)
+        # A literal leading directory (`src/**/*.ts`) is where the walk starts: no need to list the rest of the tree.
+        parts = pattern.split("/")
+        literal = []
+        for part in parts[:-1]:
+            if any(c in part for c in "*?[{") or part in ("", ".", ".."):
+                break
+            literal.append(part)
+        sub_fd = fd
+        if literal and literal[0] not in SKIP_DIRS and not _literal_ignored(base, literal):
+            try:
+                sub_fd = fd
+                for part in literal:  # no-follow, like every other open inside the boundary
+                    nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=sub_fd)
+                    if sub_fd != fd:
+                        os.close(sub_fd)
+                    sub_fd = nxt
+            except OSError:
+                if sub_fd != fd:
+                    os.close(sub_fd)
+                return []  # the literal directory does not exist (or is a symlink): nothing can match
+        prefix = "/".join(literal) + "/" if sub_fd != fd else ""
+        try:
+            # rg pre-filters on the file name (a superset of the matches); the full pattern is decided in Python.
+            proc = _run_rg(["--files", *_RG_COMMON, *name_filter(pattern), "--null"], sub_fd,
+                           os.path.join(base, *literal) if prefix else base)
+        finally:
+            if sub_fd != fd:
+                os.close(sub_fd)
         err = proc.stderr.decode(errors="replace")
         if proc.returncode not in (0, 1) and not proc.stdout and err.strip() and "No files were searched" not in err:
             raise ToolFailure(f"listing files failed: {err[:500]}", "SearchFailed")
-        return [p.decode("utf-8", errors="surrogateescape") for p in proc.stdout.split(b"\0") if p]
+        return [prefix + p.decode("utf-8", errors="surrogateescape") for p in proc.stdout.split(b"\0") if p]
 
 
 class GrepTool(_SearchTool):
