@@ -8,12 +8,14 @@ event through the host's sink; the host never sees an event for a turn after `ru
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 
 from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
 from runtime.events import (
@@ -104,6 +106,9 @@ class _CallSlot:
     finished: bool = False
     result: ToolResultMessage | None = None
     scope: anyio.CancelScope | None = None
+    # Set once the call is past approval (running, or finished): the next call may only ask after it, so the user
+    # sees permission questions in call order while approved calls still run in parallel.
+    past_approval: anyio.Event = field(default_factory=anyio.Event)
 
 
 class AgentRuntime:
@@ -127,6 +132,9 @@ class AgentRuntime:
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self.total_usage = Usage()
+        # Model calls made in this session: the <step> of `tool_step_<step>_<index>`, so that normalised ids stay
+        # unique within the session (ACP requires unique tool call ids per session).
+        self.steps_taken = 0
 
     # ---- control -------------------------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -157,8 +165,6 @@ class AgentRuntime:
                 scope.cancel()
             try:
                 outcome = await self._loop(emit, open_calls, start_len)
-            except ApprovalCancelled:
-                scope.cancel()
             finally:
                 self._scope = None
         if outcome is None or scope.cancelled_caught or self._cancel_requested:
@@ -169,26 +175,30 @@ class AgentRuntime:
 
     async def _loop(self, emit: EventSink, open_calls: dict[str, _CallSlot], start_len: int) -> TurnOutcome:
         assert self.model is not None
-        for step in range(self.options.max_turn_requests):
+        for _ in range(self.options.max_turn_requests):
+            step = self.steps_taken
+            self.steps_taken += 1
             request = ModelRequest(self.system_prompt, tuple(self.history), self.tool_schemas(), self.env.session_id)
             text: list[str] = []
             thinking: list[str] = []
             calls: list[ToolCallRequest] = []
             finished: Finished | None = None
             try:
-                async for ev in self.model.stream(request):
-                    if isinstance(ev, TextDelta):
-                        if ev.text:
-                            text.append(ev.text)
-                            await emit(TextChunk(ev.text))
-                    elif isinstance(ev, ThoughtDelta):
-                        if ev.text:
-                            thinking.append(ev.text)
-                            await emit(ThoughtChunk(ev.text))
-                    elif isinstance(ev, ToolCallEvent):
-                        calls.append(ev.call)
-                    elif isinstance(ev, Finished):
-                        finished = ev
+                # aclosing: a cancelled turn closes the provider's HTTP stream at once, not at garbage collection.
+                async with contextlib.aclosing(self.model.stream(request)) as stream:
+                    async for ev in stream:
+                        if isinstance(ev, TextDelta):
+                            if ev.text:
+                                text.append(ev.text)
+                                await emit(TextChunk(ev.text))
+                        elif isinstance(ev, ThoughtDelta):
+                            if ev.text:
+                                thinking.append(ev.text)
+                                await emit(ThoughtChunk(ev.text))
+                        elif isinstance(ev, ToolCallEvent):
+                            calls.append(ev.call)
+                        elif isinstance(ev, Finished):
+                            finished = ev
             except ModelError as exc:
                 if exc.auth:
                     raise AuthRequired(exc.message) from None
@@ -242,10 +252,17 @@ class AgentRuntime:
         limiter = anyio.CapacityLimiter(max(1, self.options.max_parallel_tool_calls))
 
         async def run_one(slot: _CallSlot, item: ToolCall | ToolFailure) -> None:
-            with anyio.CancelScope() as own:
-                slot.scope = own
-                async with limiter:
-                    await self._execute_slot(slot, item, emit, rejected, slots)
+            try:
+                with anyio.CancelScope() as own:
+                    slot.scope = own
+                    if slot.index > 0:
+                        await slots[slot.index - 1].past_approval.wait()
+                    if rejected.is_set():
+                        own.cancel()
+                    async with limiter:
+                        await self._execute_slot(slot, item, emit, rejected, slots)
+            finally:
+                slot.past_approval.set()
             if own.cancelled_caught and slot.result is None:
                 # Stopped because a sibling was rejected: it never ran.
                 await self._finish(slot, emit, "failed",
@@ -284,6 +301,7 @@ class AgentRuntime:
 
         async def started() -> None:
             slot.started = True
+            slot.past_approval.set()
             await emit(ToolCallProgress(cid, status="in_progress"))
 
         async def progress(partial: ToolResult) -> None:
@@ -310,7 +328,12 @@ class AgentRuntime:
         except PathError as exc:
             await self._finish(slot, emit, "failed", str(exc), is_error=True, error_type=exc.error_type)
             return
-        except (ApprovalCancelled, anyio.get_cancelled_exc_class()):
+        except ApprovalCancelled:
+            # The editor cancelled the question because the turn is being cancelled: cancel the whole turn.
+            self.cancel()
+            await anyio.lowlevel.checkpoint()
+            return
+        except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
             incident = uuid.uuid4().hex[:8]

@@ -6,7 +6,7 @@ import os
 
 import anyio
 import pytest
-from tools_helpers import TOOLS, FakeEditor, make_ctx, run
+from tests.tools_helpers import TOOLS, FakeEditor, make_ctx, run
 
 from runtime import processes
 from runtime.tools.base import ToolFailure

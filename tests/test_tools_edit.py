@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from tools_helpers import TOOLS, FakeEditor, make_ctx, run
+from tests.tools_helpers import TOOLS, FakeEditor, make_ctx, run
 
 from runtime.tools.base import ToolFailure
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from tools_helpers import FakeEditor, make_ctx, run
+from tests.tools_helpers import FakeEditor, make_ctx, run
 
 from acp_server.editor import AcpEditorBridge
 from runtime.tools.base import ToolFailure

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from tools_helpers import TOOLS, make_ctx, run
+from tests.tools_helpers import TOOLS, make_ctx, run
 
 from runtime.tools.base import ToolFailure
 from runtime.tools.builtin import search

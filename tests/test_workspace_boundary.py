@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
-from tools_helpers import TOOLS, make_ctx, run
+from tests.tools_helpers import TOOLS, make_ctx, run
 
 from permissions.policy import decide
 from runtime.approval import make_describer
