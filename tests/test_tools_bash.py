@@ -231,3 +231,22 @@ async def test_rule_key_binds_the_command_and_its_working_directory(tmp_path):
     (tmp_path / "a").mkdir()
     assert tool.rule_key({"command": "git status"}, ws) != tool.rule_key({"command": "git status; rm x"}, ws)
     assert tool.rule_key({"command": "make"}, ws) != tool.rule_key({"command": "make", "cwd": "a"}, ws)
+
+
+async def test_shell_analysis_drives_the_approval_facts(tmp_path):
+    from permissions.policy import decide
+    from runtime.approval import make_describer
+    from runtime.tools.base import ToolCall, ToolRegistry
+    from runtime.tools.builtin import builtin_tools
+
+    describe = make_describer(ToolRegistry(builtin_tools()))
+    ctx = make_ctx(tmp_path)
+    read_only = await describe(ToolCall("c1", "bash", {"command": "ls -la"}, "{}"), ctx)
+    assert read_only.facts.proven_read_only and decide(read_only.facts, "safe").action == "allow"
+    chained = await describe(ToolCall("c2", "bash", {"command": "git status; rm x"}, "{}"), ctx)
+    assert not chained.facts.proven_read_only and chained.facts.dangerous
+    assert decide(chained.facts, "auto").action == "ask"
+    started = await describe(ToolCall("c3", "bash", {"action": "start", "command": "ls"}, "{}"), ctx)
+    assert not started.facts.proven_read_only  # a background process is never "read-only"
+    spaced = await describe(ToolCall("c4", "bash", {"command": "ls   -la"}, "{}"), ctx)
+    assert spaced.facts.rule_key == read_only.facts.rule_key  # the canonical command is the identity
