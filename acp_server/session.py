@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acp_server.editor import AcpEditorBridge
 from permissions import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES, ApprovalMode
@@ -33,6 +34,7 @@ from runtime.events import (
 )
 from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
 from runtime.models.base import Usage
+from runtime.processes import close_session as close_session_processes
 from runtime.tools.base import RoutingToolExecutor, ToolRegistry
 from runtime.tools.builtin import builtin_tools
 from runtime.workspace import Workspace
@@ -192,7 +194,8 @@ class AcpSession:
             model=self.model,
             registry=self.registry,
             executor=executor,
-            environment=ToolEnvironment(self.id, self.workspace),
+            environment=ToolEnvironment(self.id, self.workspace, editor=AcpEditorBridge.from_capabilities(
+                self.conn, self.id, self.client_caps)),
             options=self.options,
         )
 
@@ -260,6 +263,8 @@ class AcpSession:
     async def close(self) -> None:
         self.closed = True
         self.runtime.cancel()
+        # Background processes belong to the session: none outlives it.
+        close_session_processes(self.id)
 
 
 def new_session_id() -> str:
