@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from typing import Any
 
@@ -34,8 +35,9 @@ class RpcError(Exception):
     default_message = "Internal error"
 
     def __init__(self, message: str | None = None, data: Any = None) -> None:
-        super().__init__(message or self.default_message)
-        self.message = message or self.default_message
+        message = one_line(message or self.default_message)
+        super().__init__(message)
+        self.message = message
         self.data = data
 
     def to_wire(self) -> dict[str, Any]:
@@ -82,6 +84,15 @@ class AuthRequired(RpcError):
 class ResourceNotFound(RpcError):
     code = RESOURCE_NOT_FOUND
     default_message = "Resource not found"
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(message: str) -> str:
+    """Messages often quote client input (an unknown session id, a mode name): control characters and line breaks
+    in it are escaped, so an error message stays one line (ACP: one concise sentence, no newlines)."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), message)
 
 
 def error_to_wire(exc: BaseException, method: str | None = None) -> dict[str, Any]:

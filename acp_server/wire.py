@@ -115,8 +115,9 @@ def valid_id(value: Any) -> bool:
 
 
 def classify(line: bytes) -> Frame | None:
-    """Classify one line. Returns None for a blank line (ignored)."""
-    if not line.strip():
+    """Classify one line. Returns None for a blank line (ignored): only JSON whitespace counts as blank, so a line
+    of, say, form feeds is a parse error like any other non-JSON line."""
+    if not line.strip(b" \t\r"):
         return None
     try:
         msg = orjson.loads(line)

@@ -1,11 +1,18 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.harness import AgentProcess
+
+# Spawned agents (`python -m acp_server`, the `gatewright` script) must run this checkout's code, not whatever
+# checkout the package was installed from in editable mode (with several git worktrees, that is another branch).
+_ROOT = str(Path(__file__).resolve().parents[1])
+if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != _ROOT:
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)
 
 
 @pytest.fixture
