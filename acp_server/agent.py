@@ -98,12 +98,30 @@ class GatewrightAgent:
 
     def cancel_request_hook(self, method: str, params: Any) -> bool:
         # `$/cancel_request` for a prompt: cancel the turn, which answers `stopReason: cancelled` by itself.
-        if method == "session/prompt" and isinstance(params, dict):
-            session = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
+        if method == "session/prompt":
+            session = self._prompted_session(params)
             if session is not None:
-                session.runtime.cancel()
+                self._cancel_session(session)
                 return True
         return False
+
+    def request_received(self, method: str, params: Any) -> None:
+        """Called by the connection as a request arrives, before its handler runs (see `cancel`)."""
+        if method == "session/prompt":
+            session = self._prompted_session(params)
+            if session is not None:
+                session.prompts_in_flight += 1
+
+    def _prompted_session(self, params: Any) -> AcpSession | None:
+        sid = params.get("sessionId") if isinstance(params, dict) else None
+        return self.sessions.get(sid) if isinstance(sid, str) else None
+
+    @staticmethod
+    def _cancel_session(session: AcpSession) -> None:
+        session.runtime.cancel()
+        if session.prompts_in_flight:
+            # The prompt may not have started its turn yet (its handler task has not run): it must not miss this.
+            session.cancel_pending = True
 
     async def shutdown(self) -> None:
         for session in list(self.sessions.values()):
@@ -145,6 +163,16 @@ class GatewrightAgent:
         return {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
 
     async def prompt(self, params: Any) -> dict[str, Any]:
+        counted = self._prompted_session(params)
+        try:
+            return await self._prompt(params)
+        finally:
+            if counted is not None and counted.prompts_in_flight > 0:
+                counted.prompts_in_flight -= 1
+                if counted.prompts_in_flight == 0:
+                    counted.cancel_pending = False
+
+    async def _prompt(self, params: Any) -> dict[str, Any]:
         from runtime.loop import AuthRequired as RuntimeAuthRequired
         from runtime.models import NO_MODEL_MESSAGE
 
@@ -155,7 +183,7 @@ class GatewrightAgent:
             raise InvalidParams("Invalid params: \"prompt\" must be an array of content blocks")
         parts, notes = convert_prompt(blocks, accepts_images=bool(session.model and session.model.accepts_images))
         async with session.turn_lock:
-            if session.closed:
+            if session.closed or session.cancel_pending:
                 return {"stopReason": "cancelled"}
             for note in notes:
                 await session.send_update({"sessionUpdate": "agent_message_chunk",
@@ -173,9 +201,9 @@ class GatewrightAgent:
     def cancel(self, params: Any) -> None:
         if not isinstance(params, dict):
             return
-        session = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
+        session = self._prompted_session(params)
         if session is not None:
-            session.runtime.cancel()
+            self._cancel_session(session)
 
     async def set_mode(self, params: Any) -> dict[str, Any]:
         p = obj(params)

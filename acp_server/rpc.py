@@ -50,6 +50,9 @@ class Dispatcher(Protocol):
         """Called on `$/cancel_request` for an in-flight request; True when the handler will answer by itself."""
         ...
 
+    # Optional: `request_received(method, params)` is called synchronously when a request arrives, before its
+    # handler task starts.
+
     async def shutdown(self) -> None: ...
 
 
@@ -246,8 +249,10 @@ class JsonRpcConnection:
             await self._emit(wire.error_response(frame.id, frame.error.to_wire()))
         elif isinstance(frame, wire.Response):
             pending = self._outbound.get(wire.id_key(frame.id))
-            if pending is None:
-                log.debug("dropping an answer to unknown request id %r", frame.id)
+            if pending is None or pending.event.is_set():
+                # Unknown, or a second answer that arrived before the first was consumed: the first answer stands
+                # (a late "allow" must never overwrite a "reject").
+                log.debug("dropping an answer to unknown or already answered request id %r", frame.id)
                 return
             pending.result, pending.error, pending.is_error = frame.result, frame.error, frame.is_error
             pending.event.set()
@@ -296,6 +301,11 @@ class JsonRpcConnection:
         key = wire.id_key(frame.id)
         entry = _Inbound(frame.method, frame.params, anyio.CancelScope())
         self._inbound.setdefault(key, []).append(entry)
+        received = getattr(self.dispatcher, "request_received", None)
+        if received is not None:
+            # Synchronously, before the handler task runs: a notification read right after this request (e.g.
+            # `session/cancel` after `session/prompt`) must be able to see it.
+            received(frame.method, frame.params)
         assert self._tg is not None
         self._tg.start_soon(self._run_request, frame, handler, key, entry)
 

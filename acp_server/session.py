@@ -184,6 +184,10 @@ class AcpSession:
     model_choices: tuple[ModelEntry, ...] = ()
     cost: float = 0.0  # cumulative, in the currency of the models' configured prices
     priced_usage: Usage = field(default_factory=Usage)  # the part of runtime.total_usage already in `cost`
+    # Prompts received and not yet answered, and whether a cancel arrived meanwhile: a `session/cancel` read before
+    # the prompt's turn started must still cancel it (ACP: that prompt answers `cancelled`).
+    prompts_in_flight: int = 0
+    cancel_pending: bool = False
 
     def __post_init__(self) -> None:
         self.workspace = Workspace(self.cwd, self.additional_directories)
