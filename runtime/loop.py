@@ -20,6 +20,8 @@ import anyio.lowlevel
 from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
 from runtime.events import (
     EventSink,
+    PlanUpdated,
+    RuntimeEvent,
     TextChunk,
     ThoughtChunk,
     ToolCallProgress,
@@ -54,6 +56,7 @@ from runtime.tools.base import (
     ToolResult,
     cap_output,
 )
+from runtime.tracing import CallRecord, check_output, find_trace, jsonable_trace, new_operation_id, wire_meta
 from runtime.workspace import PathError, Workspace
 
 log = logging.getLogger(__name__)
@@ -106,6 +109,7 @@ class _CallSlot:
     finished: bool = False
     result: ToolResultMessage | None = None
     scope: anyio.CancelScope | None = None
+    record: CallRecord | None = None
     # Set once the call is past approval (running, or finished): the next call may only ask after it, so the user
     # sees permission questions in call order while approved calls still run in parallel.
     past_approval: anyio.Event = field(default_factory=anyio.Event)
@@ -132,6 +136,9 @@ class AgentRuntime:
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self.total_usage = Usage()
+        # The plan as last sent to the client (complete list of ACP plan entries): kept here so a session store can
+        # persist and restore it.
+        self.plan: tuple[dict[str, Any], ...] = ()
         # Model calls made in this session: the <step> of `tool_step_<step>_<index>`, so that normalised ids stay
         # unique within the session (ACP requires unique tool call ids per session).
         self.steps_taken = 0
@@ -147,6 +154,10 @@ class AgentRuntime:
     def running(self) -> bool:
         return self._scope is not None
 
+    def add_usage(self, u: Usage) -> None:
+        """Count usage spent on this runtime's behalf elsewhere (e.g. by a subagent) into its total."""
+        self._add_usage(u)
+
     def tool_schemas(self) -> tuple[ToolSchema, ...]:
         return tuple(ToolSchema(t.name, t.description, t.schema) for t in self.registry.tools())
 
@@ -159,19 +170,35 @@ class AgentRuntime:
         self.history.append(UserMessage(tuple(parts)))
         open_calls: dict[str, _CallSlot] = {}
         outcome: TurnOutcome | None = None
-        with anyio.CancelScope() as scope:
-            self._scope = scope
-            if self._cancel_requested:
-                scope.cancel()
-            try:
-                outcome = await self._loop(emit, open_calls, start_len)
-            finally:
-                self._scope = None
+        emit = self._keeping_plan(emit)
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if self._cancel_requested:
+                    scope.cancel()
+                try:
+                    outcome = await self._loop(emit, open_calls, start_len)
+                finally:
+                    self._scope = None
+        except anyio.get_cancelled_exc_class():
+            # Cancelled from outside (a subagent's parent turn, or its time limit): still close every announced
+            # call, so the client never keeps a call pending that nothing will finish.
+            with anyio.CancelScope(shield=True):
+                await self._close_cancelled(emit, open_calls)
+            raise
         if outcome is None or scope.cancelled_caught or self._cancel_requested:
             with anyio.CancelScope(shield=True):
                 await self._close_cancelled(emit, open_calls)
             return TurnOutcome("cancelled", usage=self.total_usage)
         return outcome
+
+    def _keeping_plan(self, emit: EventSink) -> EventSink:
+        async def sink(ev: RuntimeEvent) -> None:
+            if isinstance(ev, PlanUpdated):
+                self.plan = ev.entries
+            await emit(ev)
+
+        return sink
 
     async def _loop(self, emit: EventSink, open_calls: dict[str, _CallSlot], start_len: int) -> TurnOutcome:
         assert self.model is not None
@@ -300,6 +327,8 @@ class AgentRuntime:
             return
 
         async def started() -> None:
+            if slot.started:  # a retried call starts once
+                return
             slot.started = True
             slot.past_approval.set()
             await emit(ToolCallProgress(cid, status="in_progress"))
@@ -307,8 +336,10 @@ class AgentRuntime:
         async def progress(partial: ToolResult) -> None:
             await emit(ToolCallProgress(cid, content=partial.content or None, raw_output=partial.raw_output))
 
+        slot.record = CallRecord(cid, new_operation_id())
         ctx = ToolContext(self.env.session_id, cid, self.env.workspace, editor=self.env.editor,
-                          state=self.env.state, progress=progress, started=started)
+                          state=self.env.state, progress=progress, started=started,
+                          operation_id=slot.record.operation_id, record=slot.record, emit=emit)
         try:
             result = await self.executor.execute(item, ctx)
         except ApprovalRejected as exc:
@@ -341,7 +372,12 @@ class AgentRuntime:
             await self._finish(slot, emit, "failed", f"{type(exc).__name__}: the tool crashed (incident {incident})",
                                is_error=True, error_type=type(exc).__name__)
             return
-        await self._finish(slot, emit, "failed" if result.is_error else "completed", result.output,
+        try:
+            text = check_output(result.output)
+        except ToolFailure as exc:
+            await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
+            return
+        await self._finish(slot, emit, "failed" if result.is_error else "completed", text,
                            is_error=result.is_error, result=result)
 
     async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
@@ -357,12 +393,19 @@ class AgentRuntime:
             content = result.content if result and result.content else (
                 {"type": "content", "content": {"type": "text", "text": cap_output(text, 20_000)}},)
             raw_output = result.raw_output if result else None
-        slot.result = ToolResultMessage(cid, call.name, output, is_error)
+        trace = None
+        if slot.record is not None:  # it reached the executor: a trace may exist, kept by the tool or an executor
+            kept = find_trace(self.executor, cid)  # always read: an executor forgets a trace once it is read
+            trace = jsonable_trace(result.trace if result is not None and result.trace is not None else kept)
+        # The model reads `output` only; the operation id, attempts and trace travel beside it for the store.
+        slot.result = ToolResultMessage(cid, call.name, output, is_error,
+                                        meta=slot.record.meta(trace) if slot.record else None)
         slot.finished = True
         with anyio.CancelScope(shield=True):
             await emit(ToolCallProgress(cid, status=status, content=content, raw_output=raw_output,
                                         title=result.title if result else None,
-                                        locations=result.locations if result else None))
+                                        locations=result.locations if result else None,
+                                        meta=wire_meta(slot.record, trace)))
 
     async def _close_cancelled(self, emit: EventSink, open_calls: dict[str, _CallSlot]) -> None:
         """After a cancel: close every announced call and keep the history well-formed for the next turn."""
