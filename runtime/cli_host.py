@@ -17,11 +17,13 @@ from permissions import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.rules import RuleStore
 from runtime.approval import make_describer
+from runtime.delegation import install_delegation
 from runtime.events import RuntimeEvent, TextChunk, ThoughtChunk, ToolCallProgress, ToolCallStarted
 from runtime.loop import AgentRuntime, AuthRequired, RuntimeOptions, ToolEnvironment
 from runtime.models.base import TextPart
 from runtime.tools.base import RoutingToolExecutor, ToolRegistry
 from runtime.tools.builtin import builtin_tools
+from runtime.tracing import RetryingExecutor
 from runtime.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -93,14 +95,18 @@ class TerminalPrinter:
 
 
 def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str = "cli") -> AgentRuntime:  # noqa: ANN001
-    """The same construction as the ACP host: registry, routing executor, approval decorator, runtime."""
+    """The same construction as the ACP host: registry, routing and retrying executors, approval decorator, runtime,
+    subagents."""
     workspace = Workspace(cwd)
     registry = ToolRegistry(builtin_tools())
     options = RuntimeOptions()
     router = RoutingToolExecutor(registry, options.tool_call_timeout_ms / 1000)
-    executor = ToolApprovalDecorator(router, gateway, make_describer(registry), lambda: mode_ref[0], RuleStore())
-    return AgentRuntime(model=model, registry=registry, executor=executor,
-                        environment=ToolEnvironment(session_id, workspace), options=options)
+    executor = ToolApprovalDecorator(RetryingExecutor(router, registry), gateway, make_describer(registry),
+                                     lambda: mode_ref[0], RuleStore())
+    runtime = AgentRuntime(model=model, registry=registry, executor=executor,
+                           environment=ToolEnvironment(session_id, workspace), options=options)
+    install_delegation(runtime)
+    return runtime
 
 
 def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMode) -> int:

@@ -21,6 +21,7 @@ from typing import Any
 from tests.acp_schema import agent_frame_errors, client_frame_errors
 
 Responder = Callable[[dict[str, Any]], Any]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def allow_once(msg: dict[str, Any]) -> Any:
@@ -47,6 +48,8 @@ class AgentProcess:
         full_env["GATEWRIGHT_STATE_DIR"] = str(state_dir or Path(cwd) / ".gw-state-test")
         full_env.pop("GATEWRIGHT_MODEL", None)
         full_env.pop("GATEWRIGHT_MODE", None)
+        # Run this checkout's code, not whichever checkout is installed in editable mode (worktrees).
+        full_env["PYTHONPATH"] = str(REPO) + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
         if env:
             full_env.update(env)
         self.proc = subprocess.Popen([sys.executable, "-m", "acp_server", *args], stdin=subprocess.PIPE,
