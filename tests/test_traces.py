@@ -110,7 +110,8 @@ async def test_a_trace_on_the_tool_result_is_stored_shown_and_never_sent_to_the_
     assert r.meta["trace"]["steps"] == ["parse", "lookup"] and r.output == "short text"
     assert sink.final("t").meta["gatewright"]["trace"]["secret_marker"] == "TRACE-ONLY-7731"
     # what a provider is sent for this history carries the text only
-    assert "TRACE-ONLY-7731" not in repr(to_openai_messages(ModelRequest("system", tuple(rt.history), ()), images=False))
+    wire = to_openai_messages(ModelRequest("system", tuple(rt.history), ()), images=False)
+    assert "TRACE-ONLY-7731" not in repr(wire)
     requests: list[Any] = []
     original = rt.model.stream
 
