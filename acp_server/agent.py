@@ -70,7 +70,7 @@ class GatewrightAgent:
             "agentCapabilities": {
                 "loadSession": False,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
+                "mcpCapabilities": {"http": True, "sse": True},
                 "sessionCapabilities": {},
             },
             "authMethods": [],
@@ -118,14 +118,16 @@ class GatewrightAgent:
         if extra:
             raise InvalidParams("Invalid params: \"additionalDirectories\" is not supported by this agent")
         servers = opt_list(p, "mcpServers")
-        if servers:
-            log.warning("session/new carried %d MCP server(s); MCP is not supported in this build", len(servers))
         assert self.conn is not None
         sid = new_session_id()
         model = self.config.model_factory.create() if self.config.model_factory else None
         session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
                              RuntimeOptions())
         self.sessions[sid] = session
+        if servers:
+            from runtime.mcp import connect_servers  # lazy: sessions without MCP servers never load it
+
+            await connect_servers(session, servers)  # returns at once; servers start after this answer
         return {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
 
     async def prompt(self, params: Any) -> dict[str, Any]:

@@ -176,6 +176,7 @@ class AcpSession:
     rules: RuleStore = field(default_factory=RuleStore)
     turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     closed: bool = False
+    mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
 
     def __post_init__(self) -> None:
         self.workspace = Workspace(self.cwd, self.additional_directories)
@@ -219,6 +220,10 @@ class AcpSession:
     async def close(self) -> None:
         self.closed = True
         self.runtime.cancel()
+        if self.mcp is not None:
+            from runtime.mcp import close_servers
+
+            await close_servers(self)
 
 
 def new_session_id() -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -127,6 +128,9 @@ class AgentRuntime:
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self.total_usage = Usage()
+        # Awaited at the start of every turn, inside its cancel scope (e.g. MCP servers still starting get a bounded
+        # chance to expose their tools before the first model call).
+        self.before_turn: list[Callable[[], Awaitable[None]]] = []
 
     # ---- control -------------------------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -156,6 +160,8 @@ class AgentRuntime:
             if self._cancel_requested:
                 scope.cancel()
             try:
+                for hook in list(self.before_turn):
+                    await hook()
                 outcome = await self._loop(emit, open_calls, start_len)
             except ApprovalCancelled:
                 scope.cancel()
