@@ -6,7 +6,7 @@ import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +76,8 @@ class Harness:
     async def ready(self) -> None:
         await self.manager.wait_ready()
 
-    async def wait_notices(self, n: int, timeout: float = 20.0) -> list[NoticeEvent]:
-        with anyio.fail_after(timeout):
+    async def wait_notices(self, n: int, seconds: float = 20.0) -> list[NoticeEvent]:
+        with anyio.fail_after(seconds):
             while len(self.notices) < n:
                 self.notice_arrived = anyio.Event()
                 await self.notice_arrived.wait()
@@ -119,3 +119,11 @@ def alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+async def eventually(predicate: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Poll a fact about another process (a pid gone, a file written), which no event in this process reports."""
+    with anyio.move_on_after(seconds):
+        while not predicate():  # noqa: ASYNC110 - the fact lives in another process
+            await anyio.sleep(0.02)
+    return predicate()

