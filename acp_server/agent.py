@@ -57,6 +57,10 @@ class GatewrightAgent:
 
     # ---- lifecycle -------------------------------------------------------------------------------------------------
     async def initialize(self, params: Any) -> dict[str, Any]:
+        return self.initialize_sync(params)
+
+    def initialize_sync(self, params: Any) -> dict[str, Any]:
+        """`initialize` from constants only: also used before the event loop starts (see `server.py`)."""
         p = obj(params)
         version = p.get("protocolVersion")
         if not isinstance(version, int) or isinstance(version, bool) or version < 0:

@@ -151,13 +151,16 @@ class JsonRpcConnection:
         self._tg.start_soon(func, *args)
 
     # ---- serving -------------------------------------------------------------------------------------------------
-    async def serve(self, reader: ByteReader, writer: ByteWriter) -> None:
-        """Serve until the input reaches EOF (or the output breaks); then shut the dispatcher down."""
+    async def serve(self, reader: ByteReader, writer: ByteWriter, initial: bytes = b"", eof: bool = False) -> None:
+        """Serve until the input reaches EOF (or the output breaks); then shut the dispatcher down.
+
+        `initial` is input already read before serving (the start-up fast path); `eof` says the input ended there.
+        """
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self._writer_loop, writer)
             try:
-                await self._reader_loop(reader)
+                await self._reader_loop(reader, initial, eof)
             finally:
                 self.closed.set()
                 for pending in list(self._outbound.values()):
@@ -173,6 +176,9 @@ class JsonRpcConnection:
                     for entry in entries:
                         entry.scope.cancel()
                 with anyio.CancelScope(shield=True), anyio.move_on_after(0.5):
+                    # Cancelled handlers still answer (-32800, or `cancelled` for prompts) before the writer closes.
+                    while self._inbound:
+                        await anyio.sleep(0.005)
                     await self._send.aclose()
                     while not self._writer_done.is_set():
                         await anyio.sleep(0.01)
@@ -207,15 +213,22 @@ class JsonRpcConnection:
         finally:
             self._writer_done.set()
 
-    async def _reader_loop(self, reader: ByteReader) -> None:
+    async def _reader_loop(self, reader: ByteReader, initial: bytes = b"", eof: bool = False) -> None:
         splitter = wire.LineSplitter(self.max_frame)
+        data = initial
         while not self._writer_dead:
-            data = await reader.read()
+            if not data and not eof:
+                data = await reader.read()
+            if eof and not data:
+                for line in splitter.close():
+                    await self._on_line(line)
+                return
             if not data:
                 for line in splitter.close():
                     await self._on_line(line)
                 return
-            for line in splitter.feed(data):
+            chunk, data = data, b""
+            for line in splitter.feed(chunk):
                 await self._on_line(line)
 
     async def _on_line(self, line: bytes | wire.Oversized) -> None:

@@ -1,19 +1,22 @@
-"""Runs the ACP agent on the process's stdio: guard the descriptors, serve until EOF or SIGTERM, exit promptly."""
+"""Runs the ACP agent on the process's stdio: guard the descriptors, serve until EOF or SIGTERM, exit promptly.
+
+Start-up fast path: `initialize` is answered before the event loop (and anyio, asyncio, the runtime) is even
+imported. The first chunk of input is read synchronously; if its first line is an `initialize` request, it is
+answered from constants right away, and everything after that line is handed to the JSON-RPC connection as
+already-read input. Any other first line simply goes to the connection.
+"""
 
 from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import anyio
-
-from acp_server import __version__
+from acp_server import __version__, wire
 from acp_server.agent import AgentConfig, GatewrightAgent
-from acp_server.rpc import JsonRpcConnection
-from acp_server.stdio import FdReader, FdWriter, guard_stdio
+from acp_server.errors import RpcError, error_to_wire
+from acp_server.stdio import READ_CHUNK, guard_stdio
 
 if TYPE_CHECKING:
     from runtime.models import ModelFactory
@@ -23,39 +26,17 @@ log = logging.getLogger("gatewright.server")
 
 def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, state_dir: str | None = None) -> int:
     agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory, state_dir=state_dir))
-    recorder = None
-    if record:
-        from acp_server.recorder import TranscriptRecorder
+    recorder = _recorder(record, factory, mode) if record else None
+    max_frame = _max_frame()
+    # Until the event loop installs its own handlers nothing is running yet, so termination is simply an exit.
+    import signal
 
-        meta = {"gatewright": __version__, "model": str(factory.spec) if factory.spec else None, "mode": mode}
-        if factory.spec is not None and factory.spec.provider == "scripted":
-            try:
-                with open(factory.spec.name, encoding="utf-8") as f:
-                    meta["scripted_model"] = f.read()
-            except OSError:
-                pass
-        recorder = TranscriptRecorder(record, meta)
-
-    async def main() -> None:
-        with guard_stdio() as fds:
-            conn = JsonRpcConnection(agent, recorder=recorder)
-            agent.attach(conn)
-            async with anyio.create_task_group() as tg:
-                async def on_signals() -> None:
-                    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
-                        async for _ in signals:
-                            log.info("terminating on a signal")
-                            with anyio.CancelScope(shield=True), anyio.move_on_after(1.5):
-                                await agent.shutdown()
-                            tg.cancel_scope.cancel()
-                            return
-
-                tg.start_soon(on_signals)
-                await conn.serve(FdReader(fds.read_fd), FdWriter(fds.write_fd))
-                tg.cancel_scope.cancel()
-
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit_before_serving)
     try:
-        anyio.run(main)
+        with guard_stdio() as fds:
+            initial, eof = _answer_first_initialize(agent, fds.read_fd, fds.write_fd, recorder, max_frame)
+            _serve(agent, fds, initial, eof, recorder, max_frame)
     except KeyboardInterrupt:
         pass
     finally:
@@ -65,9 +46,94 @@ def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, 
     os._exit(0)
 
 
-def _kill_leftover_children() -> None:
+def _answer_first_initialize(agent: GatewrightAgent, read_fd: int, write_fd: int, recorder: Any,
+                             max_frame: int) -> tuple[bytes, bool]:
     try:
-        from runtime.processes import kill_all_process_groups
-    except ImportError:
-        return
+        data = os.read(read_fd, READ_CHUNK)
+    except OSError:
+        return b"", True
+    if not data:
+        return b"", True
+    nl = data.find(b"\n")
+    if nl < 0 or nl > max_frame:
+        return data, False
+    frame = wire.classify(data[:nl])
+    if not isinstance(frame, wire.Request) or frame.method != "initialize":
+        return data, False
+    if recorder is not None:
+        recorder.record("in", wire.request(frame.id, frame.method, frame.params))
+    try:
+        answer = wire.response(frame.id, agent.initialize_sync(frame.params))
+    except RpcError as exc:
+        answer = wire.error_response(frame.id, exc.to_wire())
+    except Exception as exc:
+        answer = wire.error_response(frame.id, error_to_wire(exc, "initialize"))
+    if recorder is not None:
+        recorder.record("out", answer)
+    out = memoryview(wire.encode(answer))
+    try:
+        while out:
+            out = out[os.write(write_fd, out):]
+    except OSError:
+        return b"", True
+    return data[nl + 1:], False
+
+
+def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder: Any, max_frame: int) -> None:
+    import signal
+
+    import anyio
+
+    from acp_server.rpc import JsonRpcConnection
+    from acp_server.stdio import FdReader, FdWriter
+
+    async def main() -> None:
+        conn = JsonRpcConnection(agent, recorder=recorder, max_frame=max_frame)
+        agent.attach(conn)
+        async with anyio.create_task_group() as tg:
+            async def on_signals() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+                    async for _ in signals:
+                        log.info("terminating on a signal")
+                        with anyio.CancelScope(shield=True), anyio.move_on_after(1.5):
+                            await agent.shutdown()
+                        tg.cancel_scope.cancel()
+                        return
+
+            tg.start_soon(on_signals)
+            await conn.serve(FdReader(fds.read_fd), FdWriter(fds.write_fd), initial, eof)
+            tg.cancel_scope.cancel()
+
+    anyio.run(main)
+
+
+def _recorder(record: str, factory: ModelFactory, mode: str) -> Any:
+    from acp_server.recorder import TranscriptRecorder
+
+    meta: dict[str, Any] = {"gatewright": __version__, "model": str(factory.spec) if factory.spec else None,
+                            "mode": mode}
+    if factory.spec is not None and factory.spec.provider == "scripted":
+        try:
+            with open(factory.spec.name, encoding="utf-8") as f:
+                meta["scripted_model"] = f.read()
+        except OSError:
+            pass
+    return TranscriptRecorder(record, meta)
+
+
+def _max_frame() -> int:
+    try:
+        return max(1024, int(os.environ.get("GATEWRIGHT_MAX_FRAME_BYTES", wire.DEFAULT_MAX_FRAME)))
+    except ValueError:
+        return wire.DEFAULT_MAX_FRAME
+
+
+def _exit_before_serving(signum: int, frame: Any) -> None:
+    _kill_leftover_children()
+    os._exit(0)
+
+
+def _kill_leftover_children() -> None:
+    from runtime.processes import kill_all_process_groups
+
     kill_all_process_groups()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
+import anyio.lowlevel
 
 from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
 from runtime.events import (
@@ -105,6 +106,9 @@ class _CallSlot:
     finished: bool = False
     result: ToolResultMessage | None = None
     scope: anyio.CancelScope | None = None
+    # Set once the call is past approval (running, or finished): the next call may only ask after it, so the user
+    # sees permission questions in call order while approved calls still run in parallel.
+    past_approval: anyio.Event = field(default_factory=anyio.Event)
 
 
 class AgentRuntime:
@@ -131,6 +135,9 @@ class AgentRuntime:
         # Awaited at the start of every turn, inside its cancel scope (e.g. MCP servers still starting get a bounded
         # chance to expose their tools before the first model call).
         self.before_turn: list[Callable[[], Awaitable[None]]] = []
+        # Model calls made in this session: the <step> of `tool_step_<step>_<index>`, so that normalised ids stay
+        # unique within the session (ACP requires unique tool call ids per session).
+        self.steps_taken = 0
 
     # ---- control -------------------------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -163,8 +170,6 @@ class AgentRuntime:
                 for hook in list(self.before_turn):
                     await hook()
                 outcome = await self._loop(emit, open_calls, start_len)
-            except ApprovalCancelled:
-                scope.cancel()
             finally:
                 self._scope = None
         if outcome is None or scope.cancelled_caught or self._cancel_requested:
@@ -175,7 +180,9 @@ class AgentRuntime:
 
     async def _loop(self, emit: EventSink, open_calls: dict[str, _CallSlot], start_len: int) -> TurnOutcome:
         assert self.model is not None
-        for step in range(self.options.max_turn_requests):
+        for _ in range(self.options.max_turn_requests):
+            step = self.steps_taken
+            self.steps_taken += 1
             request = ModelRequest(self.system_prompt, tuple(self.history), self.tool_schemas(), self.env.session_id)
             text: list[str] = []
             thinking: list[str] = []
@@ -248,10 +255,17 @@ class AgentRuntime:
         limiter = anyio.CapacityLimiter(max(1, self.options.max_parallel_tool_calls))
 
         async def run_one(slot: _CallSlot, item: ToolCall | ToolFailure) -> None:
-            with anyio.CancelScope() as own:
-                slot.scope = own
-                async with limiter:
-                    await self._execute_slot(slot, item, emit, rejected, slots)
+            try:
+                with anyio.CancelScope() as own:
+                    slot.scope = own
+                    if slot.index > 0:
+                        await slots[slot.index - 1].past_approval.wait()
+                    if rejected.is_set():
+                        own.cancel()
+                    async with limiter:
+                        await self._execute_slot(slot, item, emit, rejected, slots)
+            finally:
+                slot.past_approval.set()
             if own.cancelled_caught and slot.result is None:
                 # Stopped because a sibling was rejected: it never ran.
                 await self._finish(slot, emit, "failed",
@@ -290,6 +304,7 @@ class AgentRuntime:
 
         async def started() -> None:
             slot.started = True
+            slot.past_approval.set()
             await emit(ToolCallProgress(cid, status="in_progress"))
 
         async def progress(partial: ToolResult) -> None:
@@ -316,7 +331,12 @@ class AgentRuntime:
         except PathError as exc:
             await self._finish(slot, emit, "failed", str(exc), is_error=True, error_type=exc.error_type)
             return
-        except (ApprovalCancelled, anyio.get_cancelled_exc_class()):
+        except ApprovalCancelled:
+            # The editor cancelled the question because the turn is being cancelled: cancel the whole turn.
+            self.cancel()
+            await anyio.lowlevel.checkpoint()
+            return
+        except anyio.get_cancelled_exc_class():
             raise
         except Exception as exc:
             incident = uuid.uuid4().hex[:8]

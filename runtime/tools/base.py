@@ -219,7 +219,8 @@ class RoutingToolExecutor:
             raise ToolFailure(f"tool {call.name!r} is not available in this session", "ToolNotFound")
         if ctx.started is not None:
             await ctx.started()
-        budget = max(self.timeout_seconds, (tool.timeout_seconds(call.arguments) or 0) + 5)
+        own = tool.timeout_seconds(call.arguments)
+        budget = max(self.timeout_seconds, own + 5) if own else self.timeout_seconds
         try:
             with anyio.fail_after(budget):
                 return await tool.run(call.arguments, ctx)

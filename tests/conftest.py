@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.harness import AgentProcess
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("# project\n\nhello\n", encoding="utf-8")
+    return ws
+
+
+@pytest.fixture
+def spawn(tmp_path: Path) -> Iterator:
+    """Spawn `gatewright acp` processes; each is closed, and its frames checked against the schema, at teardown."""
+    procs: list[AgentProcess] = []
+
+    def _spawn(*args: str, cwd: Path | None = None, **kw) -> AgentProcess:
+        kw.setdefault("state_dir", tmp_path / "state")
+        p = AgentProcess(*args, cwd=cwd or tmp_path, **kw)
+        procs.append(p)
+        return p
+
+    yield _spawn
+    for p in procs:
+        if p.proc.poll() is None:
+            try:
+                p.close()
+            except AssertionError:
+                p.kill()
+        p.assert_clean()
