@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
+from acp import PROTOCOL_VERSION, text_block
 from acp.schema import (
     AllowedOutcome,
     ClientCapabilities,
@@ -26,6 +26,7 @@ from acp.schema import (
 )
 
 from tests.mcp_helpers import TOOLS_SERVER, alive, eventually, http_server
+from tests.sdk_client import spawn_sdk_agent
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(90)]
 
@@ -39,13 +40,10 @@ class EditorClient:
         self.updates: list[Any] = []
         self.permissions: list[Any] = []
         self.answer = answer
-        self.events: list[str] = []  # the order things happened in, as seen by the editor
         self.permission_asked = asyncio.Event()
 
     async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:
         self.updates.append(update)
-        if update.session_update == "agent_message_chunk":
-            self.events.append("notice:" + update.content.text)
 
     async def request_permission(self, session_id: str, tool_call: Any, options: Any, **kw: Any) -> Any:
         self.permissions.append(tool_call)
@@ -77,44 +75,47 @@ def stdio_server(name: str, env: dict[str, str] | None = None, meta: dict[str, A
 
 
 def broken_server(name: str) -> McpServerStdio:
-    return McpServerStdio(name=name, command=sys.executable,
-                          args=["-c", "import sys; sys.stderr.write('no config file\\n'); sys.exit(2)"], env=[])
+    # It echoes its secret to stderr, as a careless server might: the notice must not repeat it.
+    code = "import os, sys; sys.stderr.write('no config file for ' + os.environ['API_TOKEN'] + '\\n'); sys.exit(2)"
+    return McpServerStdio(name=name, command=sys.executable, args=["-c", code],
+                          env=[EnvVariable(name="API_TOKEN", value="env-secret-value")])
 
 
 def agent_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-    env["GATEWRIGHT_MCP_TURN_WAIT"] = "30"
-    return env
+    # This checkout's code, not whatever `gatewright` is installed from (the agent runs in a temporary directory).
+    return {"PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            "GATEWRIGHT_MCP_TURN_WAIT": "30"}
 
 
 class Agent:
-    """Spawn `gatewright acp`, initialize, and open one session with the given MCP servers."""
+    """Spawn `gatewright acp` (recording its transcript, every frame schema-checked at exit), initialize, and open
+    sessions with MCP servers."""
 
     def __init__(self, tmp_path: Path, responses: list[dict[str, Any]], client: EditorClient, mode: str = "safe"):
         self.tmp_path = tmp_path
         self.script = script(tmp_path, responses)
         self.client = client
         self.mode = mode
-        self.proc: Any = None
+        self.record: Path | None = None
 
     async def __aenter__(self) -> Agent:
-        self._cm = spawn_agent_process(self.client, sys.executable, "-m", "acp_server", "--model",
-                                       f"scripted:{self.script}", "--mode", self.mode, env=agent_env(),
-                                       cwd=str(REPO), transport_kwargs={"stderr": None, "limit": 50 * 2**20})
-        self.conn, self.proc = await self._cm.__aenter__()
-        init = await asyncio.wait_for(self.conn.initialize(
+        self._cm = spawn_sdk_agent(self.client, self.tmp_path, "--model", f"scripted:{self.script}",  # type: ignore[arg-type]
+                                   "--mode", self.mode, env=agent_env())
+        self.conn, self.proc, self.record = await self._cm.__aenter__()
+        self.init = await asyncio.wait_for(self.conn.initialize(
             protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities(),
             client_info=Implementation(name="test", version="0")), 20)
-        self.init = init
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
         await self._cm.__aexit__(*exc)
 
+    def transcript(self) -> str:
+        assert self.record is not None
+        return self.record.read_text()
+
     async def new_session(self, servers: list[Any]) -> str:
         resp = await asyncio.wait_for(self.conn.new_session(cwd=str(self.tmp_path), mcp_servers=servers), 10)
-        self.client.events.append("session/new answered")
         return str(resp.session_id)
 
     async def prompt(self, sid: str, text: str = "go") -> str:
@@ -174,7 +175,8 @@ async def test_read_only_hint_runs_without_asking_in_safe_but_asks_in_manual(tmp
 async def test_is_error_and_progress_show_up_as_tool_call_updates(tmp_path):
     client = EditorClient("allow_once")
     responses = [{"tool_calls": [{"id": "c1", "name": "mcp__t__fail", "arguments": {"reason": "bad"}},
-                                 {"id": "c2", "name": "mcp__t__slow", "arguments": {"steps": 3}}]},
+                                 {"id": "c2", "name": "mcp__t__slow", "arguments": {"steps": 3}},
+                                 {"id": "c3", "name": "mcp__t__picture", "arguments": {}}]},
                  {"text": "ok"}]
     async with Agent(tmp_path, responses, client, mode="auto") as agent:
         sid = await agent.new_session([stdio_server("t")])
@@ -184,6 +186,8 @@ async def test_is_error_and_progress_show_up_as_tool_call_updates(tmp_path):
     progress = [u.content[0].content.text for u in client.tool_updates()
                 if u.tool_call_id == "c2" and u.status is None and u.content]
     assert progress and progress[0] == "step 1 (1/3)"
+    # text, image and embedded resource content reach the editor (every frame was checked against the ACP schema)
+    assert [c.content.type for c in client.final("c3").content] == ["text", "image", "resource"]
 
 
 async def test_pinned_arguments_are_injected_and_a_model_supplied_value_is_rejected(tmp_path):
@@ -210,13 +214,25 @@ async def test_a_broken_server_is_reported_to_the_user_and_the_other_works(tmp_p
     client = EditorClient("allow_once")
     responses = [call("c1", "mcp__good__echo", {"text": "x"}), {"text": "ok"}]
     async with Agent(tmp_path, responses, client) as agent:
-        sid = await agent.new_session([broken_server("bad"), stdio_server("good")])
+        ghost = McpServerStdio(name="ghost", command="/nonexistent/mcp-server", args=[], env=[])
+        # A pin that cannot be resolved refuses its server at once, without starting anything (fails closed).
+        pins = {"search": {"tenant": {"$env": "NO_SUCH"}}}
+        unpinned = stdio_server("unpinned", meta={"gatewright": {"pinned": pins}})
+        sid = await agent.new_session([ghost, unpinned, broken_server("bad"), stdio_server("good")])
         await agent.prompt(sid)
-    assert "MCP server bad failed to start: exited with code 2: no config file" in client.notices()
+    assert "MCP server bad failed to start: exited with code 2: no config file for <redacted>" in client.notices()
+    assert "MCP server ghost failed to start: command not found: /nonexistent/mcp-server" in client.notices()
     assert client.final("c1").status == "completed"
-    # the notice came after the session/new answer, so the editor could attribute it
-    assert client.events.index("session/new answered") < next(
-        i for i, e in enumerate(client.events) if "failed to start" in e)
+    transcript = agent.transcript()
+    assert "env-secret-value" not in transcript
+    assert ("MCP server unpinned was not started: pinned argument 'tenant' of tool 'search': environment variable "
+            "'NO_SUCH' is not set") in client.notices()
+    # On the wire, even the fastest failure (an entry refused without starting anything) comes after the
+    # session/new answer, so the editor already knows the session it belongs to.
+    frames = [json.loads(line).get("msg") or {} for line in transcript.splitlines()]
+    answer = next(i for i, m in enumerate(frames) if "sessionId" in (m.get("result") or {}))
+    first_notice = next(i for i, m in enumerate(frames) if "MCP server" in json.dumps(m))
+    assert answer < first_notice
 
 
 async def test_session_new_does_not_wait_for_a_slow_server(tmp_path):
@@ -266,8 +282,12 @@ async def test_a_streamable_http_server_works_end_to_end_with_its_headers(tmp_pa
             sid = await agent.new_session([HttpMcpServer(type="http", name="web", url=url, headers=[
                 {"name": "Authorization", "value": "Bearer e2e-secret"}])])
             await agent.prompt(sid)
+        transcript = agent.transcript()
     assert client.permissions == []  # whoami is marked read-only
     assert client.final("c1").content[0].content.text == "authorization: Bearer e2e-secret"
+    # The tool's own output may show it (the server chose to); the recorded session/new must not.
+    new_session = next(line for line in transcript.splitlines() if '"session/new"' in line)
+    assert "e2e-secret" not in new_session
 
 
 async def test_the_agent_start_up_path_never_imports_the_mcp_sdk():
@@ -279,5 +299,5 @@ async def test_the_agent_start_up_path_never_imports_the_mcp_sdk():
             "anyio.run(agent.initialize, {'protocolVersion': 1})\n"
             "import acp_server.server, acp_server.session, runtime.mcp\n"
             "assert not [m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')], 'mcp imported'\n")
-    await asyncio.to_thread(subprocess.run, [sys.executable, "-c", code], check=True, cwd=REPO, env=agent_env(),
-                            timeout=30)
+    await asyncio.to_thread(subprocess.run, [sys.executable, "-c", code], check=True, cwd=REPO,
+                            env=dict(os.environ, **agent_env()), timeout=30)
