@@ -98,3 +98,24 @@ def test_pinned_fields_leave_the_schema_and_come_back_at_execution():
         "type": "object", "properties": {}}
     assert inject({"q": "x"}, {"tenant": "acme"}) == {"q": "x", "tenant": "acme"}
     assert supplied_pins({"q": "x", "tenant": "evil"}, {"tenant": "acme"}) == ["tenant"]
+
+
+def test_log_records_from_any_logger_have_active_secrets_scrubbed():
+    import io
+    import logging
+
+    from runtime.mcp.secrets import active_secrets, forget_secrets, remember_secrets
+
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        remember_secrets(["sk-live-abcdef"])
+        logging.getLogger("httpx2.fake").warning("POST https://x/mcp?key=%s failed", "sk-live-abcdef")
+        forget_secrets(["sk-live-abcdef"])
+        assert "sk-live-abcdef" not in active_secrets()
+    finally:
+        root.removeHandler(handler)
+    assert "sk-live-abcdef" not in stream.getvalue()
+    assert REDACTED in stream.getvalue()

@@ -210,3 +210,29 @@ async def test_two_servers_with_colliding_names_both_keep_their_tools(tmp_path):
         assert "mcp__my_server__echo" in echo
         assert "mcp__my_server-2__echo" in echo
         assert os.environ.get("PYTEST_CURRENT_TEST")
+
+
+async def test_a_turn_waits_for_a_starting_server_but_only_up_to_the_budget(tmp_path):
+    gate = tmp_path / "gate"
+    async with harness(str(tmp_path), turn_wait=0.5) as h:
+        h.start([stdio_entry("late", env={"MCP_TEST_GATE": str(gate)})])
+        await h.ready()  # returns although the server cannot be ready: it waits for the gate
+        assert h.manager.status() == [("late", "starting", 0)]
+        gate.write_text("go")
+        with anyio.fail_after(20):
+            await h.manager.connections[0].settled.wait()
+        assert "mcp__late__echo" in h.registry.names()
+        await h.ready()  # nothing left to wait for
+
+
+async def test_closing_a_server_that_is_still_starting_kills_it_quietly(tmp_path):
+    gate, pidfile = tmp_path / "gate", tmp_path / "pids"
+    async with harness(str(tmp_path)) as h:
+        h.start([stdio_entry("late", env={"MCP_TEST_GATE": str(gate), "MCP_TEST_PIDFILE": str(pidfile)})])
+        assert await eventually(lambda: pidfile.exists() and pidfile.read_text().endswith("\n"))
+        server_pid, child_pid = map(int, pidfile.read_text().split())
+        with anyio.fail_after(10):
+            await h.manager.close()
+        assert h.manager.status() == [("late", "closed", 0)]
+        assert h.notices == []
+    assert await eventually(lambda: not alive(server_pid) and not alive(child_pid), 5)

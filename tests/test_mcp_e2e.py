@@ -157,19 +157,23 @@ async def test_a_rejected_mcp_call_does_not_run_and_ends_the_turn(tmp_path):
     assert "should not be reached" not in client.notices()
 
 
-async def test_read_only_hint_runs_without_asking_in_safe_but_asks_in_manual(tmp_path):
+async def test_read_only_hint_runs_without_asking_in_safe_but_asks_in_manual_on_the_same_connection(tmp_path):
     client = EditorClient("allow_once")
     responses = [call("c1", "mcp__t__echo", {"text": "a"}), {"text": "ok"},
                  call("c2", "mcp__t__echo", {"text": "b"}), {"text": "ok"}]
+    pidfile = tmp_path / "pids"
     async with Agent(tmp_path, responses, client, mode="safe") as agent:
-        sid = await agent.new_session([stdio_server("t")])
+        sid = await agent.new_session([stdio_server("t", env={"MCP_TEST_PIDFILE": str(pidfile)})])
         await agent.prompt(sid)
         assert client.permissions == []
         assert client.final("c1").status == "completed"
+        server_pid = int(pidfile.read_text().split()[0])
         await agent.conn.set_session_mode(session_id=sid, mode_id="manual")
         await agent.prompt(sid)
         assert [p.tool_call_id for p in client.permissions] == ["c2"]
         assert client.final("c2").content[0].content.text == "echo: b"
+        # the mode change left the connection alone: same server process, never restarted
+        assert int(pidfile.read_text().split()[0]) == server_pid and alive(server_pid)
 
 
 async def test_is_error_and_progress_show_up_as_tool_call_updates(tmp_path):

@@ -11,16 +11,16 @@ import subprocess
 import sys
 import time
 
-gate = os.environ.get("MCP_TEST_GATE")
-if gate:
-    while not os.path.exists(gate):
-        time.sleep(0.02)
-
 pidfile = os.environ.get("MCP_TEST_PIDFILE")
 if pidfile:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     with open(pidfile, "w") as f:
         f.write(f"{os.getpid()} {child.pid}\n")
+
+gate = os.environ.get("MCP_TEST_GATE")
+if gate:
+    while not os.path.exists(gate):
+        time.sleep(0.02)
 
 import anyio  # noqa: E402
 from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
