@@ -51,8 +51,8 @@ def test_secrets_are_not_in_the_records_repr():
 
 
 def test_redact_replaces_longest_secrets_first_and_ignores_tiny_values():
-    assert redact("key=abcdef and abc", ["abc", "abcdef"]) == f"key={REDACTED} and abc"
-    assert redact("a on b", ["on"]) == "a on b"
+    assert redact("key=abcdefgh and abcdef", ["abcdef", "abcdefgh"]) == f"key={REDACTED} and {REDACTED}"
+    assert redact("debug is true", ["true", "debug"]) == "debug is true"
 
 
 def test_pins_resolve_literals_env_and_session_context():

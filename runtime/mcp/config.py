@@ -4,8 +4,9 @@ Each entry of `session/new` / `session/load` / `session/resume` becomes a `Stdio
 (`transport` "http" or "sse"), or a `ConfigProblem` the user is told about; a bad entry never fails the session and
 never hides the other servers. `env` and `headers` are arrays of `{name, value}` pairs (ACP), not objects.
 
-Secrets: env values, header values and pinned values are secrets. They live only in these records (whose `repr`
-hides them) and are scrubbed from any text shown to the user or logged, by `redact`.
+Secrets: env values, header values and credentials in a URL are secrets. They live only in these records (whose
+`repr` hides them) and are scrubbed from any text shown to the user or logged, by `redact`. Pinned values are trusted
+context, not secrets (a tenant, the workspace path); they are kept out of the model's view by `pinning` instead.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from runtime.mcp.naming import unique_server_names
 from runtime.mcp.pinning import PinError, parse_pins
 
 REDACTED = "<redacted>"
+# Shorter values ("1", "true", "debug") would shred every log line and protect nothing.
+MIN_SECRET_LEN = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +37,7 @@ class StdioServer:
         return "stdio"
 
     def secrets(self) -> tuple[str, ...]:
-        return tuple(v for _, v in self.env) + _pinned_strings(self.pinned)
+        return tuple(v for _, v in self.env)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +49,7 @@ class HttpServer:
     pinned: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
 
     def secrets(self) -> tuple[str, ...]:
-        return tuple(v for _, v in self.headers) + _pinned_strings(self.pinned) + _url_secrets(self.url)
+        return tuple(v for _, v in self.headers) + _url_secrets(self.url)
 
 
 ServerSpec = StdioServer | HttpServer
@@ -112,10 +115,6 @@ def _pairs(value: Any, what: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _pinned_strings(pinned: Mapping[str, Mapping[str, Any]]) -> tuple[str, ...]:
-    return tuple(str(v) for fields in pinned.values() for v in fields.values() if isinstance(v, str | int | float))
-
-
 def _url_secrets(url: str) -> tuple[str, ...]:
     # Credentials in the URL itself (user:password@host, ?token=…) are secrets too.
     from urllib.parse import parse_qsl, urlsplit
@@ -131,8 +130,7 @@ def _url_secrets(url: str) -> tuple[str, ...]:
 
 def redact(text: str, secrets: Iterable[str]) -> str:
     """Replace every occurrence of a secret value; longest first, so a secret containing another goes whole."""
-    # Very short values ("1", "on") would shred the text and protect nothing.
-    for s in sorted({s for s in secrets if len(s) >= 4}, key=len, reverse=True):
+    for s in sorted({s for s in secrets if len(s) >= MIN_SECRET_LEN}, key=len, reverse=True):
         text = text.replace(s, REDACTED)
     return text
 

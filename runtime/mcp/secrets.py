@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Iterable
 
-from runtime.mcp.config import redact
+from runtime.mcp.config import MIN_SECRET_LEN, redact
 
 _lock = threading.Lock()
 _active: collections.Counter[str] = collections.Counter()
@@ -51,12 +51,12 @@ def install_filter() -> None:
 def remember_secrets(values: Iterable[str]) -> None:
     install_filter()
     with _lock:
-        _active.update(v for v in values if len(v) >= 4)
+        _active.update(v for v in values if len(v) >= MIN_SECRET_LEN)
 
 
 def forget_secrets(values: Iterable[str]) -> None:
     with _lock:
-        _active.subtract(v for v in values if len(v) >= 4)
+        _active.subtract(v for v in values if len(v) >= MIN_SECRET_LEN)
         for v in [k for k, n in _active.items() if n <= 0]:
             del _active[v]
 
