@@ -68,23 +68,33 @@ class GatewrightAgent:
         caps = p.get("clientCapabilities")
         self.client_caps = caps if isinstance(caps, dict) else {}
         self.initialized = True
+        factory = self.config.model_factory  # built at start-up; these are in-memory look-ups, no I/O
         return {
             # A v1 agent answers 1 to every client version (never an echo).
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": False,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "promptCapabilities": {"image": bool(factory and factory.any_accepts_images()), "audio": False,
+                                       "embeddedContext": True},
                 "mcpCapabilities": {"http": True, "sse": True},
                 "sessionCapabilities": {},
             },
-            "authMethods": [],
+            "authMethods": factory.auth_methods() if factory else [],
             "agentInfo": {"name": "gatewright", "title": "gatewright", "version": __version__},
         }
 
     async def authenticate(self, params: Any) -> dict[str, Any]:
         p = obj(params)
         method = req_str(p, "methodId")
-        raise InvalidParams(f"Invalid params: unknown authentication method {method!r}")
+        factory = self.config.model_factory
+        if factory is not None and method in {m["id"] for m in factory.auth_methods()}:
+            # An env-var method: nothing to do in-process; say plainly whether the variable is there.
+            var = method.removeprefix("env:")
+            if factory.key_is_set(var):
+                return {}
+            raise AuthRequired(f"{var} is not set: set it in the environment the editor starts gatewright with, "
+                               "then restart the agent")
+        raise InvalidParams(f"Invalid params: unknown authentication method {method[:100]!r}")
 
     def cancel_request_hook(self, method: str, params: Any) -> bool:
         # `$/cancel_request` for a prompt: cancel the turn, which answers `stopReason: cancelled` by itself.
@@ -124,9 +134,11 @@ class GatewrightAgent:
         servers = opt_list(p, "mcpServers")
         assert self.conn is not None
         sid = new_session_id()
-        model = self.config.model_factory.create() if self.config.model_factory else None
+        factory = self.config.model_factory
+        model = factory.create() if factory else None
         session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
-                             RuntimeOptions())
+                             RuntimeOptions(), model_id=factory.default_id if factory and model else None,
+                             model_choices=factory.choices() if factory else ())
         self.sessions[sid] = session
         if servers:
             from runtime.mcp import connect_servers  # lazy: sessions without MCP servers never load it
@@ -179,10 +191,16 @@ class GatewrightAgent:
         session = self._session(p)
         config_id = req_str(p, "configId")
         value = p.get("value")
-        if config_id != "mode":
+        if config_id not in ("mode", "model") or (config_id == "model" and not session.model_choices):
             raise InvalidParams(f"Invalid params: unknown config option {config_id[:100]!r}")
         if not isinstance(value, str):
             raise InvalidParams("Invalid params: \"value\" must be one of the option's values")
+        if config_id == "model":
+            if value not in {m.id for m in session.model_choices} or self.config.model_factory is None:
+                raise InvalidParams(f"Invalid params: unknown model {value[:100]!r}")
+            # Takes effect at the next model call, even in the middle of a running turn.
+            session.set_model(value, self.config.model_factory.create(value))
+            return {"configOptions": session.config_options()}
         await self._apply_mode(session, value, announce_mode=True, announce_config=False)
         return {"configOptions": session.config_options()}
 

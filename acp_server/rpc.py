@@ -130,7 +130,8 @@ class JsonRpcConnection:
             await pending.event.wait()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
-                if not self.closed.is_set():
+                # Only a request still unanswered is worth cancelling.
+                if not self.closed.is_set() and not pending.event.is_set():
                     await self._emit(wire.notification("$/cancel_request", {"requestId": rid}))
             raise
         finally:

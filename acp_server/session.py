@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acp_server.editor import AcpEditorBridge
 from permissions import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES, ApprovalMode
@@ -32,6 +33,8 @@ from runtime.events import (
     UsageReported,
 )
 from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
+from runtime.models.base import Usage
+from runtime.processes import close_session as close_session_processes
 from runtime.tools.base import RoutingToolExecutor, ToolRegistry
 from runtime.tools.builtin import builtin_tools
 from runtime.workspace import Workspace
@@ -39,6 +42,7 @@ from runtime.workspace import Workspace
 if TYPE_CHECKING:
     from acp_server.rpc import JsonRpcConnection
     from runtime.models.base import ModelClient
+    from runtime.models.config import ModelEntry
 
 log = logging.getLogger("gatewright.session")
 
@@ -176,6 +180,10 @@ class AcpSession:
     rules: RuleStore = field(default_factory=RuleStore)
     turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
     closed: bool = False
+    model_id: str | None = None
+    model_choices: tuple[ModelEntry, ...] = ()
+    cost: float = 0.0  # cumulative, in the currency of the models' configured prices
+    priced_usage: Usage = field(default_factory=Usage)  # the part of runtime.total_usage already in `cost`
     mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
 
     def __post_init__(self) -> None:
@@ -187,14 +195,41 @@ class AcpSession:
             model=self.model,
             registry=self.registry,
             executor=executor,
-            environment=ToolEnvironment(self.id, self.workspace),
+            environment=ToolEnvironment(self.id, self.workspace, editor=AcpEditorBridge.from_capabilities(
+                self.conn, self.id, self.client_caps)),
             options=self.options,
         )
 
     async def emit(self, ev: RuntimeEvent) -> None:
+        if isinstance(ev, UsageReported):
+            ev = self._account(ev)
         upd = event_to_update(ev, notices=False)
         if upd is not None:
             await self.send_update(upd)
+
+    def _account(self, ev: UsageReported) -> UsageReported:
+        """Size the context by the current model and add this call's price, when the config knows prices."""
+        info: ModelEntry | None = getattr(self.model, "info", None)
+        if info is None:
+            return ev
+        total = self.runtime.total_usage
+        p = self.priced_usage
+        delta = Usage(total.input_tokens - p.input_tokens, total.output_tokens - p.output_tokens,
+                      total.cached_read_tokens - p.cached_read_tokens,
+                      total.cached_write_tokens - p.cached_write_tokens)
+        self.priced_usage = total
+        if info.prices is not None:
+            self.cost += info.prices.cost(delta)
+        priced = info.prices is not None or self.cost > 0
+        return UsageReported(ev.input_tokens, ev.output_tokens, min(ev.context_used, info.context_window),
+                             info.context_window, round(self.cost, 6) if priced else None,
+                             info.prices.currency if info.prices else "USD")
+
+    def set_model(self, model_id: str, model: ModelClient | None) -> None:
+        """The runtime reads `model` at every model call, so the switch applies from the next call on."""
+        self.model_id = model_id
+        self.model = model
+        self.runtime.model = model
 
     async def send_update(self, update: dict[str, Any]) -> None:
         await self.conn.notify("session/update", {"sessionId": self.id, "update": update})
@@ -215,11 +250,22 @@ class AcpSession:
             "type": "select",
             "currentValue": self.mode,
             "options": [{"value": m.id, "name": m.name, "description": m.description} for m in MODES],
-        }]
+        }] + ([{
+            "id": "model",
+            "name": "Model",
+            "description": "The model answering this session; a switch applies from the next model call",
+            "category": "model",
+            "type": "select",
+            "currentValue": self.model_id,
+            "options": [{"value": m.id, "name": m.name, "description": m.description or m.spec}
+                        for m in self.model_choices],
+        }] if self.model_choices and self.model_id else [])
 
     async def close(self) -> None:
         self.closed = True
         self.runtime.cancel()
+        # Background processes belong to the session: none outlives it.
+        close_session_processes(self.id)
         if self.mcp is not None:
             from runtime.mcp import close_servers
 

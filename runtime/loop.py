@@ -8,6 +8,7 @@ event through the host's sink; the host never sees an event for a turn after `ru
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -189,19 +190,21 @@ class AgentRuntime:
             calls: list[ToolCallRequest] = []
             finished: Finished | None = None
             try:
-                async for ev in self.model.stream(request):
-                    if isinstance(ev, TextDelta):
-                        if ev.text:
-                            text.append(ev.text)
-                            await emit(TextChunk(ev.text))
-                    elif isinstance(ev, ThoughtDelta):
-                        if ev.text:
-                            thinking.append(ev.text)
-                            await emit(ThoughtChunk(ev.text))
-                    elif isinstance(ev, ToolCallEvent):
-                        calls.append(ev.call)
-                    elif isinstance(ev, Finished):
-                        finished = ev
+                # aclosing: a cancelled turn closes the provider's HTTP stream at once, not at garbage collection.
+                async with contextlib.aclosing(self.model.stream(request)) as stream:
+                    async for ev in stream:
+                        if isinstance(ev, TextDelta):
+                            if ev.text:
+                                text.append(ev.text)
+                                await emit(TextChunk(ev.text))
+                        elif isinstance(ev, ThoughtDelta):
+                            if ev.text:
+                                thinking.append(ev.text)
+                                await emit(ThoughtChunk(ev.text))
+                        elif isinstance(ev, ToolCallEvent):
+                            calls.append(ev.call)
+                        elif isinstance(ev, Finished):
+                            finished = ev
             except ModelError as exc:
                 if exc.auth:
                     raise AuthRequired(exc.message) from None

@@ -124,7 +124,7 @@ class Workspace:
                     nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except FileNotFoundError:
                     if not create:
-                        raise
+                        raise PathError(f"{os.path.join(anchor, *parts)} does not exist", "FileNotFound") from None
                     try:
                         os.mkdir(part, 0o777, dir_fd=fd)
                     except FileExistsError:
@@ -134,7 +134,7 @@ class Workspace:
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                         raise PathError(f"{os.path.join(anchor, *parts)}: a path component is not a directory "
                                         "or was replaced by a symlink", "PathChanged") from None
-                    raise
+                    raise _os_error(exc, os.path.join(anchor, *parts)) from None
                 os.close(fd)
                 fd = nfd
             return fd
@@ -161,6 +161,26 @@ class Workspace:
             raise PathError(f"{resolved.path} is a directory", "IsADirectory")
         return fd
 
+    def open_dir(self, resolved: ResolvedPath, grants: frozenset[str] = frozenset()) -> int:
+        """Open a directory (e.g. a search base or a command's cwd) without following any symlink; returns an fd."""
+        self.check(resolved, grants)
+        anchor, parts = self._anchor(resolved)
+        try:
+            return self._walk_dirs(anchor, parts, create=False)
+        except OSError as exc:
+            raise _os_error(exc, resolved.path) from None
+
+    def ensure_parent(self, resolved: ResolvedPath, grants: frozenset[str] = frozenset()) -> None:
+        """Create the parent directories of a file about to be written by someone else (the editor), no-follow."""
+        self.check(resolved, grants)
+        anchor, parts = self._anchor(resolved)
+        if not parts:
+            raise PathError(f"{resolved.path} is a directory", "IsADirectory")
+        try:
+            os.close(self._walk_dirs(anchor, parts[:-1], create=True))
+        except OSError as exc:
+            raise _os_error(exc, resolved.path) from None
+
     def read_bytes(self, resolved: ResolvedPath, grants: frozenset[str] = frozenset(), limit: int | None = None) -> bytes:
         fd = self.open_read(resolved, grants)
         with os.fdopen(fd, "rb") as f:
@@ -176,11 +196,14 @@ class Workspace:
         *,
         grants: frozenset[str] = frozenset(),
         exclusive: bool = False,
+        mode: int | None = None,
     ) -> bool:
         """Replace (or create) the file with `data` atomically. Returns True when the file was created.
 
         Raises:
             PathError: outside and not granted, a directory, exists while `exclusive`, or a path swap was detected.
+        `mode` sets the permission bits of a new file (e.g. a moved file keeps its source's); an existing file keeps
+        its own.
             OSError: the disk refused; the old file is left intact.
         """
         self.check(resolved, grants)
@@ -202,7 +225,10 @@ class Workspace:
                     raise PathError(f"{resolved.path} was replaced by a symlink", "PathChanged")
                 if exclusive:
                     raise PathError(f"{resolved.path} already exists", "FileExists")
-            mode = stat.S_IMODE(old.st_mode) if old is not None else 0o666 & ~_umask()
+            if old is not None:
+                mode = stat.S_IMODE(old.st_mode)
+            elif mode is None:
+                mode = 0o666 & ~_umask()
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600, dir_fd=dfd)
             try:
                 view = memoryview(data)

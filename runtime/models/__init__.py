@@ -1,15 +1,22 @@
-"""Model specs (`scripted:PATH`, `openai:MODEL`, `anthropic:MODEL`) and per-session model construction.
+"""Model specs (`scripted:PATH`, `openai:MODEL`, `anthropic:MODEL`, a configured name) and model construction.
 
-Provider SDKs are imported only when a session first uses them.
+Precedence: `--model` (or `GATEWRIGHT_MODEL`) picks the default model, else the config file's `default_model`;
+provider URLs come from env (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) over the config file; keys only ever from the
+environment variable a provider names. Provider SDKs are imported only when a session first calls a model.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from runtime.models.base import ModelClient, ModelError, ModelNotConfigured
+from runtime.models.config import ConfigError, ModelEntry, ModelsConfig, accepts_images, entry_for_spec, load_config
 
-__all__ = ["ModelFactory", "ModelSpec", "ModelError", "ModelNotConfigured", "parse_model_spec", "NO_MODEL_MESSAGE"]
+__all__ = ["ModelFactory", "ModelSpec", "ModelError", "ModelNotConfigured", "parse_model_spec", "NO_MODEL_MESSAGE",
+           "ConfigError"]
 
 NO_MODEL_MESSAGE = (
     "No model is configured. Start gatewright with --model (or set GATEWRIGHT_MODEL), e.g. "
@@ -20,48 +27,145 @@ NO_MODEL_MESSAGE = (
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    provider: str  # scripted | openai | anthropic
+    provider: str  # scripted | openai | anthropic | a configured provider | "" for a configured model name
     name: str
 
     def __str__(self) -> str:
-        return f"{self.provider}:{self.name}"
+        return f"{self.provider}:{self.name}" if self.provider else self.name
 
 
 def parse_model_spec(spec: str | None) -> ModelSpec | None:
-    """Parse `PROVIDER:NAME`. Raises ValueError with a one-line message on a malformed spec."""
+    """Parse `PROVIDER:NAME`, or a bare NAME (a model from the config file, checked by `ModelFactory`).
+
+    Raises ValueError with a one-line message on a malformed spec.
+    """
     if spec is None or not spec.strip():
         return None
     provider, sep, name = spec.strip().partition(":")
-    if not sep or not name:
-        raise ValueError(f"model spec {spec!r} must look like scripted:PATH, openai:MODEL or anthropic:MODEL")
-    if provider not in ("scripted", "openai", "anthropic"):
-        raise ValueError(f"unknown model provider {provider!r}; expected scripted, openai or anthropic")
+    if not sep:
+        return ModelSpec("", provider)
+    if not name or not provider:
+        raise ValueError(f"model spec {spec!r} must look like scripted:PATH, openai:MODEL, anthropic:MODEL or the "
+                         "name of a model in the config file")
     return ModelSpec(provider, name)
 
 
 class ModelFactory:
-    """Checks a spec once at start-up (a malformed script is refused then) and builds one client per session."""
+    """Resolves the configuration once at start-up (bad specs and bad config files are refused then) and builds
+    model clients. HTTP clients are shared by every session using the same model (they pool connections); a
+    scripted model is per session, since each session keeps its own position in the script."""
 
-    def __init__(self, spec: ModelSpec | None) -> None:
-        self.spec = spec
+    def __init__(self, spec: ModelSpec | None, config: ModelsConfig | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.env = os.environ if env is None else env
+        self.config = config if config is not None else load_config(env=self.env)
         self._script = None
+        self._clients: dict[str, ModelClient] = {}
+        self.default_id: str | None = None
+        self._extra: list[ModelEntry] = []  # the --model spec when it is not a configured model
+        if spec is None and self.config.default_model:
+            spec = parse_model_spec(self.config.default_model)
         if spec is not None and spec.provider == "scripted":
             from runtime.models.scripted import load_script
 
             self._script = load_script(spec.name)
+            self.default_id = str(spec)
+        elif spec is not None:
+            entry = self._resolve(spec)
+            self.default_id = entry.id
+            spec = ModelSpec(entry.provider, entry.model)
+        self.spec = spec
 
-    def create(self) -> ModelClient | None:
-        if self.spec is None:
+    def _resolve(self, spec: ModelSpec) -> ModelEntry:
+        if not spec.provider:
+            entry = self.config.model(spec.name)
+            if entry is None:
+                known = ", ".join(m.id for m in self.config.models) or "none"
+                raise ConfigError(f"model {spec.name!r} is not in the config file ({self.config.source or 'absent'}; "
+                                  f"configured: {known}); use PROVIDER:MODEL, e.g. openai:gpt-4.1")
+            return entry
+        entry = entry_for_spec(self.config, spec.provider, spec.name)
+        if self.config.model(entry.id) is None:
+            self._extra.append(entry)
+        return entry
+
+    # ---- what sessions see ---------------------------------------------------------------------------------------
+    def choices(self) -> tuple[ModelEntry, ...]:
+        """The models a session can switch between (the `model` config option), default first."""
+        if self._script is not None:
+            return ()
+        entries = [*self._extra, *self.config.models]
+        entries.sort(key=lambda m: m.id != self.default_id)
+        return tuple(entries)
+
+    def entry(self, model_id: str) -> ModelEntry | None:
+        return next((m for m in self.choices() if m.id == model_id), None)
+
+    def any_accepts_images(self) -> bool:
+        out = False
+        for m in self.choices():
+            settings = self.config.provider(m.provider)
+            out = out or (settings is not None and accepts_images(m, settings))
+        return out
+
+    def auth_methods(self) -> list[dict[str, Any]]:
+        """One ACP auth method per API key the offered models read from the environment (schema-valid v1 `agent`
+        methods: stable v1 has no env-var type, so the variable is described in `_meta`)."""
+        out: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for m in self.choices():
+            settings = self.config.provider(m.provider)
+            if settings is None or not settings.api_key_env or settings.api_key_env in seen:
+                continue
+            var = settings.api_key_env
+            seen.add(var)
+            out.append({
+                "id": f"env:{var}",
+                "name": f"{var}",
+                "description": f"Set {var} in the environment the editor starts gatewright with "
+                               f"(used for {settings.name} models).",
+                "_meta": {"gatewright": {"type": "env_var", "vars": [{"name": var, "secret": True}],
+                                         "set": bool(self.env.get(var))}},
+            })
+        return out
+
+    def key_is_set(self, var: str) -> bool:
+        return bool(self.env.get(var))
+
+    async def aclose(self) -> None:
+        """Close every HTTP client this factory made (sessions share them)."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            close = getattr(client, "aclose", None)
+            if close is not None:
+                await close()
+
+    # ---- construction --------------------------------------------------------------------------------------------
+    def create(self, model_id: str | None = None) -> ModelClient | None:
+        """The client for `model_id` (default: the default model); None when no model is configured."""
+        model_id = model_id or self.default_id
+        if model_id is None:
             return None
-        if self.spec.provider == "scripted":
+        if self._script is not None:
             from runtime.models.scripted import ScriptedModel
 
-            assert self._script is not None
             return ScriptedModel(self._script)
-        if self.spec.provider == "openai":
+        if model_id in self._clients:
+            return self._clients[model_id]
+        entry = self.entry(model_id)
+        if entry is None:
+            raise ValueError(f"unknown model {model_id!r}")
+        settings = self.config.provider(entry.provider)
+        assert settings is not None  # checked when the config was parsed
+        key = self.env.get(settings.api_key_env) if settings.api_key_env else None
+        client: ModelClient
+        if settings.kind == "openai":
             from runtime.models.openai_compat import OpenAIChatModel
 
-            return OpenAIChatModel(self.spec.name)
-        from runtime.models.anthropic_messages import AnthropicModel
+            client = OpenAIChatModel(entry, settings, key or None)
+        else:
+            from runtime.models.anthropic_messages import AnthropicModel
 
-        return AnthropicModel(self.spec.name)
+            client = AnthropicModel(entry, settings, key or None)
+        self._clients[model_id] = client
+        return client

@@ -1,4 +1,8 @@
-"""The built-in tools. `builtin_tools()` gives a fresh instance of each for one session."""
+"""The built-in tools. `builtin_tools()` gives a fresh instance of each for one session.
+
+Tool modules are imported here lazily, at session creation, never at import time of this package: start-up of
+`gatewright acp` does not pay for them.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,13 @@ from runtime.tools.base import Tool
 
 
 def builtin_tools() -> list[Tool]:
+    from runtime.tools.builtin.agents_md import UpdateAgentsMdTool
+    from runtime.tools.builtin.bash import BashTool
+    from runtime.tools.builtin.edit import EditTool
     from runtime.tools.builtin.files import ReadFileTool, WriteFileTool
+    from runtime.tools.builtin.patch import ApplyPatchTool
+    from runtime.tools.builtin.search import GlobTool, GrepTool
 
-    tools: list[Tool] = [ReadFileTool(), WriteFileTool()]
+    tools: list[Tool] = [ReadFileTool(), WriteFileTool(), EditTool(), ApplyPatchTool(), GlobTool(), GrepTool(),
+                         BashTool(), UpdateAgentsMdTool()]
     return tools

@@ -80,7 +80,51 @@ class ReadFileTool(Tool):
         if end is not None and end < start:
             raise ToolFailure(f"endLine ({end}) is before startLine ({start})", "InvalidArguments")
         max_chars = int(args.get("maxChars") or DEFAULT_MAX_CHARS)
+        from runtime.tools.builtin import textio
+
+        if textio.editor_reads(ctx):
+            return await self._read_via_editor(ctx, resolved, start, end, max_chars)
         return await anyio.to_thread.run_sync(self._read, ctx, resolved, start, end, max_chars)
+
+    async def _read_via_editor(self, ctx: ToolContext, resolved: ResolvedPath, start: int, end: int | None,
+                               max_chars: int) -> ToolResult:
+        """`fs/read_text_file` (the editor's view, unsaved changes included) after the same boundary check."""
+        from runtime.tools.builtin import textio
+
+        shown = ctx.workspace.display(resolved.path)
+        if os.path.isdir(resolved.path):
+            textio.check(ctx, resolved)
+            raise ToolFailure(f"{shown} is a directory", "IsADirectory")
+        text = await textio.read_lines_via_editor(ctx, resolved, start, None if end is None else end - start + 1)
+        if text is None:
+            raise ToolFailure(f"{shown} does not exist", "FileNotFound")
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        if end is not None:
+            lines = lines[: end - start + 1]
+        out: list[str] = []
+        used = 0
+        last_line = start - 1
+        truncated = False
+        for i, line in enumerate(lines):
+            row = f"{start + i:6}\t{line.rstrip(chr(13))}\n"
+            if used + len(row) > max_chars:
+                truncated = True
+                break
+            out.append(row)
+            used += len(row)
+            last_line = start + i
+        notes = []
+        if truncated:
+            notes.append(f"[output truncated at {max_chars} characters after line {last_line}; "
+                         f"continue with startLine={last_line + 1}]")
+        if not out and not notes:
+            notes.append(f"[{shown} is empty]" if start == 1 else f"[{shown} has no lines from line {start}]")
+        output = "".join(out) + ("\n".join(notes) + "\n" if notes else "")
+        raw_output = {"path": resolved.path, "startLine": start, "endLine": last_line, "truncated": truncated,
+                      "via": "editor"}
+        return ToolResult(output, raw_output=raw_output, locations=({"path": resolved.path, "line": start},))
 
     def _read(self, ctx: ToolContext, resolved: ResolvedPath, start: int, end: int | None, max_chars: int) -> ToolResult:
         try:
@@ -181,7 +225,29 @@ class WriteFileTool(Tool):
         resolved = _resolve(ctx, args["path"])
         mode = args.get("mode") or "overwrite"
         content: str = args["content"]
+        from runtime.tools.builtin import textio
+
+        if textio.editor_writes(ctx):
+            return await self._write_via_editor(ctx, resolved, mode, content)
         return await anyio.to_thread.run_sync(self._write, ctx, resolved, mode, content)
+
+    async def _write_via_editor(self, ctx: ToolContext, resolved: ResolvedPath, mode: str,
+                                content: str) -> ToolResult:
+        """`fs/write_text_file`, so the editor sees (and can review) the change; same boundary, same diff."""
+        from runtime.tools.builtin import textio
+
+        shown = ctx.workspace.display(resolved.path)
+        before = await textio.load(ctx, resolved, must_exist=False)
+        if mode == "create" and before.text is not None:
+            raise ToolFailure(f"{resolved.path} already exists", "FileExists")
+        new_text = (before.text or "") + content if mode == "append" else content
+        created = await textio.store(ctx, before, new_text, exclusive=(mode == "create"))
+        verb = "created" if created else ("appended to" if mode == "append" else "overwrote")
+        n = len(content.encode("utf-8"))
+        raw = {"path": resolved.path, "mode": mode, "created": created, "bytesWritten": n, "via": "editor"}
+        return ToolResult(f"{verb} {shown} ({n} bytes written)",
+                          content=(textio.diff_content(resolved.path, before.text, new_text),), raw_output=raw,
+                          locations=({"path": resolved.path},))
 
     def _write(self, ctx: ToolContext, resolved: ResolvedPath, mode: str, content: str) -> ToolResult:
         ws = ctx.workspace

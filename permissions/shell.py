@@ -1,0 +1,599 @@
+"""Shell command analysis for the approval policy: what a command line runs and whether it is provably harmless.
+
+This module owns the shell syntax: it parses a command line with tree-sitter-bash, splits it into every simple
+command it can reach (through pipes, lists, subshells, compound statements, command and process substitutions, and
+the literal bodies of `bash -c` and `eval`), tracks redirections and expansions, and renders a canonical form used
+as the identity of remembered rules. What each program does is judged in `permissions._shell_programs`.
+
+It fails closed: a parse error, a construct it does not know, a dynamically built command or an internal error
+yields `read_only=False` and a reason. It is sans-I/O; tree-sitter is imported on first use, not at import time.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from permissions import _shell_programs as programs
+from permissions._shell_programs import Word
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
+
+__all__ = ["ShellAnalysis", "SimpleCommand", "analyze_command", "needs_approval_reasons"]
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleCommand:
+    """One simple command. `argv` holds unquoted words (non-literal words keep their source text); `argv[0]` is
+    the program once wrappers such as `env`, `sudo`, `timeout` or `xargs` (listed in `wrappers`) are taken off."""
+
+    argv: tuple[str, ...]
+    wrappers: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShellAnalysis:
+    """Everything the policy may know about a shell command line."""
+
+    source: str
+    parsed: bool
+    commands: tuple[SimpleCommand, ...]
+    read_only: bool
+    destructive: bool
+    network: bool
+    reasons: tuple[str, ...]
+    canonical: str
+
+
+UNPARSED = "could not fully parse the command"
+FAILED = "could not analyse the command"
+DYNAMIC = "runs a dynamically built command"
+DOWNLOAD_PIPED = "pipes a download into a shell"
+DOWNLOAD_RUN = "downloads and runs code in one command"
+NETWORK_SUBSTITUTION = "sends the output of a command substitution over the network"
+NETWORK_EXPANSION = "sends expanded variables over the network"
+NETWORK_PIPED = "pipes data into a network command"
+SOCKET = "redirects to a network socket"
+SUBSTITUTION = "uses command substitution"
+_URGENT = programs.DESTRUCTIVE_REASONS | {UNPARSED, FAILED, DYNAMIC, DOWNLOAD_PIPED, DOWNLOAD_RUN, NETWORK_PIPED}
+_URGENT |= {NETWORK_SUBSTITUTION, NETWORK_EXPANSION, SOCKET}
+"""Reasons that make the policy ask even in auto mode."""
+
+_MAX_SOURCE = 100_000
+_MAX_NESTING = 100  # syntax depth; deeper input is refused rather than risking Python's recursion limit
+_MAX_SCRIPTS = 5  # `bash -c 'bash -c ...'` depth
+_HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_WRITE_OPS = frozenset({">", ">>", "&>", "&>>", ">|", ">&", "<>"})
+_READ_OPS = frozenset({"<", "<&", "<&-", ">&-"})
+# Separators bash honours are space, tab and newline; anything else the parser might treat differently.
+_ODD_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u0085\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]")
+# tree-sitter splits `-del\<newline>ete` into two words where bash joins them into `-delete`.
+_JOINED_LINES = re.compile(r"\S\\\n\S")
+# tree-sitter can glue a newline into a word (`ls\n\\rm x`) where bash ends the command.
+_LOOSE_WHITESPACE = re.compile(r"(?<!\\)\s")
+# `${!x}` and `${x:1}` evaluate arithmetic or names taken from data, `${x@P}` runs prompt expansion, `${x:=v}` assigns.
+_RISKY_EXPANSIONS = frozenset({"!", ":", "@", "=", ":="})
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_BRACE_EXPANSION = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
+
+
+def _kinds(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_WALKED = _kinds(
+    "program list subshell compound_statement do_group if_statement elif_clause else_clause while_statement "
+    "negated_command case_item test_command binary_expression unary_expression ternary_expression "
+    "parenthesized_expression postfix_expression string concatenation expansion simple_expansion array subscript "
+    "heredoc_body translated_string brace_expression variable_assignments unset_command"
+)
+_LEAVES = _kinds(
+    "word raw_string number string_content variable_name special_variable_name test_operator regex extglob_pattern "
+    "file_descriptor heredoc_start heredoc_end heredoc_content ansi_c_string comment"
+)
+_REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_SEQUENCES = _kinds(
+    "program compound_statement subshell do_group if_statement elif_clause else_clause case_item while_statement"
+)
+_SEPARATORS = frozenset({";", "&", ";;", ";&", ";;&"})
+_RENDERED = _SEQUENCES | _kinds(
+    "list pipeline command command_name redirected_statement while_statement for_statement negated_command "
+    "case_statement function_definition variable_assignments declaration_command unset_command"
+)
+
+_language: object = None
+_local = threading.local()  # a Parser is not safe to share between threads
+
+
+def _parser() -> Parser:
+    global _language
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        import tree_sitter_bash
+        from tree_sitter import Language, Parser
+
+        if _language is None:
+            _language = Language(tree_sitter_bash.language())
+        parser = _local.parser = Parser(_language)  # type: ignore[arg-type]
+    return parser
+
+
+@dataclass(slots=True)
+class _Fact:
+    safe: bool
+    network: bool = False
+    download: bool = False
+    interpreter: bool = False
+    stdin_script: bool = False
+
+
+@dataclass(slots=True)
+class _Walk:
+    """Accumulates what a walk over one command line (and the scripts it embeds) finds."""
+
+    commands: list[SimpleCommand] = field(default_factory=list)
+    facts: list[_Fact] = field(default_factory=list)
+    reasons: dict[str, None] = field(default_factory=dict)
+    parsed: bool = True
+    clean: bool = True
+    destructive: bool = False
+
+    def deny(self, *reasons: str) -> None:
+        self.clean = False
+        self.reasons.update(dict.fromkeys(reasons))
+
+    def unparsed(self, reason: str = UNPARSED) -> None:
+        self.parsed = False
+        self.deny(reason, UNPARSED)
+
+    # -- scripts and statements ----------------------------------------------------------------------------------
+
+    def script(self, source: str, scripts: int, depth: int = 0) -> Node | None:
+        """Walk one script (the command line itself, or a `bash -c` / `eval` body) and return its syntax tree."""
+        if scripts > _MAX_SCRIPTS:
+            self.unparsed("nests shells too deeply")
+            return None
+        if _ODD_CHARS.search(source):
+            self.unparsed("contains control or unusual whitespace characters")
+        if _JOINED_LINES.search(source):
+            self.unparsed("joins words with a line continuation")
+        data = source.encode("utf-8")
+        root = _parser().parse(data).root_node
+        if root.has_error or _unexplained(root, data):
+            self.unparsed()
+        self.walk(root, depth, scripts)
+        return root
+
+    def walk(self, node: Node, depth: int, scripts: int) -> None:
+        if depth > _MAX_NESTING:
+            return self.unparsed("is nested too deeply to analyse")
+        kind, d = node.type, depth + 1
+        if not node.is_named or kind == "comment":
+            return None
+        if kind == "command":
+            self.command(node, [], d, scripts)
+        elif kind == "redirected_statement":
+            self.redirected(node, d, scripts)
+        elif kind == "pipeline":
+            self.pipeline(node, d, scripts)
+        elif kind == "variable_assignment":
+            self.assignment(node, d, scripts)
+        elif kind in ("command_substitution", "process_substitution"):
+            self.substitution(node, d, scripts)
+        elif kind in _REDIRECTS:
+            if self.redirect(node, d, scripts):
+                self.unparsed()
+        elif kind in ("for_statement", "declaration_command"):
+            self.binding(node, d, scripts)
+        elif kind in _LEAVES:
+            if kind == "word":
+                self.loose(node)
+            return None
+        elif kind in _WALKED:
+            if kind in ("test_command", "compound_statement") and not _spaced_brackets(node):
+                self.unparsed()  # to bash, `[x ]` runs a program called `[x` and `{ls;}` one called `{ls`
+            if _evaluates_arithmetic(node):
+                self.deny("uses arithmetic evaluation")
+            if kind == "expansion" and any(c.type in _RISKY_EXPANSIONS for c in node.children):
+                self.deny("uses an assigning, indirect, substring or transforming expansion")
+            self.children(node, d, scripts)
+        elif kind in ("arithmetic_expansion", "c_style_for_statement"):
+            self.deny("uses arithmetic evaluation")
+            self.children(node, d, scripts)
+        elif kind == "case_statement":
+            self.deny("uses a case statement, whose patterns are not analysed")
+            self.children(node, d, scripts)
+        elif kind == "function_definition":
+            self.deny("defines a shell function")
+            self.children(node, d, scripts)
+        else:
+            self.unparsed()
+            self.children(node, d, scripts)
+        return None
+
+    def loose(self, node: Node) -> None:
+        if _LOOSE_WHITESPACE.search(node.text.decode("utf-8", "replace") if node.text else ""):
+            self.unparsed()
+
+    def children(self, node: Node, depth: int, scripts: int) -> None:
+        for child in node.children:
+            self.walk(child, depth, scripts)
+
+    def pipeline(self, node: Node, depth: int, scripts: int) -> None:
+        start = len(self.facts)
+        stages: list[tuple[int, int]] = []
+        # After a heredoc (`cat <<EOF | sh`) the parser starts the pipeline with its `|`: every stage is fed.
+        fed = bool(node.children) and node.children[0].type in ("|", "|&")
+        for child in node.named_children:
+            s = len(self.facts)
+            self.walk(child, depth, scripts)
+            stages.append((s, len(self.facts)))
+        for j, (s, e) in enumerate(stages, start=fed):
+            here = self.facts[s:e]
+            if j > 0 and any(f.network for f in here):
+                self.deny(NETWORK_PIPED)
+            if j > 0 and any(f.stdin_script for f in here):
+                self.deny(DYNAMIC)
+            if any(f.interpreter for f in here) and any(f.download for f in self.facts[start:s]):
+                self.deny(DOWNLOAD_PIPED)
+
+    def substitution(self, node: Node, depth: int, scripts: int) -> None:
+        start = len(self.facts)
+        self.children(node, depth, scripts)
+        if any(not f.safe for f in self.facts[start:]):
+            self.deny(SUBSTITUTION)
+
+    def assignment(self, node: Node, depth: int, scripts: int) -> None:
+        name = node.child_by_field_name("name")
+        if name is not None and name.type == "variable_name":
+            text = name.text.decode("utf-8", "replace") if name.text else ""
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
+                self.unparsed()  # `?x=1` is a glob to bash, hence a program name
+            self.variable(text)
+        self.children(node, depth, scripts)
+
+    def variable(self, name: str) -> None:
+        if programs.is_sensitive_variable(name):
+            self.deny(f"sets {name}, which changes what runs")
+
+    def binding(self, node: Node, depth: int, scripts: int) -> None:
+        # `for PATH in ...` and `declare -n ref=PATH` rebind variables as surely as an assignment does.
+        variable = node.child_by_field_name("variable")
+        if variable is not None and variable.text:
+            self.variable(variable.text.decode("utf-8", "replace"))
+        if node.type == "declaration_command":
+            words = [self.word(c, depth, scripts) for c in node.named_children if c.type != "variable_assignment"]
+            if any(not w.exact or w.text.startswith(("-", "+")) for w in words):
+                self.deny("declares variables with attributes")
+            for w in words:
+                if w.exact:
+                    self.variable(w.text)
+            for c in node.named_children:
+                if c.type == "variable_assignment":
+                    self.walk(c, depth, scripts)
+        else:
+            self.children(node, depth, scripts)
+
+    # -- commands and redirections -------------------------------------------------------------------------------
+
+    def redirected(self, node: Node, depth: int, scripts: int) -> None:
+        extras: list[Word] = []
+        body = node.child_by_field_name("body")
+        for child in node.named_children:
+            if child.type in _REDIRECTS:
+                extras += self.redirect(child, depth, scripts)
+        if body is not None and body.type == "command":
+            self.command(body, extras, depth, scripts)
+            return
+        if extras:
+            self.unparsed()
+        if body is not None:
+            self.walk(body, depth, scripts)
+
+    def redirect(self, node: Node, depth: int, scripts: int) -> list[Word]:
+        """Judge one redirection; return the words the parser put after its target (they are really arguments)."""
+        if node.type != "file_redirect":
+            for child in node.named_children:
+                if child.type == "file_redirect":
+                    if self.redirect(child, depth, scripts):
+                        self.unparsed()
+                elif child.type not in ("heredoc_start", "heredoc_end"):
+                    self.walk(child, depth, scripts)
+            return []
+        ops = [c.type for c in node.children if not c.is_named]
+        targets = [c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "destination"]
+        words = [self.word(t, depth, scripts) for t in targets]
+        for child in node.named_children:
+            if child.type == "file_descriptor":
+                if not re.fullmatch(rb"\d+|\{[A-Za-z_]\w*\}", child.text or b""):
+                    self.unparsed()  # the parser reads `--pre=x2>&1` as descriptor `--pre=x2`; bash as a word
+            elif child not in targets:
+                self.walk(child, depth, scripts)
+        if words and any(s in words[0].text for s in ("/dev/tcp/", "/dev/udp/")):
+            self.deny(SOCKET)  # bash opens these itself: a redirection that talks to the network
+        op = ops[0] if len(ops) == 1 else ""
+        if op in _READ_OPS or (op == ">&" and words and targets[0].type == "number"):
+            pass
+        elif op in _WRITE_OPS:
+            if not words or not words[0].exact or words[0].text not in _HARMLESS_TARGETS:
+                self.deny("writes to a file via redirection")
+        else:
+            self.unparsed()
+        return words[1:]
+
+    def command(self, node: Node, extras: list[Word], depth: int, scripts: int) -> None:
+        start = len(self.facts)
+        words: list[Word] = []
+        for i, child in enumerate(node.children):
+            if not child.is_named or child.type == "comment":
+                continue
+            if child.type == "variable_assignment":
+                self.assignment(child, depth, scripts)
+            elif child.type in _REDIRECTS:
+                if self.redirect(child, depth, scripts):
+                    self.unparsed()
+            elif node.field_name_for_child(i) == "name":
+                named = child.named_children
+                if len(named) != 1:
+                    self.unparsed()
+                words += [self.word(c, depth, scripts) for c in named]
+            else:
+                words.append(self.word(child, depth, scripts))
+        if words:
+            self.simple(words + extras, (), start, scripts, depth)
+        elif extras:
+            self.unparsed()
+
+    def simple(self, words: list[Word], wrappers: tuple[str, ...], start: int, scripts: int, depth: int) -> None:
+        unwrapped = programs.unwrap(words)
+        wrappers += tuple(unwrapped.wrappers)
+        argv = tuple(w.text for w in unwrapped.words)
+        self.commands.append(SimpleCommand(argv, wrappers))
+        if not unwrapped.words[0].exact:
+            self.facts.append(_Fact(safe=False))
+            self.deny(DYNAMIC)
+            return
+        v = programs.judge(unwrapped.words, known=not unwrapped.stuck)
+        fact = _Fact(
+            safe=unwrapped.read_only and v.read_only and not v.dynamic,
+            network=bool(v.network),
+            download=v.download,
+            interpreter=v.interpreter,
+            stdin_script=v.stdin_script,
+        )
+        self.facts.append(fact)
+        if not fact.safe:
+            self.deny(*unwrapped.reasons, *v.reasons)
+        if v.destructive:
+            self.destructive = True
+        if unwrapped.dynamic or v.dynamic:
+            self.unparsed(DYNAMIC)
+        if v.network:
+            if any(w.subst for w in unwrapped.words):
+                self.deny(NETWORK_SUBSTITUTION)
+            elif any(w.expands for w in unwrapped.words):
+                self.deny(NETWORK_EXPANSION)
+        runs_code = v.interpreter or v.dynamic or v.script is not None
+        if runs_code and any(f.download for f in self.facts[start:-1]):
+            self.deny(DOWNLOAD_PIPED)
+        if v.script is not None:
+            self.script(v.script, scripts + 1, depth)
+        for nested, wrapper in v.nested:
+            if nested:
+                self.simple(nested, (*wrappers, wrapper), len(self.facts), scripts, depth + 1)
+
+    # -- words ---------------------------------------------------------------------------------------------------
+
+    def word(self, node: Node, depth: int, scripts: int) -> Word:
+        """The value of one shell word, walking any substitution inside it."""
+        pieces: list[tuple[str, str]] = []  # (kind, text): "lit" exact text, "raw" unquoted source, "exp" expansion
+        flags = {"subst": False}
+        self.pieces(node, pieces, flags, depth, scripts)
+        source = node.text.decode("utf-8", "replace") if node.text else ""
+        # Globs and brace expansions are judged on the whole word (`{"a",b}` expands), with quoted text masked.
+        shape = "".join(re.sub(r"\\.", "_", t, flags=re.DOTALL) if k == "raw" else "_" for k, t in pieces)
+        literal = all(k in ("lit", "raw") for k, _ in pieces) and not _special(shape)
+        if literal:
+            text = "".join(t if k == "lit" else _unescape(t) for k, t in pieces)
+            return Word(text, True, True)
+        # Whatever a glob or a quoted expansion becomes, it keeps the word's first character; unquoted expansions
+        # can split into several words, so they are never safe.
+        first_kind, first = next(((k, t) for k, t in pieces if t or k not in ("lit", "raw")), ("exp", ""))
+        lead = first if first_kind == "lit" else first if first[:1].isalnum() or first[:1] in "./_:=,%^" else ""
+        safe = bool(lead) and lead[0] not in "-+" and all(k != "exp" for k, _ in pieces)
+        return Word(source, False, safe, subst=flags["subst"], expands=True)
+
+    def pieces(self, node: Node, out: list[tuple[str, str]], flags: dict[str, bool], depth: int, scripts: int) -> None:
+        kind = node.type
+        text = node.text.decode("utf-8", "replace") if node.text else ""
+        if depth > _MAX_NESTING:
+            self.unparsed("is nested too deeply to analyse")
+            out.append(("exp", text))
+        elif kind in ("word", "number", "variable_name"):
+            self.loose(node)
+            out.append(("raw", text))
+        elif kind == "raw_string":
+            out.append(("lit", text[1:-1]))
+        elif kind == "string":
+            self.string(node, out, flags, depth, scripts)
+        elif kind == "concatenation" and _contiguous(node):
+            for child in node.children:
+                self.pieces(child, out, flags, depth + 1, scripts)
+        else:
+            if kind in ("command_substitution", "process_substitution"):
+                flags["subst"] = True
+            # A quoted expansion stays one word, but its value is unknown; mark it as such.
+            out.append(("exp", text))
+            self.walk(node, depth + 1, scripts)
+
+    def string(self, node: Node, out: list[tuple[str, str]], flags: dict[str, bool], depth: int, scripts: int) -> None:
+        if not _contiguous(node):
+            out.append(("exp", "?"))
+        out.append(("lit", ""))  # `""` is still one (empty) argument
+        for i, child in enumerate(node.children):
+            text = child.text.decode("utf-8", "replace") if child.text else ""
+            if child.type == '"':
+                # The parser folds whitespace before the closing quote into the quote token.
+                out.append(("lit", text[:-1] if i else ""))
+            elif child.type == "string_content":
+                out.append(("lit", re.sub(r'\\([$`"\\\n])', lambda m: "" if m[1] == "\n" else m[1], text)))
+            else:
+                if child.type in ("command_substitution", "process_substitution"):
+                    flags["subst"] = True
+                out.append(("qexp", text))
+                self.walk(child, depth + 1, scripts)
+
+
+def _evaluates_arithmetic(node: Node) -> bool:
+    """Arithmetic contexts expand variables recursively, so `a[$(cmd)]` stored in a variable runs `cmd`."""
+    kind, first = node.type, node.children[0].type if node.child_count else ""
+    if kind == "compound_statement":
+        return first == "(("
+    if kind == "subscript":
+        index = node.child_by_field_name("index")
+        return index is None or index.type != "number" and index.text not in (b"@", b"*")
+    if kind == "test_command" and first == "[[":
+        return any(
+            c.type == "test_operator" and c.text and c.text.decode("utf-8", "replace") in _ARITHMETIC_TESTS
+            for c in _descendants(node)
+        )
+    return False
+
+
+def _unexplained(root: Node, data: bytes) -> bool:
+    """True when the parser skipped text bash would read (`\\ ls` loses its backslash) or saw a comment bash
+    would not (`}#x` is one word to bash)."""
+    covered = bytearray(len(data))
+    for node in _descendants(root):
+        if node.type == "heredoc_body":
+            # Heredoc text between expansions is data, unless it hides an expansion the parser did not see.
+            text = bytearray(data[node.start_byte : node.end_byte])
+            for child in node.children:
+                text[child.start_byte - node.start_byte : child.end_byte - node.start_byte] = bytes(
+                    child.end_byte - child.start_byte
+                )
+            start = node.parent.child(1) if node.parent is not None and node.parent.child_count > 1 else None
+            delimiter = (start.text or b"") if start is not None and start.type == "heredoc_start" else b""
+            quoted = any(q in delimiter for q in (b"'", b'"', b"\\"))
+            if not quoted and (b"$" in text or b"`" in text):
+                return True
+            covered[node.start_byte : node.end_byte] = b"\x01" * (node.end_byte - node.start_byte)
+        elif node.child_count == 0:
+            covered[node.start_byte : node.end_byte] = b"\x01" * (node.end_byte - node.start_byte)
+            if node.type == "comment" and node.start_byte > 0 and data[node.start_byte - 1] not in b" \t\n;&|()<>":
+                return True
+    skipped = bytes(b for b, c in zip(data, covered, strict=True) if not c)
+    return bool(skipped.replace(b"\\\n", b"").strip(b" \t\n"))
+
+
+def _spaced_brackets(node: Node) -> bool:
+    """Bash only reads `[`, `[[` and `{` as words of their own, and `}` only after a command terminator."""
+    text = node.text or b""
+    opening, closing = node.children[0].text or b"", node.children[-1].text or b""
+    if opening == b"((":
+        return True
+    inner = text[len(opening) : len(text) - len(closing)]
+    if opening == b"{":
+        return inner[:1].isspace() and inner.rstrip(b" \t")[-1:] in (b";", b"&", b"\n")
+    return len(inner) >= 2 and inner[:1].isspace() and inner[-1:].isspace()
+
+
+def _descendants(node: Node) -> list[Node]:
+    out, stack = [], list(node.children)
+    while stack:
+        n = stack.pop()
+        out.append(n)
+        stack.extend(n.children)
+    return out
+
+
+def _special(shape: str) -> bool:
+    """True when a word's unquoted characters (`shape`) hold glob or brace patterns the shell would expand."""
+    return bool(re.search(r"[*?()]|\[.*\]", shape) or _BRACE_EXPANSION.search(shape))
+
+
+def _unescape(raw: str) -> str:
+    return re.sub(r"\\(.)", r"\1", raw.replace("\\\n", ""), flags=re.DOTALL)
+
+
+def _contiguous(node: Node) -> bool:
+    # A gap between the parts of a word would be text the parser did not explain.
+    position = node.start_byte
+    for child in node.children:
+        if child.start_byte != position:
+            return False
+        position = child.end_byte
+    return position == node.end_byte
+
+
+def _render(node: Node) -> str:
+    """Whitespace-normalised source: structure is re-joined with single spaces, words keep their exact text.
+
+    Two command lines render alike only when they differ in insignificant whitespace, comments or in a newline
+    written for a `;`; anything the renderer does not know is kept verbatim, so it can only tell more apart.
+    """
+    if node.type not in _RENDERED:
+        return node.text.decode("utf-8", "replace") if node.text else ""
+    parts: list[str] = []
+    children = [c for c in node.children if c.type != "comment"]
+    in_body = node.type != "case_item"  # a case item's patterns come before its `)`
+    for i, child in enumerate(children):
+        parts.append(_render(child))
+        in_body = in_body or child.type == ")"
+        following = children[i + 1] if i + 1 < len(children) else None
+        if following is None or child.type in _SEPARATORS or following.type in _SEPARATORS:
+            continue
+        if (node.type in _SEQUENCES and in_body and child.is_named) or following.type == "do_group":
+            parts.append(";")  # the newline that ended this statement or word list
+    return " ".join(p for p in parts if p)
+
+
+def _unparsed_identity(command: object) -> str:
+    # Comments are never rendered, so no parsed rendering starts with `#`: the verbatim text of a command that could
+    # not be parsed cannot collide with the canonical form of one that could.
+    return f"# unparsed: {str(command).strip()}"
+
+
+def analyze_command(command: str) -> ShellAnalysis:
+    """Analyse one shell command line. Never raises: an internal failure is reported as an unanalysable command."""
+    try:
+        return _analyze(command)
+    except Exception:  # the fail-closed boundary: no input may crash the policy
+        return ShellAnalysis(command, False, (), False, False, False, (FAILED,), _unparsed_identity(command))
+
+
+def _analyze(command: str) -> ShellAnalysis:
+    walk = _Walk()
+    root = None
+    if len(command) > _MAX_SOURCE:
+        walk.unparsed("is too long to analyse")
+    else:
+        root = walk.script(command, 0)
+    canonical = _render(root) if root is not None and walk.parsed else _unparsed_identity(command)
+    downloads = any(f.download for f in walk.facts) and any(f.interpreter for f in walk.facts)
+    if downloads and DOWNLOAD_PIPED not in walk.reasons:
+        walk.deny(DOWNLOAD_RUN)
+    read_only = walk.parsed and walk.clean and all(f.safe for f in walk.facts)
+    return ShellAnalysis(
+        source=command,
+        parsed=walk.parsed,
+        commands=tuple(walk.commands),
+        read_only=read_only,
+        destructive=walk.destructive,
+        network=SOCKET in walk.reasons or any(f.network for f in walk.facts),
+        reasons=tuple(walk.reasons),
+        canonical=canonical,
+    )
+
+
+def needs_approval_reasons(a: ShellAnalysis) -> tuple[str, ...]:
+    """Reasons that must make the policy ask even in auto mode; empty when nothing dangerous was found."""
+    reasons = [r for r in a.reasons if r in _URGENT]
+    if not a.parsed and UNPARSED not in reasons and FAILED not in reasons:
+        reasons.append(UNPARSED)
+    if a.destructive and not any(r in programs.DESTRUCTIVE_REASONS for r in reasons):
+        reasons.append("deletes or overwrites data")
+    return tuple(reasons)

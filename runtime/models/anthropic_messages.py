@@ -1,0 +1,344 @@
+"""`AnthropicModel`: the Anthropic Messages API as a streaming `ModelClient`.
+
+Owns the conversion of our history to Messages (tool results in user turns, consecutive same-role turns merged, images
+as base64 blocks), prompt caching (`cache_control` breakpoints on the system prompt, the last tool, and the newest
+message, so the stable prefix is cached and each turn reuses the previous one), and the assembly of the streamed
+reply. Thinking blocks are kept verbatim with their signatures in `Finished.provider_state` and sent back at the
+start of the assistant turn they belong to, as the API requires when tools are used with extended thinking.
+The `anthropic` SDK is imported on the first call, never at start-up.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from runtime.models.base import (
+    AssistantMessage,
+    Finished,
+    ImagePart,
+    ModelEvent,
+    ModelNotConfigured,
+    ModelRequest,
+    ModelStop,
+    TextDelta,
+    ThoughtDelta,
+    ToolCallEvent,
+    ToolCallRequest,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from runtime.models.config import ModelEntry, ProviderSettings, accepts_images
+from runtime.models.retry import (
+    MalformedStream,
+    RetryPolicy,
+    close_stream,
+    first_token_deadline,
+    next_or_none,
+    resilient,
+)
+
+if TYPE_CHECKING:
+    from anthropic import AsyncAnthropic
+
+STATE_KEY = "anthropic"
+CACHE = {"type": "ephemeral"}
+DEFAULT_MAX_TOKENS = 8192
+_STOP: dict[str, ModelStop] = {
+    "end_turn": "end_turn", "stop_sequence": "end_turn", "pause_turn": "end_turn", "tool_use": "tool_use",
+    "max_tokens": "max_tokens", "model_context_window_exceeded": "max_tokens", "refusal": "refusal",
+}
+
+
+def _tool_input(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        value = None
+    # The API wants an object; keep what the model wrote so it can see (and fix) its own mistake.
+    return value if isinstance(value, dict) else {"_unparsed_arguments": arguments}
+
+
+def _user_blocks(msg: UserMessage, images: bool) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for p in msg.parts:
+        if isinstance(p, ImagePart):
+            if images:
+                blocks.append({"type": "image", "source": {"type": "base64", "media_type": p.mime_type,
+                                                           "data": p.data}})
+            else:
+                blocks.append({"type": "text", "text": f"[an image ({p.mime_type}) was attached but this model "
+                                                       "does not take images]"})
+        elif p.text:  # the API refuses empty text blocks
+            blocks.append({"type": "text", "text": p.text})
+    return blocks
+
+
+def _assistant_blocks(msg: AssistantMessage) -> list[dict[str, Any]]:
+    state = (msg.provider_state or {}).get(STATE_KEY) or {}
+    blocks: list[dict[str, Any]] = [dict(b) for b in state.get("thinking", ())]
+    if msg.text:
+        blocks.append({"type": "text", "text": msg.text})
+    for c in msg.tool_calls:
+        blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": _tool_input(c.arguments)})
+    return blocks
+
+
+def to_anthropic(request: ModelRequest, *, images: bool, cache: bool = True,
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(system blocks, messages, tools) for one request, with cache breakpoints when `cache`."""
+    messages: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": blocks})
+
+    for msg in request.messages:
+        if isinstance(msg, UserMessage):
+            add("user", _user_blocks(msg, images) or [{"type": "text", "text": "(empty message)"}])
+        elif isinstance(msg, AssistantMessage):
+            add("assistant", _assistant_blocks(msg))
+        elif isinstance(msg, ToolResultMessage):
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg.call_id,
+                                     "content": msg.output or "(no output)"}
+            if msg.is_error:
+                block["is_error"] = True
+            add("user", [block])
+    system = [{"type": "text", "text": request.system}] if request.system else []
+    tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools]
+    if cache:
+        # Breakpoints: tools and system are the stable prefix (tools come first in the cache order); the newest
+        # message makes the next call of this turn reuse everything before it. Three of the four allowed.
+        if tools:
+            tools[-1]["cache_control"] = CACHE
+        if system:
+            system[-1]["cache_control"] = CACHE
+        if messages and messages[-1]["role"] == "user":
+            last = messages[-1]["content"][-1]
+            if last.get("type") in ("text", "tool_result", "image"):
+                last["cache_control"] = CACHE
+    return system, messages, tools
+
+
+@dataclass
+class _Block:
+    kind: str
+    id: str = ""
+    name: str = ""
+    text: list[str] = field(default_factory=list)
+    signature: str = ""
+    data: str = ""
+    input: Any = None
+    done: bool = False
+
+
+@dataclass
+class AnthropicAssembler:
+    """Turns Messages stream events (SDK objects or dicts) into our events. Sans-I/O."""
+
+    blocks: dict[int, _Block] = field(default_factory=dict)
+    stop: str | None = None
+    input_tokens: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    output_tokens: int = 0
+    stopped: bool = False
+
+    def feed(self, ev: Any) -> list[ModelEvent]:
+        kind = _get(ev, "type")
+        if kind == "message_start":
+            self._usage(_get(_get(ev, "message"), "usage"))
+        elif kind == "content_block_start":
+            self._start(_get(ev, "index"), _get(ev, "content_block"))
+            b = self.blocks[_get(ev, "index")]
+            if b.kind == "text" and b.text:
+                return [TextDelta("".join(b.text))]
+        elif kind == "content_block_delta":
+            return self._delta(self._block(ev), _get(ev, "delta"))
+        elif kind == "content_block_stop":
+            b = self._block(ev)
+            b.done = True
+            if b.kind == "tool_use":
+                args = "".join(b.text) or (json.dumps(b.input) if b.input else "")
+                return [ToolCallEvent(ToolCallRequest(b.id or None, b.name, args))]
+        elif kind == "message_delta":
+            stop = _get(_get(ev, "delta"), "stop_reason")
+            if stop:
+                self.stop = stop
+            self._usage(_get(ev, "usage"))
+        elif kind == "message_stop":
+            self.stopped = True
+        return []
+
+    def _block(self, ev: Any) -> _Block:
+        b = self.blocks.get(_get(ev, "index"))
+        if b is None:
+            raise MalformedStream(f"event for unknown content block {_get(ev, 'index')!r}")
+        return b
+
+    def _start(self, index: Any, cb: Any) -> None:
+        if not isinstance(index, int) or cb is None:
+            raise MalformedStream("content_block_start without index or block")
+        kind = _get(cb, "type") or "unknown"
+        b = _Block(kind, id=_get(cb, "id") or "", name=_get(cb, "name") or "", input=_get(cb, "input"))
+        if kind == "text" and _get(cb, "text"):
+            b.text.append(_get(cb, "text"))
+        if kind == "thinking":
+            if _get(cb, "thinking"):
+                b.text.append(_get(cb, "thinking"))
+            b.signature = _get(cb, "signature") or ""
+        if kind == "redacted_thinking":
+            b.data = _get(cb, "data") or ""
+        self.blocks[index] = b
+
+    def _delta(self, b: _Block, d: Any) -> list[ModelEvent]:
+        kind = _get(d, "type")
+        if kind == "text_delta":
+            text = _get(d, "text") or ""
+            b.text.append(text)
+            return [TextDelta(text)] if text else []
+        if kind == "thinking_delta":
+            text = _get(d, "thinking") or ""
+            b.text.append(text)
+            return [ThoughtDelta(text)] if text else []
+        if kind == "signature_delta":
+            b.signature += _get(d, "signature") or ""
+        elif kind == "input_json_delta":
+            b.text.append(_get(d, "partial_json") or "")
+        return []
+
+    def _usage(self, u: Any) -> None:
+        if u is None:
+            return
+        # message_delta repeats counts cumulatively; a field it leaves out keeps its message_start value.
+        for attr, key in (("input_tokens", "input_tokens"), ("cache_read", "cache_read_input_tokens"),
+                          ("cache_write", "cache_creation_input_tokens"), ("output_tokens", "output_tokens")):
+            value = _get(u, key)
+            if isinstance(value, int):
+                setattr(self, attr, value)
+
+    def finished(self) -> Finished:
+        if not self.stopped:
+            raise MalformedStream("the stream ended before message_stop")
+        thinking: list[dict[str, Any]] = []
+        for _, b in sorted(self.blocks.items()):
+            if b.kind == "thinking":
+                thinking.append({"type": "thinking", "thinking": "".join(b.text), "signature": b.signature})
+            elif b.kind == "redacted_thinking":
+                thinking.append({"type": "redacted_thinking", "data": b.data})
+        has_tools = any(b.kind == "tool_use" for b in self.blocks.values())
+        stop = _STOP.get(self.stop or "", "tool_use" if has_tools else "end_turn")
+        usage = Usage(input_tokens=self.input_tokens + self.cache_read + self.cache_write,
+                      output_tokens=self.output_tokens, cached_read_tokens=self.cache_read,
+                      cached_write_tokens=self.cache_write)
+        return Finished(stop, usage, {STATE_KEY: {"thinking": thinking}} if thinking else None)
+
+
+def _get(obj: Any, key: str) -> Any:
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(key)
+    return getattr(obj, key, None)
+
+
+class AnthropicModel:
+    """One configured Claude model. Safe to share between sessions."""
+
+    def __init__(self, entry: ModelEntry, settings: ProviderSettings, api_key: str | None,
+                 policy: RetryPolicy | None = None) -> None:
+        self.entry = entry
+        self.settings = settings
+        self._api_key = api_key
+        self.policy = policy or RetryPolicy(settings.max_retries, settings.retry_base_delay, settings.retry_max_delay,
+                                            first_token_timeout=settings.first_token_timeout)
+        self._client: AsyncAnthropic | None = None
+
+    @property
+    def name(self) -> str:
+        return self.entry.spec
+
+    @property
+    def info(self) -> ModelEntry:
+        return self.entry
+
+    @property
+    def accepts_images(self) -> bool:
+        return accepts_images(self.entry, self.settings)
+
+    @property
+    def label(self) -> str:
+        return self.settings.name
+
+    def _sdk(self) -> AsyncAnthropic:
+        if self._client is None:
+            import anthropic
+
+            self._client = anthropic.AsyncAnthropic(
+                api_key=self._api_key or "no-key-configured",
+                base_url=self.settings.base_url or None,
+                max_retries=0,  # our retry loop knows whether output already reached the user
+                timeout=anthropic.Timeout(self.settings.idle_timeout, connect=self.settings.connect_timeout),
+                default_headers=dict(self.settings.headers) or None,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close pooled connections (kept-alive sockets would otherwise outlive the event loop)."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.close()
+
+    def _check_configured(self) -> None:
+        if self._api_key or self.settings.base_url:
+            return
+        var = self.settings.api_key_env or "ANTHROPIC_API_KEY"
+        raise ModelNotConfigured(
+            f"{var} is not set: set {var} in the environment gatewright starts with (or set ANTHROPIC_BASE_URL "
+            f"or base_url under [providers.{self.settings.name}] in the config file for a gateway)")
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        var = self.settings.api_key_env or "ANTHROPIC_API_KEY"
+        return resilient(lambda: self._attempt(request), label=self.label, policy=self.policy,
+                         secrets=(self._api_key or "",), auth_hint=f"Check {var}.")
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        system, messages, tools = to_anthropic(request, images=self.accepts_images)
+        max_tokens = self.entry.max_tokens or DEFAULT_MAX_TOKENS
+        params: dict[str, Any] = {"model": self.entry.model, "messages": messages, "stream": True}
+        if system:
+            params["system"] = system
+        if tools:
+            params["tools"] = tools
+        if self.entry.thinking_budget:
+            budget = max(1024, self.entry.thinking_budget)  # the API's minimum
+            params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+            max_tokens = max(max_tokens, budget + 1024)  # the answer must fit after the thinking
+        params["max_tokens"] = max_tokens
+        return params
+
+    async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        self._check_configured()
+        client = self._sdk()
+        assembler = AnthropicAssembler()
+        stream: Any = None
+        try:
+            with first_token_deadline(self.policy.first_token_timeout):
+                stream = await client.messages.create(**self._params(request))
+                iterator = stream.__aiter__()
+                ev = await next_or_none(iterator)
+            while ev is not None:
+                for out in assembler.feed(ev):
+                    yield out
+                ev = await next_or_none(iterator)
+        finally:
+            if stream is not None:
+                await close_stream(stream)
+        yield assembler.finished()

@@ -1,0 +1,326 @@
+"""`bash`: run a command to completion (`exec`) or manage the session's background processes.
+
+`exec` runs `/bin/bash -c COMMAND` (an argv list, never `shell=True`) in the session cwd or a `cwd` resolved through
+the workspace boundary, in its own process group, stdin closed, with the agent's secrets removed from the
+environment. After `timeoutMs` (default 30 s) or a cancelled prompt the whole group is killed. When the editor
+advertised `terminal`, `exec` runs in an editor terminal instead (`terminal/create` … `terminal/release`), so the
+user watches it live. `start`/`status`/`logs`/`write`/`stop`/`list` drive background processes that live until
+stopped or until the session closes (see `runtime.processes`).
+
+For approval, the command is analysed by `permissions.shell` when available: a proven read-only command needs no
+question in `safe` mode, and "allow always" binds to the canonical command and working directory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from runtime import processes
+from runtime.tools.base import (
+    Effect,
+    Tool,
+    ToolContext,
+    ToolFailure,
+    ToolResult,
+    display_path,
+    environ_without_secrets,
+)
+from runtime.tools.builtin import textio
+from runtime.workspace import PathError, ResolvedPath, Workspace
+
+DEFAULT_TIMEOUT_MS = 30_000
+HEAD_BYTES = TAIL_BYTES = 12_000
+DEFAULT_LOG_CHARS = 12_000
+TERMINAL_OUTPUT_LIMIT = 64_000
+SHELL = "/bin/bash"
+READ_ACTIONS = frozenset({"status", "logs", "list"})
+
+
+def _analysis(command: str) -> Any:
+    try:
+        from permissions.shell import analyze_command
+    except ImportError:
+        return None
+    try:
+        return analyze_command(command)
+    except Exception:  # an analyser failure proves nothing: the call asks
+        return None
+
+
+def _short(command: str, limit: int = 80) -> str:
+    first = command.strip().splitlines()[0] if command.strip() else command
+    more = first != command.strip()
+    if len(first) > limit:
+        first, more = first[: limit - 1], True
+    return first + ("…" if more else "")
+
+
+class BashTool(Tool):
+    name = "bash"
+    kind = "execute"
+    description = (
+        "Run a shell command with bash. action=exec (default) runs it and waits (timeoutMs, default 30000; the "
+        "command and all its children are killed after it); stdin is closed, so commands must not wait for input. "
+        "For servers and watchers use action=start, then status/logs (offset, limit)/write (input)/stop with the "
+        "processId, and list. cwd is relative to the workspace."
+    )
+
+    @staticmethod
+    def _action(args: Mapping[str, Any]) -> str:
+        return str(args.get("action") or "exec")
+
+    def effect(self, args: Mapping[str, Any]) -> Effect:
+        return "read" if self._action(args) in READ_ACTIONS else "execute"
+
+    def paths(self, args: Mapping[str, Any]) -> list[tuple[str, bool]]:
+        cwd = args.get("cwd")
+        if self._action(args) in ("exec", "start") and isinstance(cwd, str) and cwd:
+            # A command may write anywhere under its cwd: a protected or outside cwd asks.
+            return [(cwd, True)]
+        return []
+
+    def locations(self, args: Mapping[str, Any], ws: Workspace) -> list[dict[str, Any]]:
+        return []
+
+    def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        action = self._action(args)
+        cmd = args.get("command")
+        pid = args.get("processId", "?")
+        if action in ("exec", "start"):
+            if not isinstance(cmd, str):
+                return "Run a command"
+            where = args.get("cwd")
+            suffix = f" in `{display_path(ws, where)}`" if isinstance(where, str) and where not in ("", ".") else ""
+            return f"{'Run' if action == 'exec' else 'Start'} `{_short(cmd)}`{suffix}" + \
+                (" in the background" if action == "start" else "")
+        return {"status": f"Check process {pid}", "logs": f"Read output of process {pid}",
+                "write": f"Send input to process {pid}", "stop": f"Stop process {pid}",
+                "list": "List background processes"}.get(action, f"bash {action}")
+
+    def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        action = self._action(args)
+        if action in ("exec", "start") and isinstance(args.get("command"), str):
+            return f"`{_short(args['command'], 60)}`"
+        return f"bash {action}" + (f" on {args['processId']}" if args.get("processId") else "")
+
+    def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        action = self._action(args)
+        if action in ("exec", "start") and isinstance(args.get("command"), str):
+            a = _analysis(args["command"])
+            canonical = getattr(a, "canonical", None) or args["command"].strip()
+            try:
+                where = ws.resolve(args.get("cwd") or ".").path
+            except PathError:
+                where = str(args.get("cwd"))
+            # exec and start of the same command are one rule: approving either approves running it there.
+            return f"bash:run:{where}:{canonical}"
+        return f"bash:{action}:{args.get('processId', '')}"
+
+    def analyse(self, args: Mapping[str, Any], ws: Workspace) -> tuple[bool, tuple[str, ...]]:
+        action = self._action(args)
+        if action not in ("exec", "start") or not isinstance(args.get("command"), str):
+            return False, ()
+        a = _analysis(args["command"])
+        if a is None:
+            return False, ()
+        try:
+            from permissions.shell import needs_approval_reasons
+
+            reasons = tuple(needs_approval_reasons(a))
+        except Exception:
+            reasons = tuple(getattr(a, "reasons", ()) or ())
+        proven = bool(getattr(a, "parsed", False) and getattr(a, "read_only", False)) and action == "exec"
+        return proven, reasons
+
+    def timeout_seconds(self, args: Mapping[str, Any]) -> float | None:
+        if self._action(args) == "exec":
+            return int(args.get("timeoutMs") or DEFAULT_TIMEOUT_MS) / 1000
+        return None
+
+    # ---- running ---------------------------------------------------------------------------------------------------
+    async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
+        action = self._action(args)
+        if action in ("exec", "start"):
+            command = args.get("command")
+            if not isinstance(command, str) or not command.strip():
+                raise ToolFailure(f"bash {action} needs a command", "InvalidArguments")
+            resolved = textio.resolve(ctx, args.get("cwd") or ".")
+            if action == "exec":
+                return await self._exec(command, resolved, args, ctx)
+            return await self._start(command, resolved, ctx)
+        table = processes.session_table(ctx.session_id)
+        if action == "list":
+            procs = table.list()
+            if not procs:
+                return ToolResult("no background processes in this session", raw_output={"processes": []})
+            lines = [f"{p.id}  {p.status}{'' if p.exit_code is None else f' (exit {p.exit_code})'}  pid {p.pid}  "
+                     f"{_short(p.command, 60)}" for p in procs]
+            return ToolResult("\n".join(lines), raw_output={"processes": [p.info() for p in procs]})
+        pid = args.get("processId")
+        if not isinstance(pid, str):
+            raise ToolFailure(f"bash {action} needs a processId (see action=list)", "InvalidArguments")
+        proc = table.get(pid)
+        if proc is None:
+            known = ", ".join(p.id for p in table.list()) or "none"
+            raise ToolFailure(f"no background process {pid!r} in this session (known: {known})", "ProcessNotFound")
+        if action == "status":
+            info = proc.info()
+            text = f"{proc.id} is {proc.status}" + ("" if proc.exit_code is None else f" (exit code {proc.exit_code})")
+            return ToolResult(f"{text}; {info['logSize']} characters of output so far (read with action=logs)",
+                              raw_output=info)
+        if action == "logs":
+            offset = int(args.get("offset") or 0)
+            limit = int(args.get("limit") or DEFAULT_LOG_CHARS)
+            text, start, nxt, lost = proc.log.read(offset, limit)
+            end = proc.log.end
+            notes = []
+            if lost:
+                notes.append(f"[output before offset {start} was dropped from the log buffer]")
+            more = nxt < end
+            notes.append(f"[{proc.id} {proc.status}; offset {start}–{nxt} of {end}"
+                         + (f"; more with offset={nxt}" if more else "") + "]")
+            raw = {"processId": proc.id, "offset": start, "nextOffset": nxt, "truncated": lost, "content": text,
+                   "status": proc.status, "exitCode": proc.exit_code}
+            return ToolResult((text if text else "(no new output)") + "\n" + "\n".join(notes), raw_output=raw)
+        if action == "write":
+            data = args.get("input")
+            if not isinstance(data, str):
+                raise ToolFailure("bash write needs input", "InvalidArguments")
+            try:
+                n = await anyio.to_thread.run_sync(table.write, pid, data)
+            except (BrokenPipeError, OSError) as exc:
+                raise ToolFailure(f"could not write to {pid}: {exc}", "ProcessNotRunning") from None
+            return ToolResult(f"wrote {n} bytes to {pid}", raw_output={"processId": pid, "bytesWritten": n})
+        if action == "stop":
+            was = proc.status
+            await table.stop(pid)
+            text = f"{pid} was already {was}" if was != "running" else f"stopped {pid}"
+            return ToolResult(f"{text} (exit code {proc.exit_code})", raw_output=proc.info())
+        raise ToolFailure(f"unknown bash action {action!r}", "InvalidArguments")
+
+    def _open_cwd(self, ctx: ToolContext, resolved: ResolvedPath) -> int:
+        try:
+            return ctx.workspace.open_dir(resolved, ctx.grants)
+        except PathError as exc:
+            if exc.error_type == "FileNotFound":
+                raise ToolFailure(f"cwd {ctx.workspace.display(resolved.path)} is not an existing directory",
+                                  exc.error_type) from None
+            raise ToolFailure(str(exc), exc.error_type) from None
+
+    @staticmethod
+    def _env(cwd: str) -> dict[str, str]:
+        env = environ_without_secrets()
+        env["PWD"] = cwd
+        env.setdefault("PAGER", "cat")
+        env.setdefault("GIT_PAGER", "cat")
+        env["GIT_TERMINAL_PROMPT"] = "0"
+        return env
+
+    async def _exec(self, command: str, resolved: ResolvedPath, args: Mapping[str, Any],
+                    ctx: ToolContext) -> ToolResult:
+        timeout = int(args.get("timeoutMs") or DEFAULT_TIMEOUT_MS) / 1000
+        fd = self._open_cwd(ctx, resolved)
+        editor = ctx.editor
+        try:
+            if editor is not None and getattr(editor, "can_terminal", False):
+                return await self._exec_terminal(command, resolved.path, timeout, ctx)
+            res = await processes.run_exec([SHELL, "-c", command], cwd=resolved.path, cwd_fd=fd,
+                                           env=self._env(resolved.path), timeout=timeout, head_bytes=HEAD_BYTES,
+                                           tail_bytes=TAIL_BYTES)
+        finally:
+            os.close(fd)
+        parts = []
+        if res.stdout:
+            parts.append(res.stdout.rstrip("\n"))
+        if res.stderr:
+            parts.append("[stderr]\n" + res.stderr.rstrip("\n"))
+        if not parts:
+            parts.append("(no output)")
+        if res.timed_out:
+            parts.append(f"[timed out after {timeout:g} s: the command and all its child processes were killed; "
+                         "use a larger timeoutMs, or action=start for long-running processes]")
+        elif res.signal:
+            parts.append(f"[killed by signal {res.signal}]")
+        else:
+            parts.append(f"[exit code {res.exit_code}]")
+        if res.leftovers_killed:
+            parts.append("[background processes the command left running were stopped; use action=start to keep "
+                         "a process running]")
+        output = "\n".join(parts)
+        raw = {"command": command, "cwd": resolved.path, "exitCode": res.exit_code, "signal": res.signal,
+               "timedOut": res.timed_out, "stdout": res.stdout, "stderr": res.stderr, "pid": res.pid,
+               "durationMs": res.duration_ms, "truncated": res.truncated}
+        return ToolResult(output, is_error=res.timed_out, raw_output=raw)
+
+    async def _exec_terminal(self, command: str, cwd: str, timeout: float, ctx: ToolContext) -> ToolResult:
+        editor: Any = ctx.editor
+        env = self._env(cwd)
+        try:
+            tid = await editor.create_terminal(SHELL, ["-c", command], cwd, env, TERMINAL_OUTPUT_LIMIT)
+        except textio.EditorError as exc:
+            raise ToolFailure(f"the editor could not start a terminal: {exc.message}", "EditorError") from None
+        terminal = {"type": "terminal", "terminalId": tid}
+        timed_out = False
+        try:
+            if ctx.progress is not None:
+                await ctx.progress(ToolResult("", content=(terminal,)))
+            status: dict[str, Any] = {}
+            with anyio.move_on_after(timeout) as deadline:
+                status = await editor.wait_for_terminal_exit(tid)
+            if deadline.cancelled_caught:
+                timed_out = True
+                await editor.kill_terminal(tid)
+            out = await editor.terminal_output(tid)
+        except textio.EditorError as exc:
+            raise ToolFailure(f"the editor terminal failed: {exc.message}", "EditorError") from None
+        except BaseException:
+            # Cancelled: the command must not outlive the prompt.
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                try:
+                    await editor.kill_terminal(tid)
+                except Exception:  # noqa: S110 - best effort; release below still runs
+                    pass
+            raise
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                try:
+                    await editor.release_terminal(tid)
+                except Exception:  # noqa: S110 - the terminal may already be gone
+                    pass
+        exit_status = out.get("exitStatus") or status or {}
+        code, sig = exit_status.get("exitCode"), exit_status.get("signal")
+        text = str(out.get("output") or "")
+        parts = [text.rstrip("\n") if text else "(no output)"]
+        if out.get("truncated"):
+            parts.insert(0, f"[output truncated by the terminal to its last {TERMINAL_OUTPUT_LIMIT} bytes]")
+        if timed_out:
+            parts.append(f"[timed out after {timeout:g} s: the terminal's command was killed; use a larger "
+                         "timeoutMs, or action=start for long-running processes]")
+        elif sig:
+            parts.append(f"[killed by signal {sig}]")
+        else:
+            parts.append(f"[exit code {code}]")
+        output = "\n".join(parts)
+        raw = {"command": command, "cwd": cwd, "exitCode": code, "signal": sig, "timedOut": timed_out,
+               "terminalId": tid, "output": text, "truncated": bool(out.get("truncated"))}
+        content = (terminal, {"type": "content", "content": {"type": "text", "text": output}})
+        return ToolResult(output, is_error=timed_out, content=content, raw_output=raw)
+
+    async def _start(self, command: str, resolved: ResolvedPath, ctx: ToolContext) -> ToolResult:
+        table = processes.session_table(ctx.session_id)
+        fd = self._open_cwd(ctx, resolved)
+        try:
+            proc = table.start([SHELL, "-c", command], command=command, cwd=resolved.path, env=self._env(resolved.path),
+                               cwd_fd=fd)
+        except processes.ProcessLimit as exc:
+            raise ToolFailure(str(exc), "ProcessLimit") from None
+        except OSError as exc:
+            raise ToolFailure(f"could not start the command: {exc}", "StartFailed") from None
+        finally:
+            os.close(fd)
+        return ToolResult(f"started {proc.id} (pid {proc.pid}): {_short(command)}\nRead its output with "
+                          f"action=logs processId={proc.id}; stop it with action=stop.", raw_output=proc.info())

@@ -1,0 +1,64 @@
+"""Recorded transcripts (tests/transcripts/*.jsonl, made with `--record`) replay frame for frame
+(`contracts/transcript.md`), and every frame in them is valid under the official schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.sdk_client import check_recorded_frames
+from tests.transcript_replay import replay
+
+TRANSCRIPTS = sorted((Path(__file__).parent / "transcripts").glob("*.jsonl"))
+
+
+def test_there_are_at_least_five_recorded_transcripts():
+    assert len(TRANSCRIPTS) >= 5
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.stem for p in TRANSCRIPTS])
+def test_a_recorded_transcript_replays_frame_for_frame(path, tmp_path):
+    expected, actual, agent = replay(path, tmp_path)
+    agent.assert_clean()
+    assert len(actual) == len(expected), _diff(expected, actual)
+    for i, (e, a) in enumerate(zip(expected, actual, strict=True)):
+        assert a == e, f"frame {i} differs:\nexpected {json.dumps(e)[:1500]}\nactual   {json.dumps(a)[:1500]}"
+
+
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=[p.stem for p in TRANSCRIPTS])
+def test_every_recorded_frame_is_valid_under_the_schema(path):
+    check_recorded_frames(path)
+
+
+def test_recording_never_writes_secret_values(tmp_path):
+    from acp_server.recorder import TranscriptRecorder
+
+    import os
+    os.environ["GW_TEST_API_KEY"] = "sk-test-very-secret-value"
+    try:
+        rec = TranscriptRecorder(str(tmp_path / "t.jsonl"), {"model": "x"})
+        rec.record("in", {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {
+            "cwd": "/w", "mcpServers": [{"name": "s", "command": "/bin/x", "args": [],
+                                         "env": [{"name": "TOKEN", "value": "hunter2"}]},
+                                        {"type": "http", "name": "h", "url": "http://x",
+                                         "headers": [{"name": "Authorization", "value": "Bearer abc"}]}]}})
+        rec.record("in", {"jsonrpc": "2.0", "id": 2, "method": "authenticate",
+                          "params": {"methodId": "openai", "key": "zzz"}})
+        rec.record("out", {"jsonrpc": "2.0", "method": "session/update",
+                           "params": {"text": "the key is sk-test-very-secret-value"}})
+        rec.close()
+    finally:
+        del os.environ["GW_TEST_API_KEY"]
+    text = (tmp_path / "t.jsonl").read_text()
+    for secret in ("hunter2", "Bearer abc", "zzz", "sk-test-very-secret-value"):
+        assert secret not in text
+    assert text.count("<redacted>") >= 4
+
+
+def _diff(expected, actual) -> str:
+    def kind(f):
+        return f.get("method") or ("result" if "result" in f else "error")
+
+    return f"expected {[kind(f) for f in expected]}\nactual   {[kind(f) for f in actual]}"
