@@ -21,7 +21,7 @@ from typing import Any
 from tests.acp_schema import agent_frame_errors, client_frame_errors
 
 Responder = Callable[[dict[str, Any]], Any]
-REPO = Path(__file__).resolve().parents[1]
+REPO = str(Path(__file__).resolve().parents[1])
 
 
 def allow_once(msg: dict[str, Any]) -> Any:
@@ -45,11 +45,11 @@ class AgentProcess:
     def __init__(self, *args: str, cwd: str | Path, env: dict[str, str] | None = None,
                  responder: Responder | None = None, state_dir: str | Path | None = None) -> None:
         full_env = dict(os.environ)
+        # Run the code of the checkout these tests belong to (an editable install may point at another worktree).
+        full_env["PYTHONPATH"] = REPO + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
         full_env["GATEWRIGHT_STATE_DIR"] = str(state_dir or Path(cwd) / ".gw-state-test")
         full_env.pop("GATEWRIGHT_MODEL", None)
         full_env.pop("GATEWRIGHT_MODE", None)
-        # Run this checkout's code, not whichever checkout is installed in editable mode (worktrees).
-        full_env["PYTHONPATH"] = str(REPO) + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
         if env:
             full_env.update(env)
         self.proc = subprocess.Popen([sys.executable, "-m", "acp_server", *args], stdin=subprocess.PIPE,
