@@ -18,7 +18,7 @@ from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.rules import RuleStore
 from runtime.approval import make_describer
 from runtime.delegation import install_delegation
-from runtime.events import RuntimeEvent, TextChunk, ThoughtChunk, ToolCallProgress, ToolCallStarted
+from runtime.events import PlanUpdated, RuntimeEvent, TextChunk, ThoughtChunk, ToolCallProgress, ToolCallStarted
 from runtime.loop import AgentRuntime, AuthRequired, RuntimeOptions, ToolEnvironment
 from runtime.models.base import TextPart
 from runtime.tools.base import RoutingToolExecutor, ToolRegistry
@@ -81,8 +81,14 @@ class TerminalPrinter:
         elif isinstance(ev, ThoughtChunk):
             pass  # thoughts are not printed on the terminal
         elif isinstance(ev, ToolCallStarted):
+            # A subagent's calls are indented under the delegate call that runs them.
+            depth = ((ev.meta or {}).get("gatewright") or {}).get("depth", 0)
             self.titles[ev.call_id] = ev.title
-            self.err.write(f"• {ev.title}\n")
+            self.err.write(f"{'  ' * depth}• {ev.title}\n")
+        elif isinstance(ev, PlanUpdated):
+            marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+            self.err.write("• Plan\n" + "".join(f"  {marks.get(e['status'], '[ ]')} {e['content']}\n"
+                                                for e in ev.entries))
         elif isinstance(ev, ToolCallProgress) and ev.status in ("completed", "failed"):
             mark = "✓" if ev.status == "completed" else "✗"
             self.err.write(f"  {mark} {self.titles.get(ev.call_id, ev.call_id)}\n")

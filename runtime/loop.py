@@ -418,7 +418,14 @@ class AgentRuntime:
         for slot in open_calls.values():
             if slot.result is None:
                 cid = slot.call.id or ""
-                slot.result = ToolResultMessage(cid, slot.call.name, "cancelled by the user before it finished", True)
+                text = "cancelled by the user before it finished"
+                if slot.started and self._side_effecting(slot.call):
+                    # It was running: the change may have landed even though the answer was lost.
+                    op = slot.record.operation_id if slot.record else "?"
+                    text += ("; its outcome is unknown: it may have partly or fully taken effect. Check the current "
+                             f"state before repeating it (operation {op})")
+                slot.result = ToolResultMessage(cid, slot.call.name, text, True,
+                                                meta=slot.record.meta() if slot.record else None)
                 await emit(ToolCallProgress(cid, status="failed", content=(
                     {"type": "content", "content": {"type": "text", "text": "Cancelled"}},)))
         if open_calls:
@@ -426,6 +433,14 @@ class AgentRuntime:
                 assert slot.result is not None
                 self.history.append(slot.result)
         open_calls.clear()
+
+    def _side_effecting(self, call: ToolCallRequest) -> bool:
+        tool = self.registry.get(call.name)
+        args = _raw_input(call)
+        try:
+            return tool is None or tool.effect(args if isinstance(args, dict) else {}) != "read"
+        except Exception:  # an effect we cannot establish is not a read
+            return True
 
 
 def _raw_input(call: ToolCallRequest) -> Any:

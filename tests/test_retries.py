@@ -208,3 +208,23 @@ async def test_text_from_files_and_tool_output_never_grants_a_permission(tmp_pat
     # the write after reading the injection was still asked (and rejected), so nothing was written
     assert len(gw.asked) == 1 and gw.asked[0].tool == "write_file"
     assert outcome.blocked_by_approval and not (ws / "out.txt").exists()
+
+
+async def test_a_side_effecting_call_cancelled_while_running_tells_the_model_its_outcome_is_unknown(tmp_path):
+    calls = [{"id": "w", "name": "hangs"}, {"id": "r", "name": "hangs", "arguments": {"effect": "read"}}]
+    rt, _, _ = run_with(tmp_path, Hangs(), [{"tool_calls": calls}])
+    sink = Sink()
+    running = anyio.Event()
+
+    async def watch(ev):
+        await sink(ev)
+        if getattr(ev, "call_id", None) == "r" and getattr(ev, "status", None) == "in_progress":
+            running.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(rt.run_turn, [TextPart("go")], watch)
+        await running.wait()
+        rt.cancel()
+    w, r = tool_results(rt)
+    assert "outcome is unknown" in w.output and w.meta["operationId"] in w.output
+    assert r.output == "cancelled by the user before it finished"
