@@ -64,10 +64,8 @@ def measure(turns: int) -> float:
         proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode()
                          + b"\n")
         proc.stdin.flush()
-        lines = 0
-        for line in proc.stdout:
+        for lines, line in enumerate(proc.stdout, 1):
             msg = json.loads(line)
-            lines += 1
             if msg.get("id") == rid and "method" not in msg:
                 assert "result" in msg, msg
                 return lines

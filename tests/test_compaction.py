@@ -110,7 +110,8 @@ async def test_a_failed_summary_drops_the_oldest_tool_outputs_instead(tmp_path):
     outcome = await rt.run_turn([TextPart("go")], Sink())
     assert outcome.stop_reason == "end_turn" and rt.history[-1].text == "all done"
     assert compactor.failures == 2
-    dropped = [m for m in rt.history if isinstance(m, ToolResultMessage) and m.output.startswith("[tool output dropped")]
+    dropped = [m for m in rt.history
+               if isinstance(m, ToolResultMessage) and m.output.startswith("[tool output dropped")]
     assert dropped and pairs_intact(rt.history)
     assert isinstance(rt.history[0], UserMessage) and rt.history[0].parts[0].text == "go"  # nothing summarised
 
@@ -137,7 +138,7 @@ async def test_after_three_failed_summaries_in_a_row_the_model_is_not_asked_agai
     rt.model = model
     compactor = Compactor(CompactionSettings(0, 0, 0))
     compactor.settings = CompactionSettings(compactor.overhead_chars(rt) // 4 + 400, 100, 100)
-    for attempt in range(5):
+    for _ in range(5):
         rt.history[:] = [UserMessage((TextPart("go"),)), call("a"), result("a", 2000), call("b"), result("b", 2000)]
         res = await compactor.maybe_compact(rt, Sink())
         assert res is not None and res.method == "dropped_tool_outputs"

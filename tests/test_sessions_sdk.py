@@ -51,7 +51,8 @@ async def test_capabilities_advertise_exactly_the_session_methods_that_work(tmp_
 
 async def test_a_session_loaded_in_a_new_process_replays_everything_before_the_answer_and_continues(tmp_path, ws):
     model = script(tmp_path, [
-        {"thinking": "Look first.", "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},
+        {"thinking": "Look first.",
+         "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},
         {"text": "It says hello.", "usage": {"input_tokens": 50, "output_tokens": 5}},
         {"text": "Second answer."},
     ])
@@ -59,7 +60,8 @@ async def test_a_session_loaded_in_a_new_process_replays_everything_before_the_a
     async with spawn_sdk_agent(first, tmp_path, "--model", model) as (conn, _, _):
         await init(conn)
         sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
-        assert (await conn.prompt(session_id=sid, prompt=[text_block("What is in the README?")])).stop_reason == "end_turn"
+        answer = await conn.prompt(session_id=sid, prompt=[text_block("What is in the README?")])
+        assert answer.stop_reason == "end_turn"
         await conn.set_session_mode(session_id=sid, mode_id="auto")
 
     client = RecordingClient()

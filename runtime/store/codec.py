@@ -53,7 +53,8 @@ def decode_message(text: str | bytes) -> Message:
         return UserMessage(tuple(parts))
     if role == "assistant":
         fields = _known(AssistantMessage, data)
-        fields["tool_calls"] = tuple(ToolCallRequest(**_known(ToolCallRequest, c)) for c in data.get("tool_calls") or [])
+        calls = data.get("tool_calls") or []
+        fields["tool_calls"] = tuple(ToolCallRequest(**_known(ToolCallRequest, c)) for c in calls)
         return AssistantMessage(**fields)
     if role == "tool":
         return ToolResultMessage(**_known(ToolResultMessage, data))

@@ -68,7 +68,7 @@ def _decode_cursor(cursor: str) -> tuple[float, str]:
         ts, sid = orjson.loads(raw)
         if isinstance(ts, int | float) and not isinstance(ts, bool) and isinstance(sid, str):
             return float(ts), sid
-    except Exception:  # any garbage is the same error to the caller
+    except Exception:  # noqa: S110 - any garbage is the same error to the caller, raised below
         pass
     raise CursorError("not a cursor from this agent")
 
@@ -101,14 +101,14 @@ class SessionStore:
         now = time.time()
         rec = replace(rec, created_at=rec.created_at or now, updated_at=rec.updated_at or now)
         with db.write(self.conn) as c:
-            c.execute(f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            c.execute(f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",  # noqa: S608
                       (rec.id, rec.cwd, rec.mode, orjson.dumps(list(rec.additional_dirs)).decode(), rec.title,
                        rec.created_at, rec.updated_at, rec.model_id, rec.context_epoch,
                        orjson.dumps(rec.state).decode(), rec.parent_id))
         return rec
 
     def get(self, sid: str) -> SessionRecord | None:
-        row = self.conn.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (sid,)).fetchone()
+        row = self.conn.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (sid,)).fetchone()  # noqa: S608
         return _record(row) if row else None
 
     def save(self, sid: str, *, title: str | None = None, mode: str | None = None, model_id: str | None = None,
@@ -149,7 +149,7 @@ class SessionStore:
             ts, sid = _decode_cursor(cursor)
             where.append("(updated_at < ? OR (updated_at = ? AND id < ?))")
             args += [ts, ts, sid]
-        sql = f"SELECT {_COLUMNS} FROM sessions"
+        sql = f"SELECT {_COLUMNS} FROM sessions"  # noqa: S608 - constant columns; values are bound
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY updated_at DESC, id DESC LIMIT ?"
@@ -162,12 +162,12 @@ class SessionStore:
         """Copy a session (metadata, replay log, current context) under a new id, in one transaction."""
         now = time.time()
         with db.write(self.conn) as c:
-            row = c.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (sid,)).fetchone()
+            row = c.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (sid,)).fetchone()  # noqa: S608
             if row is None:
                 return None
             src = _record(row)
             rec = replace(src, id=new_id, created_at=now, updated_at=now, parent_id=sid, context_epoch=0)
-            c.execute(f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            c.execute(f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",  # noqa: S608
                       (rec.id, rec.cwd, rec.mode, orjson.dumps(list(rec.additional_dirs)).decode(), rec.title,
                        now, now, rec.model_id, 0, orjson.dumps(rec.state).decode(), sid))
             c.execute("INSERT INTO events (session_id, seq, kind, data, at) "
