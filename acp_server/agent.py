@@ -106,7 +106,10 @@ class GatewrightAgent:
         if method == "session/prompt" and isinstance(params, dict):
             session = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
             if session is not None:
-                session.runtime.cancel()
+                if session.active_prompt is params:
+                    session.runtime.cancel()
+                else:  # still queued: it answers `cancelled` when its turn comes, without running
+                    session.cancelled_prompts.append(params)
                 return True
         return False
 
@@ -166,8 +169,10 @@ class GatewrightAgent:
         parts, notes = convert_prompt(blocks, accepts_images=bool(session.model and session.model.accepts_images))
         ticket = session.cancel_epoch  # prompts queue on the lock in order; a cancel meanwhile cancels this one too
         async with session.turn_lock:
-            if session.closed or session.cancel_epoch != ticket:
+            if session.closed or session.cancel_epoch != ticket or any(c is params for c in session.cancelled_prompts):
+                session.cancelled_prompts = [c for c in session.cancelled_prompts if c is not params]
                 return {"stopReason": "cancelled"}
+            session.active_prompt = params
             plan = await self.lifecycle.before_prompt(session, blocks, parts)
             if plan.stop is not None:
                 return {"stopReason": plan.stop}

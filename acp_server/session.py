@@ -188,6 +188,8 @@ class AcpSession:
     journal: SessionJournal | None = None  # writes the session to the store as it goes (acp_server.journal)
     # Bumped by every cancel: a prompt queued before the cancel sees a different value and answers `cancelled`.
     cancel_epoch: int = 0
+    active_prompt: Any = None  # the params of the prompt holding `turn_lock` (to tell it from queued ones)
+    cancelled_prompts: list[Any] = field(default_factory=list)  # params of queued prompts cancelled by request
 
     def __post_init__(self) -> None:
         self.workspace = Workspace(self.cwd, self.additional_directories)

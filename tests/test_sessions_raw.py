@@ -160,3 +160,17 @@ def test_a_long_conversation_is_compacted_and_continues_after_a_restart(spawn, t
     messages = int(status_text.split(" messages")[0].rsplit(" ", 1)[-1])
     assert messages < 12  # 10 user prompts and 10 answers would be 20 without the checkpoint
     assert again.prompt(sid, f"message 10: {filler}")["result"]["stopReason"] == "end_turn"
+
+
+def test_cancel_request_for_a_queued_prompt_cancels_only_that_one(spawn, tmp_path, workspace):
+    model = write_script(tmp_path / "m.json", [{"delay_ms": 1_500, "text": "first done"}, {"text": "third done"}])
+    agent = spawn("--model", f"scripted:{model}")
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    ids = [agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": t}]})
+           for t in ("one", "two", "three")]
+    agent.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate") == "session_info_update")
+    agent.notify("$/cancel_request", {"requestId": ids[1]})
+    stops = [agent.response(i)["result"]["stopReason"] for i in ids]
+    assert stops == ["end_turn", "cancelled", "end_turn"]
+    assert text_of(replayed(agent, sid)) == "first donethird done"

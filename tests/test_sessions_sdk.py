@@ -37,6 +37,11 @@ def ws(tmp_path: Path) -> Path:
     return w
 
 
+def w(aw):
+    """Every call is bounded: a hang fails this test, not the whole run."""
+    return asyncio.wait_for(aw, 15)
+
+
 def frames(record: Path) -> list[dict]:
     return [e["msg"] for e in map(json.loads, record.read_text().splitlines()) if "msg" in e and e["msg"]]
 
@@ -59,22 +64,22 @@ async def test_a_session_loaded_in_a_new_process_replays_everything_before_the_a
     first = RecordingClient()
     async with spawn_sdk_agent(first, tmp_path, "--model", model) as (conn, _, _):
         await init(conn)
-        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
-        answer = await conn.prompt(session_id=sid, prompt=[text_block("What is in the README?")])
+        sid = (await w(conn.new_session(cwd=str(ws), mcp_servers=[]))).session_id
+        answer = await w(conn.prompt(session_id=sid, prompt=[text_block("What is in the README?")]))
         assert answer.stop_reason == "end_turn"
-        await conn.set_session_mode(session_id=sid, mode_id="auto")
+        await w(conn.set_session_mode(session_id=sid, mode_id="auto"))
 
     client = RecordingClient()
     async with spawn_sdk_agent(client, tmp_path, "--model", model) as (conn, _, record):
         await init(conn)
-        listed = await conn.list_sessions(cwd=str(ws))
+        listed = await w(conn.list_sessions(cwd=str(ws)))
         (info,) = listed.sessions
         assert info.session_id == sid and info.title == "What is in the README?" and info.cwd == str(ws)
         assert datetime.fromisoformat(info.updated_at.replace("Z", "+00:00")).year >= 2024
         loaded = await asyncio.wait_for(conn.load_session(session_id=sid, cwd=str(ws), mcp_servers=[]), 10)
         assert loaded.modes.current_mode_id == "auto"
         assert next(o for o in loaded.config_options if o.id == "mode").current_value == "auto"
-        again = await conn.prompt(session_id=sid, prompt=[text_block("And now?")])
+        again = await w(conn.prompt(session_id=sid, prompt=[text_block("And now?")]))
     assert again.stop_reason == "end_turn"
     assert client.text().endswith("Second answer.")  # the script went on where the session stood
     # On the wire: every update of the load came before its answer.
@@ -101,45 +106,45 @@ async def test_resume_fork_close_and_delete_through_the_sdk(tmp_path, ws):
     client = RecordingClient()
     async with spawn_sdk_agent(client, tmp_path, "--model", model) as (conn, _, _):
         await init(conn)
-        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
-        await conn.prompt(session_id=sid, prompt=[text_block("first")])
+        sid = (await w(conn.new_session(cwd=str(ws), mcp_servers=[]))).session_id
+        await w(conn.prompt(session_id=sid, prompt=[text_block("first")]))
         n_updates = len(client.updates)
-        resumed = await conn.resume_session(session_id=sid, cwd=str(ws))
+        resumed = await w(conn.resume_session(session_id=sid, cwd=str(ws)))
         assert resumed.modes.current_mode_id == "safe"
         await asyncio.sleep(0.2)
         assert "user_message_chunk" not in client.kinds()[n_updates:]  # resume does not replay
 
-        forked = await conn.fork_session(session_id=sid, cwd=str(ws))
+        forked = await w(conn.fork_session(session_id=sid, cwd=str(ws)))
         assert forked.session_id != sid
-        await conn.prompt(session_id=forked.session_id, prompt=[text_block("in the fork")])
+        await w(conn.prompt(session_id=forked.session_id, prompt=[text_block("in the fork")]))
         assert client.text().endswith("two")  # the fork continues from the original's position
-        await conn.prompt(session_id=sid, prompt=[text_block("in the original")])
+        await w(conn.prompt(session_id=sid, prompt=[text_block("in the original")]))
         assert client.text().endswith("two")  # … and the original keeps its own
 
-        ids = {s.session_id for s in (await conn.list_sessions()).sessions}
+        ids = {s.session_id for s in (await w(conn.list_sessions())).sessions}
         assert ids == {sid, forked.session_id}
 
-        assert await conn.close_session(session_id=sid) is not None
+        assert await w(conn.close_session(session_id=sid)) is not None
         with pytest.raises(RequestError) as err:
-            await conn.prompt(session_id=sid, prompt=[text_block("closed?")])
+            await w(conn.prompt(session_id=sid, prompt=[text_block("closed?")]))
         assert err.value.code == -32002
         # Still listed (closing frees, it does not delete), and loadable again.
-        assert sid in {s.session_id for s in (await conn.list_sessions()).sessions}
+        assert sid in {s.session_id for s in (await w(conn.list_sessions())).sessions}
 
-        assert await conn._conn.send_request("session/delete", {"sessionId": forked.session_id}) == {}
-        assert await conn._conn.send_request("session/delete", {"sessionId": "sess_never_existed"}) == {}
-        ids = {s.session_id for s in (await conn.list_sessions()).sessions}
+        assert await w(conn._conn.send_request("session/delete", {"sessionId": forked.session_id})) == {}
+        assert await w(conn._conn.send_request("session/delete", {"sessionId": "sess_never_existed"})) == {}
+        ids = {s.session_id for s in (await w(conn.list_sessions())).sessions}
         assert ids == {sid}
         with pytest.raises(RequestError) as err:
-            await conn.load_session(session_id=forked.session_id, cwd=str(ws), mcp_servers=[])
+            await w(conn.load_session(session_id=forked.session_id, cwd=str(ws), mcp_servers=[]))
         assert err.value.code == -32002
         with pytest.raises(RequestError) as err:
-            await conn.resume_session(session_id="sess_unknown", cwd=str(ws))
+            await w(conn.resume_session(session_id="sess_unknown", cwd=str(ws)))
         assert err.value.code == -32002
         with pytest.raises(RequestError) as err:
-            await conn.close_session(session_id="sess_unknown")
+            await w(conn.close_session(session_id="sess_unknown"))
         assert err.value.code == -32002
-        assert (await conn.list_sessions(cwd=str(tmp_path))).sessions == []  # no match is an empty list
+        assert (await w(conn.list_sessions(cwd=str(tmp_path)))).sessions == []  # no match is an empty list
 
 
 async def test_close_cancels_the_running_prompt(tmp_path, ws):
@@ -147,7 +152,7 @@ async def test_close_cancels_the_running_prompt(tmp_path, ws):
     client = RecordingClient()
     async with spawn_sdk_agent(client, tmp_path, "--model", model) as (conn, _, _):
         await init(conn)
-        sid = (await conn.new_session(cwd=str(ws), mcp_servers=[])).session_id
+        sid = (await w(conn.new_session(cwd=str(ws), mcp_servers=[]))).session_id
         running = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block("take your time")]))
         for _ in range(200):
             if "session_info_update" in client.kinds():
