@@ -190,6 +190,7 @@ class AcpSession:
     cancel_epoch: int = 0
     active_prompt: Any = None  # the params of the prompt holding `turn_lock` (to tell it from queued ones)
     cancelled_prompts: list[Any] = field(default_factory=list)  # params of queued prompts cancelled by request
+    mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
 
     def __post_init__(self) -> None:
         self.workspace = Workspace(self.cwd, self.additional_directories)
@@ -278,6 +279,10 @@ class AcpSession:
         self.cancel()
         # Background processes belong to the session: none outlives it.
         close_session_processes(self.id)
+        if self.mcp is not None:
+            from runtime.mcp import close_servers
+
+            await close_servers(self)
 
 
 def new_session_id() -> str:

@@ -141,7 +141,8 @@ class SessionLifecycle:
         agent.sessions[session.id] = session
         return session
 
-    async def _open_params(self, params: Any) -> tuple[dict[str, Any], str, str]:
+    async def _open_params(self, params: Any) -> tuple[list[Any], str, str]:
+        """(mcpServers, sessionId, cwd) of a load/resume/fork request, checked."""
         p = obj(params)
         sid = req_str(p, "sessionId")
         cwd = req_str(p, "cwd")
@@ -149,9 +150,15 @@ class SessionLifecycle:
             raise InvalidParams("Invalid params: \"cwd\" must be an absolute path to an existing directory")
         if str_list(p, "additionalDirectories"):
             raise InvalidParams("Invalid params: \"additionalDirectories\" is not supported by this agent")
-        if opt_list(p, "mcpServers"):
-            log.warning("%s carried MCP servers; MCP is not supported in this build", sid[:100])
-        return p, sid, cwd
+        return opt_list(p, "mcpServers") or [], sid, cwd
+
+    @staticmethod
+    async def _connect_mcp(session: AcpSession, servers: list[Any]) -> None:
+        """The client re-sends its MCP servers on load/resume/fork: (re)start them; returns at once."""
+        if servers:
+            from runtime.mcp import connect_servers
+
+            await connect_servers(session, servers)
 
     def _record(self, sid: str) -> SessionRecord:
         rec = self.store.get(sid)
@@ -161,12 +168,13 @@ class SessionLifecycle:
 
     # ---- the methods ---------------------------------------------------------------------------------------------
     async def load(self, params: Any) -> dict[str, Any]:
-        _, sid, cwd = await self._open_params(params)
+        servers, sid, cwd = await self._open_params(params)
         live = self.agent.sessions.get(sid)
         if live is not None:
             # The store is complete (written as it goes): settle the live copy and rebuild from the store.
             await self._shut(live)
         session = self._revive(self._record(sid), cwd)
+        await self._connect_mcp(session, servers)
         await self._replay(session)
         await self._send_commands(session)
         if session.title:
@@ -181,8 +189,9 @@ class SessionLifecycle:
     async def resume(self, params: Any) -> Any:
         from acp_server.rpc import Answer
 
-        _, sid, cwd = await self._open_params(params)
+        servers, sid, cwd = await self._open_params(params)
         session = self.agent.sessions.get(sid) or self._revive(self._record(sid), cwd)
+        await self._connect_mcp(session, servers)
         return Answer({"modes": session.modes_state(), "configOptions": session.config_options()},
                       lambda: self._send_commands(session))
 
@@ -190,7 +199,7 @@ class SessionLifecycle:
         from acp_server.rpc import Answer
         from acp_server.session import new_session_id
 
-        _, sid, cwd = await self._open_params(params)
+        servers, sid, cwd = await self._open_params(params)
         live = self.agent.sessions.get(sid)
         if live is not None and live.journal is not None:
             live.journal.sync()
@@ -199,6 +208,7 @@ class SessionLifecycle:
         if rec is None:
             raise ResourceNotFound(f"Session not found: {sid[:100]}")
         session = self._revive(rec, cwd)
+        await self._connect_mcp(session, servers)
         return Answer({"sessionId": session.id, "modes": session.modes_state(),
                        "configOptions": session.config_options()}, lambda: self._send_commands(session))
 
@@ -250,15 +260,12 @@ class SessionLifecycle:
         """Cancel the running and queued prompts, wait (briefly) for them to answer, store, free everything."""
         import anyio
 
-        await session.close()
+        await session.close()  # also ends its background processes and MCP servers
         with anyio.move_on_after(CLOSE_WAIT_S):
             async with session.turn_lock:
                 pass
         if session.journal is not None:
             session.journal.sync()
-        closer = getattr(session, "close_mcp", None)  # the MCP connections, when this build has them
-        if closer is not None:
-            await closer()
         self.agent.sessions.pop(session.id, None)
         self._sent_commands.pop(session.id, None)
 

@@ -5,6 +5,8 @@ is compacted and continued across a restart."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import threading
 from pathlib import Path
 
@@ -38,7 +40,8 @@ def test_after_kill_9_mid_turn_the_session_loads_with_every_completed_step(spawn
     sid = agent.new_session(workspace)
     agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "Do the work"}]})
     agent.wait_for(lambda f: f.get("method") == "session/request_permission")
-    agent.kill()  # SIGKILL: no shutdown code runs
+    os.killpg(agent.proc.pid, signal.SIGKILL)  # no shutdown code runs; the reader thread then sees EOF
+    agent.proc.wait(10)
 
     again = spawn("--model", f"scripted:{model}", responder=allow_once)
     again.initialize()
