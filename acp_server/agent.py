@@ -51,6 +51,10 @@ class GatewrightAgent:
         self.notifications: Mapping[str, Any] = {
             "session/cancel": self.cancel,
         }
+        from acp_server.session_methods import SessionLifecycle
+
+        self.lifecycle = SessionLifecycle(self)
+        self.requests = {**self.requests, **self.lifecycle.handlers()}
 
     def attach(self, conn: JsonRpcConnection) -> None:
         self.conn = conn
@@ -73,11 +77,12 @@ class GatewrightAgent:
             # A v1 agent answers 1 to every client version (never an echo).
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
-                "loadSession": False,
+                "loadSession": True,
                 "promptCapabilities": {"image": bool(factory and factory.any_accepts_images()), "audio": False,
                                        "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
-                "sessionCapabilities": {},
+                "mcpCapabilities": {"http": True, "sse": True},
+                # Each one works (acp_server.session_methods); `fork` is unstable, hence in the unstable schema only.
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}, "fork": {}},
             },
             "authMethods": factory.auth_methods() if factory else [],
             "agentInfo": {"name": "gatewright", "title": "gatewright", "version": __version__},
@@ -96,36 +101,31 @@ class GatewrightAgent:
                                "then restart the agent")
         raise InvalidParams(f"Invalid params: unknown authentication method {method[:100]!r}")
 
+    def request_received(self, method: str, params: Any) -> None:
+        """Called by the connection as a request arrives, before its handler task runs: a prompt's cancel epoch is
+        the one it arrived in, so a `session/cancel` read right behind it cancels it (ACP-CANCEL-001)."""
+        if method == "session/prompt" and isinstance(params, dict) and isinstance(params.get("sessionId"), str):
+            session = self.sessions.get(params["sessionId"])
+            if session is not None:
+                session.arrivals.append((params, session.cancel_epoch))
+
     def cancel_request_hook(self, method: str, params: Any) -> bool:
         # `$/cancel_request` for a prompt: cancel the turn, which answers `stopReason: cancelled` by itself.
-        if method == "session/prompt":
-            session = self._prompted_session(params)
+        if method == "session/prompt" and isinstance(params, dict) and isinstance(params.get("sessionId"), str):
+            session = self.sessions.get(params["sessionId"])
             if session is not None:
-                self._cancel_session(session)
+                if session.active_prompt is params:
+                    session.runtime.cancel()
+                else:  # still queued: it answers `cancelled` when its turn comes, without running
+                    session.cancelled_prompts.append(params)
                 return True
         return False
-
-    def request_received(self, method: str, params: Any) -> None:
-        """Called by the connection as a request arrives, before its handler runs (see `cancel`)."""
-        if method == "session/prompt":
-            session = self._prompted_session(params)
-            if session is not None:
-                session.prompts_in_flight += 1
-
-    def _prompted_session(self, params: Any) -> AcpSession | None:
-        sid = params.get("sessionId") if isinstance(params, dict) else None
-        return self.sessions.get(sid) if isinstance(sid, str) else None
-
-    @staticmethod
-    def _cancel_session(session: AcpSession) -> None:
-        session.runtime.cancel()
-        if session.prompts_in_flight:
-            # The prompt may not have started its turn yet (its handler task has not run): it must not miss this.
-            session.cancel_pending = True
 
     async def shutdown(self) -> None:
         for session in list(self.sessions.values()):
             await session.close()
+            if session.journal is not None:
+                session.journal.sync()
 
     # ---- sessions ----------------------------------------------------------------------------------------------
     def _session(self, params: dict[str, Any]) -> AcpSession:
@@ -135,10 +135,10 @@ class GatewrightAgent:
             raise ResourceNotFound(f"Session not found: {sid[:100]}")
         return session
 
-    async def new_session(self, params: Any) -> dict[str, Any]:
+    async def new_session(self, params: Any) -> Any:
         from acp_server.session import AcpSession, new_session_id
+        from acp_server.session_methods import runtime_options
         from permissions.modes import parse_mode
-        from runtime.loop import RuntimeOptions
 
         p = obj(params)
         cwd = req_str(p, "cwd")
@@ -150,41 +150,43 @@ class GatewrightAgent:
         if extra:
             raise InvalidParams("Invalid params: \"additionalDirectories\" is not supported by this agent")
         servers = opt_list(p, "mcpServers")
-        if servers:
-            log.warning("session/new carried %d MCP server(s); MCP is not supported in this build", len(servers))
         assert self.conn is not None
         sid = new_session_id()
         factory = self.config.model_factory
         model = factory.create() if factory else None
         session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
-                             RuntimeOptions(), model_id=factory.default_id if factory and model else None,
+                             runtime_options(), model_id=factory.default_id if factory and model else None,
                              model_choices=factory.choices() if factory else ())
         self.sessions[sid] = session
-        return {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
+        if servers:
+            from runtime.mcp import connect_servers  # lazy: sessions without MCP servers never load it
+
+            await connect_servers(session, servers)  # returns at once; servers start after this answer
+        result = {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
+        return self.lifecycle.created(session, result)  # stored; its commands follow the answer
 
     async def prompt(self, params: Any) -> dict[str, Any]:
-        counted = self._prompted_session(params)
-        try:
-            return await self._prompt(params)
-        finally:
-            if counted is not None and counted.prompts_in_flight > 0:
-                counted.prompts_in_flight -= 1
-                if counted.prompts_in_flight == 0:
-                    counted.cancel_pending = False
+        import anyio
 
-    async def _prompt(self, params: Any) -> dict[str, Any]:
         from runtime.loop import AuthRequired as RuntimeAuthRequired
         from runtime.models import NO_MODEL_MESSAGE
 
         p = obj(params)
         session = self._session(p)
+        ticket = session.prompt_ticket(params)  # prompts queue in order; a cancel since arrival cancels this one too
         blocks = p.get("prompt")
         if not isinstance(blocks, list):
             raise InvalidParams("Invalid params: \"prompt\" must be an array of content blocks")
         parts, notes = convert_prompt(blocks, accepts_images=bool(session.model and session.model.accepts_images))
         async with session.turn_lock:
-            if session.closed or session.cancel_pending:
+            if session.closed or session.cancel_epoch != ticket or any(c is params for c in session.cancelled_prompts):
+                session.cancelled_prompts = [c for c in session.cancelled_prompts if c is not params]
                 return {"stopReason": "cancelled"}
+            session.active_prompt = params
+            plan = await self.lifecycle.before_prompt(session, blocks, parts)
+            if plan.stop is not None:
+                return {"stopReason": plan.stop}
+            parts = plan.parts
             for note in notes:
                 await session.send_update({"sessionUpdate": "agent_message_chunk",
                                            "content": {"type": "text", "text": note}})
@@ -196,20 +198,26 @@ class GatewrightAgent:
                 outcome = await session.runtime.run_turn(parts, session.emit)
             except RuntimeAuthRequired as exc:
                 raise AuthRequired(f"Authentication required: {exc}") from None
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self.lifecycle.after_prompt(session)
             return {"stopReason": outcome.stop_reason}
 
     def cancel(self, params: Any) -> None:
         if not isinstance(params, dict):
             return
-        session = self._prompted_session(params)
+        sid = params.get("sessionId")
+        session = self.sessions.get(sid) if isinstance(sid, str) else None
         if session is not None:
-            self._cancel_session(session)
+            session.cancel()
 
     async def set_mode(self, params: Any) -> dict[str, Any]:
         p = obj(params)
         session = self._session(p)
         mode_id = req_str(p, "modeId")
         await self._apply_mode(session, mode_id, announce_mode=False)
+        if session.journal is not None:
+            session.journal.save_settings()
         return {}
 
     async def set_config_option(self, params: Any) -> dict[str, Any]:
@@ -226,8 +234,10 @@ class GatewrightAgent:
                 raise InvalidParams(f"Invalid params: unknown model {value[:100]!r}")
             # Takes effect at the next model call, even in the middle of a running turn.
             session.set_model(value, self.config.model_factory.create(value))
-            return {"configOptions": session.config_options()}
-        await self._apply_mode(session, value, announce_mode=True, announce_config=False)
+        else:
+            await self._apply_mode(session, value, announce_mode=True, announce_config=False)
+        if session.journal is not None:
+            session.journal.save_settings()
         return {"configOptions": session.config_options()}
 
     async def _apply_mode(self, session: AcpSession, mode_id: str, *, announce_mode: bool,
