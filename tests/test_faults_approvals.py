@@ -141,6 +141,10 @@ class FailingOs(types.ModuleType):
         return failing
 
 
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in root.iterdir()}
+
+
 FAILURES = {
     "disk_full_mid_write": ("write", errno.ENOSPC),
     "fsync_io_error": ("fsync", errno.EIO),
@@ -172,7 +176,7 @@ async def test_a_failing_disk_write_gives_a_clear_error_and_leaves_the_old_file_
 
     (tmp_path / "keep.txt").write_text("old content\n", encoding="utf-8")
     (tmp_path / "AGENTS.md").write_text("old rules\n", encoding="utf-8")
-    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    before = snapshot(tmp_path)
     fake = FailingOs(*FAILURES[failure])
     monkeypatch.setattr(workspace_module, "os", fake)
     name, args = WRITERS[writer]
@@ -183,4 +187,4 @@ async def test_a_failing_disk_write_gives_a_clear_error_and_leaves_the_old_file_
     assert err.value.error_type in {"WriteFailed", "OSError", "PermissionDenied"}, err.value.message
     shown = "AGENTS.md" if writer == "update_agents_md" else "keep.txt"
     assert shown in err.value.message
-    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert snapshot(tmp_path) == before

@@ -54,7 +54,8 @@ def test_ten_sessions_with_parallel_tool_calls_at_once_never_mix_updates_approva
     script = write_script(tmp_path / "m.json", [
         {"tool_calls": [{"id": "call_pwd", "name": "bash", "arguments": {"command": "pwd"}},
                         {"id": "call_read", "name": "read_file", "arguments": {"path": "README.md"}},
-                        {"id": "call_write", "name": "write_file", "arguments": {"path": "out.txt", "content": "w\n"}}]},
+                        {"id": "call_write", "name": "write_file",
+                         "arguments": {"path": "out.txt", "content": "w\n"}}]},
         {"text": "done"}])
     decisions: dict[str, str] = {}
     lock = threading.Lock()

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -76,7 +77,7 @@ class Dispatcher:
         self.notifications: dict[str, Any] = {"note": lambda p: None, "bad_note": self.bad_note}
 
     async def echo(self, params: Any) -> Any:
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         return {"echo": params}
 
     async def boom(self, params: Any) -> Any:
@@ -106,7 +107,7 @@ class Feed:
         self.out = bytearray()
 
     async def read(self) -> bytes:
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         return self.chunks.pop(0) if self.chunks else b""
 
     async def write(self, data: bytes) -> None:
