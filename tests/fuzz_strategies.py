@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -208,9 +209,26 @@ def _gen(draw: Any, schema: dict[str, Any], overrides: dict[str, Any], depth: in
 
 def from_schema(def_name: str, overrides: dict[str, Any] | None = None) -> Any:
     """Instances of `$defs[def_name]`. `overrides` maps a property name (anywhere) to a strategy used 3 times in 4,
-    e.g. real session ids, so that generated calls reach real sessions rather than only the unknown-id path."""
+    e.g. real session ids, so that generated calls reach real sessions rather than only the unknown-id path.
+
+    With `GW_FUZZ_JSONSCHEMA=1` (bench/fuzz_long.py) and hypothesis-jsonschema installed, half the instances come
+    from `hypothesis_jsonschema.from_schema` instead: an independent generator for the same schema."""
     schema = {"$ref": f"#/$defs/{def_name}"}
-    return st.composite(lambda draw: _gen(draw, schema, overrides or {}, 0))()
+    ours = st.composite(lambda draw: _gen(draw, schema, overrides or {}, 0))()
+    if os.environ.get("GW_FUZZ_JSONSCHEMA") == "1":
+        theirs = _jsonschema_strategy(def_name)
+        if theirs is not None:
+            return ours | theirs
+    return ours
+
+
+@functools.cache
+def _jsonschema_strategy(def_name: str) -> Any:
+    try:
+        from hypothesis_jsonschema import from_schema as hj_from_schema
+    except ImportError:
+        return None
+    return hj_from_schema({"$ref": f"#/$defs/{def_name}", "$defs": acp_defs()})
 
 
 @st.composite

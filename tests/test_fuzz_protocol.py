@@ -123,7 +123,8 @@ class Fuzzer:
         report = os.environ.get("GW_FUZZ_REPORT")
         if report:
             with open(report, "a", encoding="utf-8") as f:
-                f.write(json.dumps({"examples": self.examples, "lines": self.lines}) + "\n")
+                test = os.environ.get("PYTEST_CURRENT_TEST", "?").split(" ")[0]
+                f.write(json.dumps({"test": test, "examples": self.examples, "lines": self.lines}) + "\n")
 
 
 @pytest.fixture
