@@ -120,6 +120,7 @@ class GatewrightAgent:
     async def new_session(self, params: Any) -> dict[str, Any]:
         from acp_server.session import AcpSession, new_session_id
         from permissions.modes import parse_mode
+        from permissions.store import state_dir
         from runtime.loop import RuntimeOptions
 
         p = obj(params)
@@ -140,7 +141,8 @@ class GatewrightAgent:
         model = factory.create() if factory else None
         session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
                              RuntimeOptions(), model_id=factory.default_id if factory and model else None,
-                             model_choices=factory.choices() if factory else ())
+                             model_choices=factory.choices() if factory else (),
+                             state_dir=state_dir(self.config.state_dir))
         self.sessions[sid] = session
         return {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
 

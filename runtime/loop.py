@@ -132,6 +132,7 @@ class AgentRuntime:
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self.total_usage = Usage()
+        self._rejections: list[str] = []  # what the user refused in the current step
         # Model calls made in this session: the <step> of `tool_step_<step>_<index>`, so that normalised ids stay
         # unique within the session (ACP requires unique tool call ids per session).
         self.steps_taken = 0
@@ -225,8 +226,12 @@ class AgentRuntime:
                                                  finished.provider_state))
             if not calls:
                 return TurnOutcome("end_turn", usage=self.total_usage)
+            self._rejections = []
             rejected = await self._run_tools(step, calls, emit, open_calls)
             if rejected:
+                # Say what was refused: the turn stops here, and the user should know why.
+                refused = "; ".join(dict.fromkeys(self._rejections)) or "a tool call was rejected"
+                await emit(TextChunk(f"\n\nStopped: {refused}."))
                 return TurnOutcome("end_turn", blocked_by_approval=True, usage=self.total_usage)
         return TurnOutcome("max_turn_requests", usage=self.total_usage)
 
@@ -299,10 +304,11 @@ class AgentRuntime:
             await self._finish(slot, emit, "failed", item.message, is_error=True, error_type=item.error_type)
             return
 
-        async def started() -> None:
+        async def started(meta: dict[str, Any] | None = None) -> None:
+            # `meta`: why the approval layer let the call run (mode, rule or user), shown in the update's `_meta`.
             slot.started = True
             slot.past_approval.set()
-            await emit(ToolCallProgress(cid, status="in_progress"))
+            await emit(ToolCallProgress(cid, status="in_progress", meta=meta))
 
         async def progress(partial: ToolResult) -> None:
             await emit(ToolCallProgress(cid, content=partial.content or None, raw_output=partial.raw_output))
@@ -313,14 +319,16 @@ class AgentRuntime:
             result = await self.executor.execute(item, ctx)
         except ApprovalRejected as exc:
             rejected.set()
+            self._rejections.append(exc.reason)
             for other in slots:  # calls still waiting for approval are not run
                 if other is not slot and not other.started and other.scope is not None:
                     other.scope.cancel()
-            await self._finish(slot, emit, "failed", f"rejected by the user: {exc.reason}", is_error=True,
-                               error_type="ApprovalRejected")
+            await self._finish(slot, emit, "failed", f"not run: {exc.reason}", is_error=True,
+                               error_type="ApprovalRejected", meta=exc.meta)
             return
-        except ApprovalDenied as exc:
-            await self._finish(slot, emit, "failed", exc.reason, is_error=True, error_type="PermissionDenied")
+        except ApprovalDenied as exc:  # includes ApprovalDeclined: the model is told and the turn goes on
+            await self._finish(slot, emit, "failed", exc.reason, is_error=True, error_type=exc.error_type,
+                               meta=exc.meta)
             return
         except ToolFailure as exc:
             await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
@@ -345,7 +353,8 @@ class AgentRuntime:
                            is_error=result.is_error, result=result)
 
     async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
-                      *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None) -> None:
+                      *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None,
+                      meta: dict[str, Any] | None = None) -> None:
         call = slot.call
         cid = call.id or ""
         if is_error and result is None:
@@ -362,7 +371,7 @@ class AgentRuntime:
         with anyio.CancelScope(shield=True):
             await emit(ToolCallProgress(cid, status=status, content=content, raw_output=raw_output,
                                         title=result.title if result else None,
-                                        locations=result.locations if result else None))
+                                        locations=result.locations if result else None, meta=meta))
 
     async def _close_cancelled(self, emit: EventSink, open_calls: dict[str, _CallSlot]) -> None:
         """After a cancel: close every announced call and keep the history well-formed for the next turn."""
