@@ -77,15 +77,17 @@ def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleSource | None
     if mode not in ("manual", "safe", "auto", "read-only"):
         mode = "manual"
     by = f"mode:{mode}"
+    # A command proven read-only writes nothing, whatever its working directory (which is marked as written to).
+    writes = [p for p in facts.paths if p.writes and not facts.proven_read_only]
     outside = [p for p in facts.paths if p.klass == "outside"]
-    protected = [p for p in facts.paths if p.klass == "protected" and p.writes]
+    protected = [p for p in writes if p.klass == "protected"]
     harmless = facts.effect == "read" or facts.proven_read_only or (facts.read_only_hint and facts.effect != "write")
 
     # 1. deny
     if mode == "read-only":
         if outside:
             return Decision("deny", f"read-only mode: {outside[0].path} is outside the workspace", by=by)
-        if not harmless or any(p.writes for p in facts.paths):
+        if not harmless or writes:
             return Decision("deny", f"read-only mode: {facts.tool} would write or run a process", by=by)
     remembered = None
     if rules is not None:
