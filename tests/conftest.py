@@ -1,18 +1,11 @@
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.harness import AgentProcess
-
-# Agent subprocesses run with a temporary cwd: make them import this checkout (a git worktree), not whichever
-# checkout the editable install points at.
-_REPO = str(Path(__file__).resolve().parents[1])
-if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != _REPO:
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_REPO, os.environ.get("PYTHONPATH")) if p)
 
 
 @pytest.fixture

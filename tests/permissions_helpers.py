@@ -117,3 +117,18 @@ def bash(command: str, call_id: str = "b", **extra: Any) -> dict[str, Any]:
 
 def write(path: str, content: str = "x\n", call_id: str = "w") -> dict[str, Any]:
     return {"id": call_id, "name": "write_file", "arguments": {"path": path, "content": content}}
+
+
+REPO = str(Path(__file__).resolve().parents[1])
+
+
+def run_gatewright(*args: str, state: str) -> Any:
+    """`gatewright ARGS` as a subprocess of this checkout's code, with GATEWRIGHT_STATE_DIR=state."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, GATEWRIGHT_STATE_DIR=state)
+    env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return subprocess.run([sys.executable, "-c", "import sys; from acp_server.cli import main; sys.exit(main())",
+                           *args], capture_output=True, text=True, env=env, timeout=60)

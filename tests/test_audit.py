@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
 from permissions.audit import AuditLog, redact, summarize_arguments
+from tests.permissions_helpers import run_gatewright
 
 
 @pytest.mark.parametrize("text", [
@@ -67,10 +65,6 @@ def test_an_unwritable_audit_log_never_breaks_a_call(tmp_path):
     log.end(None, "completed")
 
 
-def _gatewright(*args: str, state: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, GATEWRIGHT_STATE_DIR=state)
-    return subprocess.run([sys.executable, "-c", "import sys; from acp_server.cli import main; sys.exit(main())",
-                           *args], capture_output=True, text=True, env=env, timeout=60)
 
 
 def test_gatewright_audit_shows_the_log_readably_and_as_json(tmp_path):
@@ -80,11 +74,11 @@ def test_gatewright_audit_shows_the_log_readably_and_as_json(tmp_path):
                     option="allow_once", ask_ms=1500)
     log.end(seq, "completed", 40)
     log.close()
-    out = _gatewright("audit", state=str(tmp_path))
+    out = run_gatewright("audit", state=str(tmp_path))
     assert out.returncode == 0, out.stderr
     assert "call_1" in out.stdout and "ask   by user option=allow_once -> completed" in out.stdout
     assert "asked 1500 ms, ran 40 ms" in out.stdout and "npm test" in out.stdout
-    (line,) = _gatewright("audit", "--json", state=str(tmp_path)).stdout.splitlines()
+    (line,) = run_gatewright("audit", "--json", state=str(tmp_path)).stdout.splitlines()
     assert json.loads(line)["decided_by"] == "user"
-    assert _gatewright("audit", "--session", "other", state=str(tmp_path)).stdout.strip() == \
+    assert run_gatewright("audit", "--session", "other", state=str(tmp_path)).stdout.strip() == \
         "The audit log is empty."

@@ -124,9 +124,7 @@ def test_an_unanswered_question_times_out_as_a_rejection(spawn, workspace, tmp_p
 
 
 def test_decisions_of_an_acp_session_show_in_gatewright_audit(spawn, workspace, tmp_path):
-    import os
-    import subprocess
-    import sys
+    from tests.permissions_helpers import run_gatewright
 
     model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "ok"}])
     agent = spawn("--model", model, responder=lambda m: _option(m, "allow_once"))
@@ -134,9 +132,7 @@ def test_decisions_of_an_acp_session_show_in_gatewright_audit(spawn, workspace, 
     sid = agent.new_session(workspace)
     agent.prompt(sid, "go")
     assert agent.close() == 0
-    env = dict(os.environ, GATEWRIGHT_STATE_DIR=str(tmp_path / "state"))
-    out = subprocess.run([sys.executable, "-c", "import sys; from acp_server.cli import main; sys.exit(main())",
-                          "audit", "--json", "--session", sid], capture_output=True, text=True, env=env, timeout=60)
+    out = run_gatewright("audit", "--json", "--session", sid, state=str(tmp_path / "state"))
     (entry,) = [json.loads(line) for line in out.stdout.splitlines()]
     assert entry["call_id"] == "b1" and entry["decided_by"] == "user" and entry["option"] == "allow_once"
     assert entry["outcome"] == "completed" and entry["project"] == str(workspace)

@@ -11,6 +11,11 @@ import pytest
 from permissions.policy import CallFacts, PathFact, decide
 from permissions.rules import RuleStore, covered_by_directory, is_within
 from permissions.store import RuleDatabase, state_dir
+from tests.permissions_helpers import REPO
+
+
+def _python(code: str, *args: str) -> list[str]:
+    return [sys.executable, "-c", f"import sys; sys.path.insert(0, {REPO!r})\n" + code, *args]
 
 WS = "/ws"
 
@@ -94,7 +99,7 @@ def test_a_revocation_in_one_process_applies_to_another_at_its_next_decision(tmp
         from permissions.store import RuleDatabase
         assert RuleDatabase({str(tmp_path)!r}).revoke({rule.id!r})
     """)
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
+    subprocess.run(_python(code), check=True, timeout=30)
     assert decide(bash_facts("make"), "safe", rules).action == "ask"
 
 
@@ -108,7 +113,7 @@ def test_two_processes_adding_rules_at_once_lose_none(tmp_path):
         for i in range(40):
             rules.add("allow", CallFacts("bash", "execute", f"k{{sys.argv[1]}}-{{i}}"), "x", "project")
     """)
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(n)]) for n in range(3)]
+    procs = [subprocess.Popen(_python(code, str(n))) for n in range(3)]
     assert all(p.wait(60) == 0 for p in procs)
     assert len(RuleDatabase(str(tmp_path)).all()) == 120
 
