@@ -151,7 +151,7 @@ class AuditLog:
                     (time.time(), session_id, call_id, tool, redact(summary), decision, decided_by, redact(reason),
                      option, outcome, ask_ms, project))
                 return cur.lastrowid
-        except Exception:  # noqa: BLE001 - auditing never breaks a call
+        except Exception:
             log.warning("could not write the audit log", exc_info=True)
             return None
 
@@ -161,10 +161,11 @@ class AuditLog:
         try:
             with self._db() as db:
                 db.execute("UPDATE audit SET outcome = ?, run_ms = ? WHERE seq = ?", (outcome, run_ms, seq))
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.warning("could not complete an audit record", exc_info=True)
 
-    def entries(self, *, limit: int = 50, session_id: str | None = None, project: str | None = None) -> list[AuditEntry]:
+    def entries(self, *, limit: int = 50, session_id: str | None = None,
+                project: str | None = None) -> list[AuditEntry]:
         """The newest `limit` entries (oldest first), optionally of one session or one project."""
         where, args = [], []
         if session_id:
@@ -173,7 +174,9 @@ class AuditLog:
         if project:
             where.append("project = ?")
             args.append(project)
-        sql = "SELECT * FROM audit" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY seq DESC LIMIT ?"
+        # Only fixed column conditions are joined here; every value is a bound parameter.
+        sql = "SELECT * FROM audit" + (" WHERE " + " AND ".join(where) if where else "") + \
+            " ORDER BY seq DESC LIMIT ?"  # noqa: S608
         if not os.path.exists(self.path):
             return []
         with self._db() as db:

@@ -93,7 +93,7 @@ def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleSource | None
     if rules is not None:
         try:
             remembered = rules.match(facts)
-        except Exception:  # noqa: BLE001 - fail closed: an unreadable rule is no rule
+        except Exception:  # fail closed: an unreadable rule is no rule
             remembered = None
     if remembered is not None and remembered.action == "deny":
         return Decision("deny", f"rejected by a remembered rule: {remembered.describe()}", remembered.id,

@@ -122,7 +122,7 @@ class RuleStore:
                     (match == "under" or key):
                 try:
                     return self.database.add(rule)
-                except Exception:  # noqa: BLE001 - the choice still holds for this session
+                except Exception:  # the choice still holds for this session
                     log.warning("could not persist a %s rule; keeping it for this session only", scope,
                                 exc_info=True)
             rule = replace(rule, scope="session", project=None)
@@ -134,7 +134,7 @@ class RuleStore:
             return []
         try:
             return self.database.rules_for(self.project)
-        except Exception:  # noqa: BLE001 - an unreadable database is no rule (the call asks)
+        except Exception:  # an unreadable database is no rule (the call asks)
             log.warning("could not read the remembered rules database", exc_info=True)
             return []
 

@@ -10,8 +10,6 @@ from permissions.store import RuleDatabase
 from tests.permissions_helpers import run_gatewright
 
 
-
-
 def test_rules_are_listed_and_revoked_from_the_terminal(tmp_path):
     proj = tmp_path / "proj"
     proj.mkdir()

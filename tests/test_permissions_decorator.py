@@ -75,8 +75,9 @@ async def test_always_allow_in_this_project_is_seen_by_a_new_session_of_the_same
 async def test_always_allow_everywhere_covers_the_command_in_another_project_but_not_a_chained_one(tmp_path):
     h = Harness(tmp_path, [{"tool_calls": [bash("touch t.txt")]}, {"text": "ok"}], answers=["allow_always_global"])
     await h.turn()
-    other = Harness(tmp_path, [{"tool_calls": [bash("touch t.txt")]}, {"tool_calls": [bash("touch t.txt; rm -rf x", "c")]},
-                               {"text": "ok"}], ws_name="other", answers=["reject_continue"])
+    other = Harness(tmp_path, [{"tool_calls": [bash("touch t.txt")]},
+                               {"tool_calls": [bash("touch t.txt; rm -rf x", "c")]}, {"text": "ok"}],
+                    ws_name="other", answers=["reject_continue"])
     await other.turn()
     assert [r.raw_input["command"] for r in other.gateway.asked] == ["touch t.txt; rm -rf x"]
 
@@ -122,8 +123,8 @@ async def test_a_remembered_rejection_refuses_without_asking_and_says_which_rule
 
 
 async def test_revoking_a_rule_makes_the_next_call_ask_again(tmp_path):
-    h = Harness(tmp_path, [{"tool_calls": [bash("touch t.txt")]}, {"tool_calls": [bash("touch t.txt", "b2")]}, {"text": "x"},
-                           {"tool_calls": [bash("touch t.txt", "b3")]}, {"text": "y"}],
+    h = Harness(tmp_path, [{"tool_calls": [bash("touch t.txt")]}, {"tool_calls": [bash("touch t.txt", "b2")]},
+                           {"text": "x"}, {"tool_calls": [bash("touch t.txt", "b3")]}, {"text": "y"}],
                 answers=["allow_always_project", "allow_once"])
     await h.turn("one")
     assert len(h.gateway.asked) == 1
@@ -227,8 +228,8 @@ async def test_a_file_that_changes_while_the_question_is_open_is_asked_again_wit
 
 # ---- parallel calls ----------------------------------------------------------------------------------------------
 async def test_always_for_one_parallel_call_resolves_the_pending_identical_ones_without_asking(tmp_path):
-    h = Harness(tmp_path, [{"tool_calls": [bash("touch t.txt", "p1"), bash("touch t.txt", "p2"), bash("touch t.txt", "p3")]},
-                           {"text": "ok"}], answers=["allow_always"])
+    calls = [bash("touch t.txt", "p1"), bash("touch t.txt", "p2"), bash("touch t.txt", "p3")]
+    h = Harness(tmp_path, [{"tool_calls": calls}, {"text": "ok"}], answers=["allow_always"])
     await h.turn()
     assert [r.call_id for r in h.gateway.asked] == ["p1"]
     assert all(h.sink.statuses(c)[-1] == "completed" for c in ("p1", "p2", "p3"))
