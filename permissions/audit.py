@@ -151,7 +151,7 @@ class AuditLog:
                     (time.time(), session_id, call_id, tool, redact(summary), decision, decided_by, redact(reason),
                      option, outcome, ask_ms, project))
                 return cur.lastrowid
-        except Exception:
+        except Exception:  # auditing never breaks a call
             log.warning("could not write the audit log", exc_info=True)
             return None
 
@@ -161,7 +161,7 @@ class AuditLog:
         try:
             with self._db() as db:
                 db.execute("UPDATE audit SET outcome = ?, run_ms = ? WHERE seq = ?", (outcome, run_ms, seq))
-        except Exception:
+        except Exception:  # auditing never breaks a call
             log.warning("could not complete an audit record", exc_info=True)
 
     def entries(self, *, limit: int = 50, session_id: str | None = None,
