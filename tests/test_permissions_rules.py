@@ -155,3 +155,9 @@ def test_the_rules_file_is_private_to_its_owner(tmp_path):
 
     RuleStore(RuleDatabase(str(tmp_path / "st")), "/ws").add("allow", bash_facts("a"), "`a`", "project")
     assert stat.S_IMODE(os.stat(tmp_path / "st" / "permissions.db").st_mode) == 0o600
+
+
+def test_sqlite_is_not_imported_on_the_start_up_path_nor_by_creating_a_session_object():
+    code = ("import acp_server.cli, acp_server.server, acp_server.agent, acp_server.session, permissions.store, "
+            "permissions.audit\nassert 'sqlite3' not in sys.modules, 'sqlite3 imported at start-up'")
+    subprocess.run(_python(code), check=True, timeout=60)
