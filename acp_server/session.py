@@ -19,12 +19,13 @@ import anyio
 from acp_server.editor import AcpEditorBridge
 from permissions import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
-from permissions.modes import MODES, ApprovalMode
 from permissions.audit import audit_log
 from permissions.decorator import AuditSink
+from permissions.modes import MODES, ApprovalMode
 from permissions.rules import RuleStore
 from permissions.store import rule_database
 from runtime.approval import make_describer
+from runtime.delegation import install_delegation
 from runtime.events import (
     NoticeEvent,
     PlanUpdated,
@@ -38,8 +39,9 @@ from runtime.events import (
 from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
 from runtime.models.base import Usage
 from runtime.processes import close_session as close_session_processes
-from runtime.tools.base import RoutingToolExecutor, ToolRegistry
+from runtime.tools.base import RoutingToolExecutor, ToolExecutor, ToolRegistry
 from runtime.tools.builtin import builtin_tools
+from runtime.tracing import RetryingExecutor
 from runtime.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -104,7 +106,7 @@ def parse_permission_answer(answer: Any, valid_ids: set[str]) -> PermissionOutco
 
 
 def AcpToolApprovalDecorator(  # noqa: N802 - a named construction of the one decorator with the ACP gateway
-    delegate: RoutingToolExecutor, conn: JsonRpcConnection, session_id: str, registry: ToolRegistry,
+    delegate: ToolExecutor, conn: JsonRpcConnection, session_id: str, registry: ToolRegistry,
     mode: Callable[[], ApprovalMode], rules: RuleStore, audit: AuditSink | None = None,
 ) -> ToolApprovalDecorator[Any, Any, Any]:
     return ToolApprovalDecorator(delegate, AcpPermissionGateway(conn, session_id), make_describer(registry), mode,
@@ -199,8 +201,9 @@ class AcpSession:
             self.rules = RuleStore(rule_database(self.state_dir), self.workspace.cwd)
             audit = audit_log(self.state_dir)
         router = RoutingToolExecutor(self.registry, self.options.tool_call_timeout_ms / 1000)
-        executor = AcpToolApprovalDecorator(router, self.conn, self.id, self.registry, lambda: self.mode, self.rules,
-                                            audit)
+        # Retries sit under approval: an approved read is not asked again when a transient failure repeats it.
+        executor = AcpToolApprovalDecorator(RetryingExecutor(router, self.registry), self.conn, self.id, self.registry,
+                                            lambda: self.mode, self.rules, audit)
         self.runtime = AgentRuntime(
             model=self.model,
             registry=self.registry,
@@ -209,6 +212,7 @@ class AcpSession:
                 self.conn, self.id, self.client_caps)),
             options=self.options,
         )
+        install_delegation(self.runtime)
 
     async def emit(self, ev: RuntimeEvent) -> None:
         if isinstance(ev, UsageReported):

@@ -175,6 +175,8 @@ class ToolApprovalDecorator(Generic[C, X, R]):
                 if decision.action == "ask":
                     approved = await self._ask(call, ctx, subject, decision)
                     subject, decision = approved.subject, approved.decision
+        # Run outside the lock: an approved call may itself ask (a subagent's calls go through this same decorator),
+        # and approved calls run in parallel.
         if decision.action == "deny":
             self._record(subject, ctx, decision, "refused" if decision.rule_id else "denied")
             self._refuse(decision)

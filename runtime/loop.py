@@ -21,6 +21,8 @@ import anyio.lowlevel
 from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
 from runtime.events import (
     EventSink,
+    PlanUpdated,
+    RuntimeEvent,
     TextChunk,
     ThoughtChunk,
     ToolCallProgress,
@@ -55,6 +57,7 @@ from runtime.tools.base import (
     ToolResult,
     cap_output,
 )
+from runtime.tracing import META_KEY, CallRecord, check_output, find_trace, jsonable_trace, new_operation_id, wire_meta
 from runtime.workspace import PathError, Workspace
 
 log = logging.getLogger(__name__)
@@ -107,6 +110,7 @@ class _CallSlot:
     finished: bool = False
     result: ToolResultMessage | None = None
     scope: anyio.CancelScope | None = None
+    record: CallRecord | None = None
     # Set once the call is past approval (running, or finished): the next call may only ask after it, so the user
     # sees permission questions in call order while approved calls still run in parallel.
     past_approval: anyio.Event = field(default_factory=anyio.Event)
@@ -134,6 +138,9 @@ class AgentRuntime:
         self._cancel_requested = False
         self.total_usage = Usage()
         self._rejections: list[str] = []  # what the user refused in the current step
+        # The plan as last sent to the client (complete list of ACP plan entries): kept here so a session store can
+        # persist and restore it.
+        self.plan: tuple[dict[str, Any], ...] = ()
         # Awaited at the start of every turn, inside its cancel scope (e.g. MCP servers still starting get a bounded
         # chance to expose their tools before the first model call).
         self.before_turn: list[Callable[[], Awaitable[None]]] = []
@@ -152,6 +159,10 @@ class AgentRuntime:
     def running(self) -> bool:
         return self._scope is not None
 
+    def add_usage(self, u: Usage) -> None:
+        """Count usage spent on this runtime's behalf elsewhere (e.g. by a subagent) into its total."""
+        self._add_usage(u)
+
     def tool_schemas(self) -> tuple[ToolSchema, ...]:
         return tuple(ToolSchema(t.name, t.description, t.schema) for t in self.registry.tools())
 
@@ -164,21 +175,37 @@ class AgentRuntime:
         self.history.append(UserMessage(tuple(parts)))
         open_calls: dict[str, _CallSlot] = {}
         outcome: TurnOutcome | None = None
-        with anyio.CancelScope() as scope:
-            self._scope = scope
-            if self._cancel_requested:
-                scope.cancel()
-            try:
-                for hook in list(self.before_turn):
-                    await hook()
-                outcome = await self._loop(emit, open_calls, start_len)
-            finally:
-                self._scope = None
+        emit = self._keeping_plan(emit)
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if self._cancel_requested:
+                    scope.cancel()
+                try:
+                    for hook in list(self.before_turn):
+                        await hook()
+                    outcome = await self._loop(emit, open_calls, start_len)
+                finally:
+                    self._scope = None
+        except anyio.get_cancelled_exc_class():
+            # Cancelled from outside (a subagent's parent turn, or its time limit): still close every announced
+            # call, so the client never keeps a call pending that nothing will finish.
+            with anyio.CancelScope(shield=True):
+                await self._close_cancelled(emit, open_calls)
+            raise
         if outcome is None or scope.cancelled_caught or self._cancel_requested:
             with anyio.CancelScope(shield=True):
                 await self._close_cancelled(emit, open_calls)
             return TurnOutcome("cancelled", usage=self.total_usage)
         return outcome
+
+    def _keeping_plan(self, emit: EventSink) -> EventSink:
+        async def sink(ev: RuntimeEvent) -> None:
+            if isinstance(ev, PlanUpdated):
+                self.plan = ev.entries
+            await emit(ev)
+
+        return sink
 
     async def _loop(self, emit: EventSink, open_calls: dict[str, _CallSlot], start_len: int) -> TurnOutcome:
         assert self.model is not None
@@ -312,6 +339,8 @@ class AgentRuntime:
 
         async def started(meta: dict[str, Any] | None = None) -> None:
             # `meta`: why the approval layer let the call run (mode, rule or user), shown in the update's `_meta`.
+            if slot.started:  # a retried call starts once
+                return
             slot.started = True
             slot.past_approval.set()
             await emit(ToolCallProgress(cid, status="in_progress", meta=meta))
@@ -319,8 +348,10 @@ class AgentRuntime:
         async def progress(partial: ToolResult) -> None:
             await emit(ToolCallProgress(cid, content=partial.content or None, raw_output=partial.raw_output))
 
+        slot.record = CallRecord(cid, new_operation_id())
         ctx = ToolContext(self.env.session_id, cid, self.env.workspace, editor=self.env.editor,
-                          state=self.env.state, progress=progress, started=started)
+                          state=self.env.state, progress=progress, started=started,
+                          operation_id=slot.record.operation_id, record=slot.record, emit=emit)
         try:
             result = await self.executor.execute(item, ctx)
         except ApprovalRejected as exc:
@@ -355,7 +386,12 @@ class AgentRuntime:
             await self._finish(slot, emit, "failed", f"{type(exc).__name__}: the tool crashed (incident {incident})",
                                is_error=True, error_type=type(exc).__name__)
             return
-        await self._finish(slot, emit, "failed" if result.is_error else "completed", result.output,
+        try:
+            text = check_output(result.output)
+        except ToolFailure as exc:
+            await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
+            return
+        await self._finish(slot, emit, "failed" if result.is_error else "completed", text,
                            is_error=result.is_error, result=result)
 
     async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
@@ -372,19 +408,33 @@ class AgentRuntime:
             content = result.content if result and result.content else (
                 {"type": "content", "content": {"type": "text", "text": cap_output(text, 20_000)}},)
             raw_output = result.raw_output if result else None
-        slot.result = ToolResultMessage(cid, call.name, output, is_error)
+        trace = None
+        if slot.record is not None:  # it reached the executor: a trace may exist, kept by the tool or an executor
+            kept = find_trace(self.executor, cid)  # always read: an executor forgets a trace once it is read
+            trace = jsonable_trace(result.trace if result is not None and result.trace is not None else kept)
+        # The model reads `output` only; the operation id, attempts and trace travel beside it for the store.
+        slot.result = ToolResultMessage(cid, call.name, output, is_error,
+                                        meta=slot.record.meta(trace) if slot.record else None)
         slot.finished = True
         with anyio.CancelScope(shield=True):
             await emit(ToolCallProgress(cid, status=status, content=content, raw_output=raw_output,
                                         title=result.title if result else None,
-                                        locations=result.locations if result else None, meta=meta))
+                                        locations=result.locations if result else None,
+                                        meta=_merge_meta(wire_meta(slot.record, trace), meta)))
 
     async def _close_cancelled(self, emit: EventSink, open_calls: dict[str, _CallSlot]) -> None:
         """After a cancel: close every announced call and keep the history well-formed for the next turn."""
         for slot in open_calls.values():
             if slot.result is None:
                 cid = slot.call.id or ""
-                slot.result = ToolResultMessage(cid, slot.call.name, "cancelled by the user before it finished", True)
+                text = "cancelled by the user before it finished"
+                if slot.started and self._side_effecting(slot.call):
+                    # It was running: the change may have landed even though the answer was lost.
+                    op = slot.record.operation_id if slot.record else "?"
+                    text += ("; its outcome is unknown: it may have partly or fully taken effect. Check the current "
+                             f"state before repeating it (operation {op})")
+                slot.result = ToolResultMessage(cid, slot.call.name, text, True,
+                                                meta=slot.record.meta() if slot.record else None)
                 await emit(ToolCallProgress(cid, status="failed", content=(
                     {"type": "content", "content": {"type": "text", "text": "Cancelled"}},)))
         if open_calls:
@@ -392,6 +442,23 @@ class AgentRuntime:
                 assert slot.result is not None
                 self.history.append(slot.result)
         open_calls.clear()
+
+    def _side_effecting(self, call: ToolCallRequest) -> bool:
+        tool = self.registry.get(call.name)
+        args = _raw_input(call)
+        try:
+            return tool is None or tool.effect(args if isinstance(args, dict) else {}) != "read"
+        except Exception:  # an effect we cannot establish is not a read
+            return True
+
+
+def _merge_meta(traced: dict[str, Any] | None, approval: dict[str, Any] | None) -> dict[str, Any] | None:
+    """One `_meta.gatewright` from the call's trace (only when notable) and the approval decision (if any)."""
+    if not approval:
+        return traced
+    if not traced:
+        return approval
+    return {**traced, META_KEY: {**traced.get(META_KEY, {}), **approval.get(META_KEY, {})}}
 
 
 def _raw_input(call: ToolCallRequest) -> Any:
