@@ -45,6 +45,7 @@ from runtime.tracing import RetryingExecutor
 from runtime.workspace import Workspace
 
 if TYPE_CHECKING:
+    from acp_server.journal import SessionJournal
     from acp_server.rpc import JsonRpcConnection
     from runtime.models.base import ModelClient
     from runtime.models.config import ModelEntry
@@ -190,6 +191,11 @@ class AcpSession:
     cost: float = 0.0  # cumulative, in the currency of the models' configured prices
     priced_usage: Usage = field(default_factory=Usage)  # the part of runtime.total_usage already in `cost`
     state_dir: str | None = None  # None: no persisted rules and no audit log (in-process tests)
+    journal: SessionJournal | None = None  # writes the session to the store as it goes (acp_server.journal)
+    # Bumped by every cancel: a prompt queued before the cancel sees a different value and answers `cancelled`.
+    cancel_epoch: int = 0
+    active_prompt: Any = None  # the params of the prompt holding `turn_lock` (to tell it from queued ones)
+    cancelled_prompts: list[Any] = field(default_factory=list)  # params of queued prompts cancelled by request
     mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
 
     def __post_init__(self) -> None:
@@ -245,7 +251,14 @@ class AcpSession:
         self.model = model
         self.runtime.model = model
 
+    def cancel(self) -> None:
+        """Cancel the running turn and every prompt queued before now."""
+        self.cancel_epoch += 1
+        self.runtime.cancel()
+
     async def send_update(self, update: dict[str, Any]) -> None:
+        if self.journal is not None:
+            self.journal.record(update)
         await self.conn.notify("session/update", {"sessionId": self.id, "update": update})
 
     # ---- modes and config options ---------------------------------------------------------------------------------
@@ -277,7 +290,7 @@ class AcpSession:
 
     async def close(self) -> None:
         self.closed = True
-        self.runtime.cancel()
+        self.cancel()
         # Background processes belong to the session: none outlives it.
         close_session_processes(self.id)
         if self.mcp is not None:

@@ -88,6 +88,11 @@ class TurnOutcome:
     usage: Usage = field(default_factory=Usage)
 
 
+# Called between steps (before every model call, the step already counted): the host persists what the step
+# finished and may compact the history here, which is how compaction works in the middle of a long turn.
+StepHook = Callable[[EventSink], Awaitable[None]]
+
+
 class AuthRequired(Exception):
     """The model provider refused our credentials; the ACP host answers `auth_required` (-32000)."""
 
@@ -147,6 +152,8 @@ class AgentRuntime:
         # Model calls made in this session: the <step> of `tool_step_<step>_<index>`, so that normalised ids stay
         # unique within the session (ACP requires unique tool call ids per session).
         self.steps_taken = 0
+        self.before_step: StepHook | None = None
+        self._turn_message: Message | None = None
 
     # ---- control -------------------------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -173,6 +180,7 @@ class AgentRuntime:
         self._cancel_requested = False
         start_len = len(self.history)
         self.history.append(UserMessage(tuple(parts)))
+        self._turn_message = self.history[-1]
         open_calls: dict[str, _CallSlot] = {}
         outcome: TurnOutcome | None = None
         emit = self._keeping_plan(emit)
@@ -212,6 +220,8 @@ class AgentRuntime:
         for _ in range(self.options.max_turn_requests):
             step = self.steps_taken
             self.steps_taken += 1
+            if self.before_step is not None:
+                await self.before_step(emit)
             request = ModelRequest(self.system_prompt, tuple(self.history), self.tool_schemas(), self.env.session_id)
             text: list[str] = []
             thinking: list[str] = []
@@ -251,7 +261,9 @@ class AgentRuntime:
             if finished.stop in ("max_tokens", "refusal"):
                 if finished.stop == "refusal":
                     # ACP: the refused prompt and everything after it leave the context of the next prompt.
-                    del self.history[start_len:]
+                    # (found by identity: a compaction between steps may have moved it)
+                    at = next((i for i, m in enumerate(self.history) if m is self._turn_message), start_len)
+                    del self.history[at:]
                 else:
                     self.history.append(AssistantMessage("".join(text), "".join(thinking), (), finished.provider_state))
                 return TurnOutcome(finished.stop, usage=self.total_usage)
