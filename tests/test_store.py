@@ -64,8 +64,13 @@ def test_messages_round_trip_including_images_tool_calls_and_provider_state():
 
 def test_unknown_message_fields_from_a_newer_build_are_ignored_when_reading():
     m = decode_message('{"role": "tool", "call_id": "c", "name": "bash", "output": "x", "is_error": false, '
-                       '"meta": {"trace": [1, 2]}}')
+                       '"from_the_future": {"trace": [1, 2]}}')
     assert m == ToolResultMessage("c", "bash", "x")
+
+
+def test_tool_result_meta_with_traces_round_trips():
+    m = ToolResultMessage("c", "bash", "x", meta={"operationId": "op-1", "trace": [1, 2]})
+    assert decode_message(encode_message(m)) == m
 
 
 def test_events_keep_their_order_and_arbitrary_meta(store):
