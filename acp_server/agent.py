@@ -131,6 +131,7 @@ class GatewrightAgent:
         from acp_server.session import AcpSession, new_session_id
         from acp_server.session_methods import runtime_options
         from permissions.modes import parse_mode
+        from permissions.store import state_dir
 
         p = obj(params)
         cwd = req_str(p, "cwd")
@@ -148,7 +149,8 @@ class GatewrightAgent:
         model = factory.create() if factory else None
         session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
                              runtime_options(), model_id=factory.default_id if factory and model else None,
-                             model_choices=factory.choices() if factory else ())
+                             model_choices=factory.choices() if factory else (),
+                             state_dir=state_dir(self.config.state_dir))
         self.sessions[sid] = session
         if servers:
             from runtime.mcp import connect_servers  # lazy: sessions without MCP servers never load it
