@@ -53,7 +53,7 @@ def main() -> None:
         "startup": lambda: startup(5 if q else 20),
         "session_new": lambda: figures.bench_session_new(5 if q else 15),
         "streaming": lambda: figures.bench_streaming(3 if q else 7, 5_000 if q else 20_000),
-        "approval": lambda: figures.bench_approval(10 if q else 40),
+        "approval": lambda: figures.bench_approval(10 if q else 100),
         "search": lambda: search(5_000 if q else 50_000, 3 if q else 7),
         "memory": lambda: figures.bench_memory(2 if q else 5),
         "load": lambda: figures.bench_load(2 if q else 5, (20, 200) if q else (100, 1000)),
