@@ -76,7 +76,7 @@ class GatewrightAgent:
                 "loadSession": False,
                 "promptCapabilities": {"image": bool(factory and factory.any_accepts_images()), "audio": False,
                                        "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
+                "mcpCapabilities": {"http": True, "sse": True},
                 "sessionCapabilities": {},
             },
             "authMethods": factory.auth_methods() if factory else [],
@@ -132,8 +132,6 @@ class GatewrightAgent:
         if extra:
             raise InvalidParams("Invalid params: \"additionalDirectories\" is not supported by this agent")
         servers = opt_list(p, "mcpServers")
-        if servers:
-            log.warning("session/new carried %d MCP server(s); MCP is not supported in this build", len(servers))
         assert self.conn is not None
         sid = new_session_id()
         factory = self.config.model_factory
@@ -142,6 +140,10 @@ class GatewrightAgent:
                              RuntimeOptions(), model_id=factory.default_id if factory and model else None,
                              model_choices=factory.choices() if factory else ())
         self.sessions[sid] = session
+        if servers:
+            from runtime.mcp import connect_servers  # lazy: sessions without MCP servers never load it
+
+            await connect_servers(session, servers)  # returns at once; servers start after this answer
         return {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
 
     async def prompt(self, params: Any) -> dict[str, Any]:

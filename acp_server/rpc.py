@@ -153,6 +153,12 @@ class JsonRpcConnection:
             raise ConnectionClosed()
         return pending.result
 
+    def start_soon(self, func: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run background work that belongs to this connection (e.g. a session's MCP servers): it may outlive the
+        request that started it and is cancelled when the connection ends."""
+        assert self._tg is not None, "the connection is not serving"
+        self._tg.start_soon(func, *args)
+
     # ---- serving -------------------------------------------------------------------------------------------------
     async def serve(self, reader: ByteReader, writer: ByteWriter, initial: bytes = b"", eof: bool = False) -> None:
         """Serve until the input reaches EOF (or the output breaks); then shut the dispatcher down.

@@ -184,6 +184,7 @@ class AcpSession:
     model_choices: tuple[ModelEntry, ...] = ()
     cost: float = 0.0  # cumulative, in the currency of the models' configured prices
     priced_usage: Usage = field(default_factory=Usage)  # the part of runtime.total_usage already in `cost`
+    mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
 
     def __post_init__(self) -> None:
         self.workspace = Workspace(self.cwd, self.additional_directories)
@@ -265,6 +266,10 @@ class AcpSession:
         self.runtime.cancel()
         # Background processes belong to the session: none outlives it.
         close_session_processes(self.id)
+        if self.mcp is not None:
+            from runtime.mcp import close_servers
+
+            await close_servers(self)
 
 
 def new_session_id() -> str:

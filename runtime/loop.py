@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -132,6 +133,9 @@ class AgentRuntime:
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self.total_usage = Usage()
+        # Awaited at the start of every turn, inside its cancel scope (e.g. MCP servers still starting get a bounded
+        # chance to expose their tools before the first model call).
+        self.before_turn: list[Callable[[], Awaitable[None]]] = []
         # Model calls made in this session: the <step> of `tool_step_<step>_<index>`, so that normalised ids stay
         # unique within the session (ACP requires unique tool call ids per session).
         self.steps_taken = 0
@@ -164,6 +168,8 @@ class AgentRuntime:
             if self._cancel_requested:
                 scope.cancel()
             try:
+                for hook in list(self.before_turn):
+                    await hook()
                 outcome = await self._loop(emit, open_calls, start_len)
             finally:
                 self._scope = None

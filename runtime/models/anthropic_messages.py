@@ -20,7 +20,6 @@ from runtime.models.base import (
     Finished,
     ImagePart,
     ModelEvent,
-    ModelNotConfigured,
     ModelRequest,
     ModelStop,
     TextDelta,
@@ -31,14 +30,9 @@ from runtime.models.base import (
     Usage,
     UserMessage,
 )
-from runtime.models.config import ModelEntry, ProviderSettings, accepts_images
+from runtime.models.provider import ProviderModel
 from runtime.models.retry import (
     MalformedStream,
-    RetryPolicy,
-    close_stream,
-    first_token_deadline,
-    next_or_none,
-    resilient,
 )
 
 if TYPE_CHECKING:
@@ -249,65 +243,22 @@ def _get(obj: Any, key: str) -> Any:
     return getattr(obj, key, None)
 
 
-class AnthropicModel:
+class AnthropicModel(ProviderModel):
     """One configured Claude model. Safe to share between sessions."""
 
-    def __init__(self, entry: ModelEntry, settings: ProviderSettings, api_key: str | None,
-                 policy: RetryPolicy | None = None) -> None:
-        self.entry = entry
-        self.settings = settings
-        self._api_key = api_key
-        self.policy = policy or RetryPolicy(settings.max_retries, settings.retry_base_delay, settings.retry_max_delay,
-                                            first_token_timeout=settings.first_token_timeout)
-        self._client: AsyncAnthropic | None = None
+    key_env = "ANTHROPIC_API_KEY"
+    no_key_hint = "or set ANTHROPIC_BASE_URL or base_url under [providers.{name}] in the config file for a gateway"
 
-    @property
-    def name(self) -> str:
-        return self.entry.spec
+    def _make_client(self) -> AsyncAnthropic:
+        import anthropic
 
-    @property
-    def info(self) -> ModelEntry:
-        return self.entry
-
-    @property
-    def accepts_images(self) -> bool:
-        return accepts_images(self.entry, self.settings)
-
-    @property
-    def label(self) -> str:
-        return self.settings.name
-
-    def _sdk(self) -> AsyncAnthropic:
-        if self._client is None:
-            import anthropic
-
-            self._client = anthropic.AsyncAnthropic(
-                api_key=self._api_key or "no-key-configured",
-                base_url=self.settings.base_url or None,
-                max_retries=0,  # our retry loop knows whether output already reached the user
-                timeout=anthropic.Timeout(self.settings.idle_timeout, connect=self.settings.connect_timeout),
-                default_headers=dict(self.settings.headers) or None,
-            )
-        return self._client
-
-    async def aclose(self) -> None:
-        """Close pooled connections (kept-alive sockets would otherwise outlive the event loop)."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
-
-    def _check_configured(self) -> None:
-        if self._api_key or self.settings.base_url:
-            return
-        var = self.settings.api_key_env or "ANTHROPIC_API_KEY"
-        raise ModelNotConfigured(
-            f"{var} is not set: set {var} in the environment gatewright starts with (or set ANTHROPIC_BASE_URL "
-            f"or base_url under [providers.{self.settings.name}] in the config file for a gateway)")
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        var = self.settings.api_key_env or "ANTHROPIC_API_KEY"
-        return resilient(lambda: self._attempt(request), label=self.label, policy=self.policy,
-                         secrets=(self._api_key or "",), auth_hint=f"Check {var}.")
+        return anthropic.AsyncAnthropic(
+            api_key=self._api_key or "no-key-configured",
+            base_url=self.settings.base_url or None,
+            max_retries=0,  # our retry loop knows whether output already reached the user
+            timeout=anthropic.Timeout(self.settings.idle_timeout, connect=self.settings.connect_timeout),
+            default_headers=dict(self.settings.headers) or None,
+        )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         system, messages, tools = to_anthropic(request, images=self.accepts_images)
@@ -328,17 +279,6 @@ class AnthropicModel:
         self._check_configured()
         client = self._sdk()
         assembler = AnthropicAssembler()
-        stream: Any = None
-        try:
-            with first_token_deadline(self.policy.first_token_timeout):
-                stream = await client.messages.create(**self._params(request))
-                iterator = stream.__aiter__()
-                ev = await next_or_none(iterator)
-            while ev is not None:
-                for out in assembler.feed(ev):
-                    yield out
-                ev = await next_or_none(iterator)
-        finally:
-            if stream is not None:
-                await close_stream(stream)
+        async for ev in self._drive(lambda: client.messages.create(**self._params(request)), assembler.feed):
+            yield ev
         yield assembler.finished()

@@ -18,7 +18,6 @@ from runtime.models.base import (
     Finished,
     ImagePart,
     ModelEvent,
-    ModelNotConfigured,
     ModelRequest,
     ModelStop,
     TextDelta,
@@ -29,14 +28,9 @@ from runtime.models.base import (
     Usage,
     UserMessage,
 )
-from runtime.models.config import ModelEntry, ProviderSettings, accepts_images
+from runtime.models.provider import ProviderModel
 from runtime.models.retry import (
     MalformedStream,
-    RetryPolicy,
-    close_stream,
-    first_token_deadline,
-    next_or_none,
-    resilient,
 )
 
 if TYPE_CHECKING:
@@ -189,66 +183,24 @@ def _usage(u: Any) -> Usage:
     )
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(ProviderModel):
     """One configured model on an OpenAI-compatible server. Safe to share between sessions."""
 
-    def __init__(self, entry: ModelEntry, settings: ProviderSettings, api_key: str | None,
-                 policy: RetryPolicy | None = None) -> None:
-        self.entry = entry
-        self.settings = settings
-        self._api_key = api_key
-        self.policy = policy or RetryPolicy(settings.max_retries, settings.retry_base_delay, settings.retry_max_delay,
-                                            first_token_timeout=settings.first_token_timeout)
-        self._client: AsyncOpenAI | None = None
+    key_env = "OPENAI_API_KEY"
+    no_key_hint = ("or, for a server that needs no key, set OPENAI_BASE_URL or base_url under [providers.{name}] in "
+                   "the config file")
 
-    @property
-    def name(self) -> str:
-        return self.entry.spec
+    def _make_client(self) -> AsyncOpenAI:
+        import openai
 
-    @property
-    def info(self) -> ModelEntry:
-        return self.entry
-
-    @property
-    def accepts_images(self) -> bool:
-        return accepts_images(self.entry, self.settings)
-
-    @property
-    def label(self) -> str:
-        return self.settings.name
-
-    def _sdk(self) -> AsyncOpenAI:
-        if self._client is None:
-            import openai
-
-            self._client = openai.AsyncOpenAI(
-                api_key=self._api_key or _NO_KEY,
-                base_url=self.settings.base_url or None,
-                # Our own retry loop decides (it knows whether output reached the user); the SDK must not.
-                max_retries=0,
-                timeout=openai.Timeout(self.settings.idle_timeout, connect=self.settings.connect_timeout),
-                default_headers=dict(self.settings.headers) or None,
-            )
-        return self._client
-
-    async def aclose(self) -> None:
-        """Close pooled connections (kept-alive sockets would otherwise outlive the event loop)."""
-        client, self._client = self._client, None
-        if client is not None:
-            await client.close()
-
-    def _check_configured(self) -> None:
-        if self._api_key or self.settings.base_url:
-            return
-        var = self.settings.api_key_env or "OPENAI_API_KEY"
-        raise ModelNotConfigured(
-            f"{var} is not set: set {var} in the environment gatewright starts with (or, for a server that needs "
-            f"no key, set OPENAI_BASE_URL or base_url under [providers.{self.settings.name}] in the config file)")
-
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        var = self.settings.api_key_env or "OPENAI_API_KEY"
-        return resilient(lambda: self._attempt(request), label=self.label, policy=self.policy,
-                         secrets=(self._api_key or "",), auth_hint=f"Check {var}.")
+        return openai.AsyncOpenAI(
+            api_key=self._api_key or _NO_KEY,
+            base_url=self.settings.base_url or None,
+            # Our own retry loop decides (it knows whether output reached the user); the SDK must not.
+            max_retries=0,
+            timeout=openai.Timeout(self.settings.idle_timeout, connect=self.settings.connect_timeout),
+            default_headers=dict(self.settings.headers) or None,
+        )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -272,20 +224,8 @@ class OpenAIChatModel:
         self._check_configured()
         client = self._sdk()
         assembler = StreamAssembler()
-        stream: Any = None
-        try:
-            with first_token_deadline(self.policy.first_token_timeout):
-                stream = await client.chat.completions.create(**self._params(request))
-                iterator = stream.__aiter__()
-                first = await next_or_none(iterator)
-            chunk = first
-            while chunk is not None:
-                for ev in assembler.feed(chunk):
-                    yield ev
-                chunk = await next_or_none(iterator)
-        finally:
-            if stream is not None:
-                await close_stream(stream)
+        async for ev in self._drive(lambda: client.chat.completions.create(**self._params(request)), assembler.feed):
+            yield ev
         if assembler.finish is None and not assembler.calls and assembler.usage is None:
             raise MalformedStream("the stream ended without a finish reason")
         for ev in assembler.finish_events():

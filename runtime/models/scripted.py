@@ -74,8 +74,8 @@ def parse_script(raw: bytes | str, source: str = "<script>") -> Script:
         if "chunks" in entry and (not isinstance(entry["chunks"], int) or isinstance(entry["chunks"], bool)
                                   or entry["chunks"] < 1):
             raise ScriptError(f"{where}.chunks must be a positive integer")
-        if "delay_ms" in entry and (not isinstance(entry["delay_ms"], int | float) or isinstance(entry["delay_ms"], bool)
-                                    or entry["delay_ms"] < 0):
+        delay = entry.get("delay_ms", 0)
+        if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
             raise ScriptError(f"{where}.delay_ms must be a non-negative number")
         if "stop" in entry and entry["stop"] not in ("max_tokens", "refusal"):
             raise ScriptError(f"{where}.stop must be \"max_tokens\" or \"refusal\"")

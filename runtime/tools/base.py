@@ -128,6 +128,13 @@ class Tool:
         """Content shown before the call runs (e.g. the diff of an edit, for the permission question)."""
         return ()
 
+    def check_arguments(self, args: Mapping[str, Any]) -> None:
+        """Structural checks the JSON schema cannot express (e.g. a server-bound argument supplied by the model).
+
+        Raises:
+            ToolFailure: `InvalidArguments`.
+        """
+
     def timeout_seconds(self, args: Mapping[str, Any]) -> float | None:
         """A tool's own time budget (e.g. bash `timeoutMs`); the per-call timeout is never shorter."""
         return None
@@ -165,6 +172,7 @@ def validate_arguments(tool: Tool, args: dict[str, Any]) -> None:
         where = "/".join(str(p) for p in err.absolute_path)
         msg = err.message if len(err.message) < 300 else err.message[:300] + "…"
         raise ToolFailure(f"{tool.name}: {msg}" + (f" (at {where})" if where else ""), "InvalidArguments")
+    tool.check_arguments(args)
 
 
 class ToolRegistry:

@@ -1,0 +1,74 @@
+"""MCP servers from the editor: connected per session, their tools behind the same approval as the built-ins.
+
+The pieces: `config` (the `mcpServers` entries and their secrets), `pinning` (server-bound arguments), `naming`
+(`mcp__<server>__<tool>`), `stdio` (the child-process transport), `connection` (one server), `tool` (an MCP tool as a
+`Tool`), `manager` (the servers of one session). This package never imports the `mcp` SDK at import time (it costs
+over a second); only a session that has servers pays for it, in the background.
+
+Host entry points: `connect_servers(session, servers)` starts (or restarts, on load/resume) a session's servers and
+returns at once; `session.mcp.close()` ends them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from runtime.mcp.config import ConfigProblem, HttpServer, ServerSpec, StdioServer, parse_servers, session_context
+
+__all__ = ["ConfigProblem", "HttpServer", "ServerSpec", "StdioServer", "close_servers", "connect_servers",
+           "parse_servers"]
+
+
+class McpHost(Protocol):
+    """What `connect_servers` needs of a session (the ACP host's `AcpSession` has all of it)."""
+
+    id: str
+    cwd: str
+    registry: Any
+    runtime: Any
+    mcp: Any
+    conn: Any
+
+    async def emit(self, ev: Any) -> None: ...
+
+
+async def connect_servers(session: McpHost, servers: list[Any]) -> None:
+    """Start the session's MCP servers in the background (replacing any it had) and return without waiting.
+
+    Also makes every turn of the session wait, bounded, for servers still starting (see `McpConnections.wait_ready`).
+    """
+    from runtime.mcp.manager import McpConnections, connect_kwargs
+
+    await close_servers(session)
+    specs, problems = parse_servers(servers, session_context(session.id, session.cwd))
+    if not specs and not problems:
+        return
+    version = _version()
+    manager = McpConnections(registry=session.registry, cwd=session.cwd, notify=session.emit,
+                             spawn=session.conn.start_soon, client_version=version, **connect_kwargs())
+    session.mcp = manager
+    hooks = getattr(session.runtime, "before_turn", None)
+    if hooks is not None and manager.wait_ready not in hooks:
+        hooks.append(manager.wait_ready)
+    manager.start(specs, problems)
+
+
+async def close_servers(session: McpHost) -> None:
+    """Close the session's MCP servers, if any (idempotent)."""
+    manager = getattr(session, "mcp", None)
+    if manager is None:
+        return
+    session.mcp = None
+    hooks = getattr(session.runtime, "before_turn", None)
+    if hooks is not None and manager.wait_ready in hooks:
+        hooks.remove(manager.wait_ready)
+    await manager.close()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gatewright")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
+        return "0"

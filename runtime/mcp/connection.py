@@ -1,0 +1,313 @@
+"""One MCP server connection: started in the background, owned by a single task, closed with its session.
+
+`ServerConnection.run` is that task. It imports the SDK (off the event loop: the import takes over a second), opens
+the transport (stdio child, streamable HTTP or SSE), performs the handshake, lists the tools, reports them, then waits
+until the session closes it or the server goes away. The SDK's `Client` must be entered and left in one task, which
+is why calls from turns go through `call_tool` on the live client while `run` keeps the context open.
+
+Every way this can end is reported exactly once through `ConnectionEvents`: `on_ready`, then `on_stopped` if the
+server goes away later; or `on_failed` if it never became ready. A close by the session reports nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import anyio
+
+from runtime.mcp.config import HttpServer, ServerSpec, StdioServer, redact
+from runtime.tools.base import ToolFailure, environ_without_secrets
+
+log = logging.getLogger("gatewright.mcp")
+
+State = Literal["starting", "ready", "failed", "stopped", "closed"]
+ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
+MAX_TOOL_PAGES = 50
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteTool:
+    """A tool as the server lists it (only what gatewright uses)."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    title: str | None = None
+    read_only_hint: bool = False
+
+
+class ConnectionEvents(Protocol):
+    async def on_ready(self, conn: ServerConnection, tools: list[RemoteTool]) -> None: ...
+
+    async def on_failed(self, conn: ServerConnection, reason: str) -> None: ...
+
+    async def on_stopped(self, conn: ServerConnection, reason: str) -> None: ...
+
+
+_import_lock = threading.Lock()
+
+
+def _import_sdk() -> None:
+    with _import_lock:  # several servers starting at once import once, not racing each other's module locks
+        import httpx2  # noqa: F401
+        import mcp.client.client
+        import mcp.client.sse
+        import mcp.client.streamable_http  # noqa: F401
+
+
+class ServerConnection:
+    def __init__(self, spec: ServerSpec, *, cwd: str, events: ConnectionEvents, start_timeout: float = 30.0,
+                 client_version: str = "0") -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.cwd = cwd
+        self.events = events
+        self.start_timeout = start_timeout
+        self.client_version = client_version
+        self.state: State = "starting"
+        self.settled = anyio.Event()  # ready or failed: a turn waiting for tools may go on
+        self.finished = anyio.Event()  # run() returned
+        self.started_at = time.monotonic()
+        self.secrets = spec.secrets()
+        self._client: Any = None
+        self._transport: Any = None
+        self._wake = anyio.Event()
+        self._closing = False
+        self._timed_out = False
+        self._scope: anyio.CancelScope | None = None
+
+    # ---- lifecycle -----------------------------------------------------------------------------------------------
+    async def run(self) -> None:
+        failure: BaseException | None = None
+        try:
+            async with anyio.create_task_group() as tg:
+                self._scope = tg.cancel_scope
+                if self._closing:
+                    tg.cancel_scope.cancel()
+                tg.start_soon(self._watch_start, tg.cancel_scope)
+                await self._serve()
+                tg.cancel_scope.cancel()
+        except Exception as exc:  # every failure of a server is reported, never raised into the host
+            failure = exc
+        finally:
+            self._client = None
+            was_ready = self.state == "ready"
+            with anyio.CancelScope(shield=True):
+                if self._closing:
+                    self.state = "closed"
+                elif not was_ready:
+                    self.state = "failed"
+                    reason = (f"did not finish starting within {self.start_timeout:g} s" if self._timed_out
+                              else await self._describe(failure))
+                    await self._report(self.events.on_failed, reason)
+                else:
+                    self.state = "stopped"
+                    await self._report(self.events.on_stopped, await self._describe(failure))
+            self.settled.set()
+            self.finished.set()
+
+    async def _report(self, fn: Callable[[ServerConnection, str], Awaitable[None]], reason: str) -> None:
+        try:
+            with anyio.move_on_after(1.0):  # runs shielded: a stuck host must not hold the shutdown
+                await fn(self, reason)
+        except Exception:
+            log.warning("reporting the state of MCP server %s failed", self.name, exc_info=True)
+
+    async def close(self, grace: float = 2.0) -> None:
+        """Stop the server (stdio: its process group is killed) and wait, bounded, for the connection to end."""
+        self._closing = True
+        self._wake.set()
+        if self.state == "starting" and self._scope is not None:
+            self._scope.cancel()
+        with anyio.move_on_after(grace):
+            await self.finished.wait()
+
+    async def _watch_start(self, scope: anyio.CancelScope) -> None:
+        await anyio.sleep(self.start_timeout)
+        if self.state == "starting":
+            self._timed_out = True
+            scope.cancel()
+
+    async def _serve(self) -> None:
+        await anyio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
+        import mcp_types
+        from mcp.client.client import Client
+
+        async with contextlib.AsyncExitStack() as stack:
+            transport = await self._open_transport(stack)
+            self._transport = transport
+            client = Client(transport, cache=None,
+                            client_info=mcp_types.Implementation(name="gatewright", version=self.client_version))
+            await stack.enter_async_context(client)
+            tools = await _list_tools(client)
+            self._client = client
+            self.state = "ready"
+            self.settled.set()
+            log.info("MCP server %s is ready with %d tool(s)", self.name, len(tools))
+            await self.events.on_ready(self, tools)
+            exited: anyio.Event | None = getattr(transport, "exited", None)
+            async with anyio.create_task_group() as waiters:
+                async def wake_on(ev: anyio.Event) -> None:
+                    await ev.wait()
+                    waiters.cancel_scope.cancel()
+
+                waiters.start_soon(wake_on, self._wake)
+                if exited is not None:
+                    waiters.start_soon(wake_on, exited)
+
+    async def _open_transport(self, stack: contextlib.AsyncExitStack) -> Any:
+        spec = self.spec
+        if isinstance(spec, StdioServer):
+            from runtime.mcp.stdio import StdioProcessTransport
+
+            env = environ_without_secrets() | dict(spec.env)
+            return StdioProcessTransport(spec.name, spec.command, spec.args, env, self.cwd, self.secrets)
+        assert isinstance(spec, HttpServer)
+        import httpx2
+
+        headers = dict(spec.headers)
+        if spec.transport == "sse":
+            from mcp.client.sse import sse_client
+
+            return sse_client(spec.url, headers=headers, timeout=30.0)
+        from mcp.client.streamable_http import streamable_http_client
+
+        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
+        await stack.enter_async_context(http)
+        return streamable_http_client(spec.url, http_client=http)
+
+    # ---- calls ---------------------------------------------------------------------------------------------------
+    async def call_tool(self, tool: str, arguments: dict[str, Any], progress: ProgressFn | None) -> Any:
+        """Call a tool on the live server; returns the SDK's `CallToolResult`.
+
+        Raises:
+            ToolFailure: the server is not running, went away during the call, or answered with a protocol error.
+        """
+        from mcp.shared.exceptions import MCPError
+
+        client = self._client
+        if client is None or self.state != "ready":
+            raise ToolFailure(f"MCP server {self.name} is not running", "McpServerUnavailable")
+        try:
+            return await client.call_tool(tool, arguments, progress_callback=progress)
+        except MCPError as exc:
+            if _is_connection_closed(exc) or self._gone():
+                raise ToolFailure(f"MCP server {self.name} went away during the call"
+                                  f"{await self._exit_note()}", "McpServerStopped") from None
+            raise ToolFailure(self._clean(f"MCP server {self.name} refused the call: {exc}"), "McpError") from None
+        except ToolFailure:
+            raise
+        except Exception as exc:
+            if self._gone():
+                raise ToolFailure(f"MCP server {self.name} went away during the call"
+                                  f"{await self._exit_note()}", "McpServerStopped") from None
+            raise ToolFailure(self._clean(f"MCP server {self.name}: {_one_line(_leaf(exc))}"), "McpError") from None
+
+    # ---- failure text --------------------------------------------------------------------------------------------
+    def _gone(self) -> bool:
+        exited = getattr(self._transport, "exited", None)
+        return exited is not None and exited.is_set()
+
+    async def _exit_note(self) -> str:
+        rc = await self._returncode()
+        return "" if rc is None else f" ({_exit_text(rc)})"
+
+    async def _returncode(self) -> int | None:
+        t = self._transport
+        if t is None or getattr(t, "process", None) is None:
+            return None
+        # stdout EOF may arrive just before the exit is reaped; no event tells us when, so poll briefly
+        with anyio.move_on_after(0.5):
+            while t.returncode is None and t.exited.is_set():  # noqa: ASYNC110
+                await anyio.sleep(0.01)
+        return t.returncode  # type: ignore[no-any-return]
+
+    async def _describe(self, exc: BaseException | None) -> str:
+        leaf = _leaf(exc) if exc is not None else None
+        text: str
+        rc = await self._returncode()
+        if isinstance(leaf, FileNotFoundError) and isinstance(self.spec, StdioServer):
+            text = f"command not found: {self.spec.command}"
+        elif isinstance(leaf, PermissionError) and isinstance(self.spec, StdioServer):
+            text = f"command is not executable: {self.spec.command}"
+        elif rc is not None:
+            text = _exit_text(rc)
+        elif leaf is None:
+            text = "the connection ended"
+        elif _is_connection_closed(leaf):
+            text = "the server closed the connection"
+        elif type(leaf).__name__ == "ConnectError" and isinstance(self.spec, HttpServer):
+            text = f"cannot connect to {_safe_url(self.spec.url)}"
+        elif type(leaf).__name__ == "HTTPStatusError":
+            status = getattr(getattr(leaf, "response", None), "status_code", "?")
+            text = f"HTTP {status} from {_safe_url(self.spec.url) if isinstance(self.spec, HttpServer) else 'server'}"
+        else:
+            text = _one_line(leaf)
+        tail = self._transport.stderr.last_line() if getattr(self._transport, "stderr", None) else None
+        if tail and rc is not None:
+            text += f": {tail}"
+        return self._clean(text)
+
+    def _clean(self, text: str) -> str:
+        text = redact(" ".join(text.split()), self.secrets)
+        return text if len(text) <= 300 else text[:299] + "…"
+
+
+async def _list_tools(client: Any) -> list[RemoteTool]:
+    tools: list[RemoteTool] = []
+    cursor: str | None = None
+    for _ in range(MAX_TOOL_PAGES):  # a paginator that never ends cannot hang the start
+        page = await client.list_tools(cursor=cursor) if cursor else await client.list_tools()
+        for t in page.tools:
+            ann = t.annotations
+            schema = t.input_schema if isinstance(t.input_schema, dict) else {}
+            tools.append(RemoteTool(
+                name=t.name,
+                description=t.description or "",
+                input_schema=schema,
+                title=t.title or (ann.title if ann is not None else None),
+                read_only_hint=bool(ann is not None and ann.read_only_hint is True),
+            ))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return tools
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside (nested) exception groups: task groups wrap the cause we want to show."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _is_connection_closed(exc: BaseException) -> bool:
+    return type(exc).__name__ == "MCPError" and "connection closed" in str(exc).lower()
+
+
+def _one_line(exc: BaseException) -> str:
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
+
+
+def _exit_text(rc: int) -> str:
+    return f"exited with code {rc}" if rc >= 0 else f"killed by signal {-rc}"
+
+
+def _safe_url(url: str) -> str:
+    """scheme://host[:port]/path: no credentials, no query (tokens often travel there)."""
+    from urllib.parse import urlsplit
+
+    try:
+        p = urlsplit(url)
+        host = p.hostname or ""
+        port = f":{p.port}" if p.port else ""
+    except ValueError:
+        return "<invalid url>"
+    return f"{p.scheme}://{host}{port}{p.path}"
