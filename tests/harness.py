@@ -21,6 +21,7 @@ from typing import Any
 from tests.acp_schema import agent_frame_errors, client_frame_errors
 
 Responder = Callable[[dict[str, Any]], Any]
+REPO = str(Path(__file__).resolve().parents[1])
 
 
 def allow_once(msg: dict[str, Any]) -> Any:
@@ -44,6 +45,8 @@ class AgentProcess:
     def __init__(self, *args: str, cwd: str | Path, env: dict[str, str] | None = None,
                  responder: Responder | None = None, state_dir: str | Path | None = None) -> None:
         full_env = dict(os.environ)
+        # Run the code of the checkout these tests belong to (an editable install may point at another worktree).
+        full_env["PYTHONPATH"] = REPO + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
         full_env["GATEWRIGHT_STATE_DIR"] = str(state_dir or Path(cwd) / ".gw-state-test")
         full_env.pop("GATEWRIGHT_MODEL", None)
         full_env.pop("GATEWRIGHT_MODE", None)

@@ -57,7 +57,10 @@ class RecordingClient:
 async def spawn_sdk_agent(client: RecordingClient, tmp: Path, *args: str,
                           env: dict[str, str] | None = None) -> AsyncIterator[tuple[Any, Any, Path]]:
     record = tmp / f"transcript-{len(list(tmp.glob('transcript-*')))}.jsonl"
+    repo = str(Path(__file__).resolve().parents[1])
     full_env = dict(os.environ, GATEWRIGHT_STATE_DIR=str(tmp / "state"), **(env or {}))
+    # Run the code of the checkout these tests belong to (an editable install may point at another worktree).
+    full_env["PYTHONPATH"] = repo + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
     full_env.pop("GATEWRIGHT_MODEL", None)
     async with spawn_agent_process(client, sys.executable, "-m", "acp_server", "--record", str(record), *args,
                                    env=full_env, cwd=str(tmp),

@@ -66,7 +66,7 @@ def run_acp(tmp: Path, model: Path) -> tuple[list[tuple[str, str]], dict[str, st
 def run_cli(tmp: Path, model: Path) -> tuple[list[tuple[str, str]], dict[str, str], int]:
     ws = _workspace(tmp / "cli")
     master, slave = pty.openpty()
-    env = dict(os.environ, GATEWRIGHT_STATE_DIR=str(tmp / "s2"))
+    env = dict(os.environ, GATEWRIGHT_STATE_DIR=str(tmp / "s2"), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     env.pop("GATEWRIGHT_MODEL", None)
     proc = subprocess.Popen([sys.executable, "-c", "from acp_server.cli import main; raise SystemExit(main())",
                              "run", "--cwd", str(ws), "--model", f"scripted:{model}", "do it"],
