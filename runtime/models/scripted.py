@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
-import anyio.lowlevel
 import orjson
 
 from runtime.models.base import (
@@ -143,6 +141,10 @@ class ScriptedModel:
         return f"scripted:{self.script.source}"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        # Imported here: the CLI imports this module (ScriptError) on the way to answering `initialize`.
+        import anyio
+        import anyio.lowlevel
+
         if self.position >= len(self.script.responses):
             self.position += 1
             yield TextDelta(EXHAUSTED_TEXT)
