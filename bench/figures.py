@@ -99,7 +99,10 @@ def bench_session_new(runs: int) -> list[Row]:
             c.initialize()
             _new_session(c, wd.ws)
             for _ in range(runs):
+                # Settle first: the previous session's MCP servers are Python processes starting up on these cores.
+                time.sleep(0.3)
                 warm_mcp.append(_new_session(c, wd.ws, mcp_servers())[1])
+                time.sleep(0.3)
                 warm_plain.append(_new_session(c, wd.ws)[1])
         finally:
             c.close()
