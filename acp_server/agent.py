@@ -51,6 +51,10 @@ class GatewrightAgent:
         self.notifications: Mapping[str, Any] = {
             "session/cancel": self.cancel,
         }
+        from acp_server.session_methods import SessionLifecycle
+
+        self.lifecycle = SessionLifecycle(self)
+        self.requests = {**self.requests, **self.lifecycle.handlers()}
 
     def attach(self, conn: JsonRpcConnection) -> None:
         self.conn = conn
@@ -73,11 +77,12 @@ class GatewrightAgent:
             # A v1 agent answers 1 to every client version (never an echo).
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
-                "loadSession": False,
+                "loadSession": True,
                 "promptCapabilities": {"image": bool(factory and factory.any_accepts_images()), "audio": False,
                                        "embeddedContext": True},
                 "mcpCapabilities": {"http": True, "sse": True},
-                "sessionCapabilities": {},
+                # Each one works (acp_server.session_methods); `fork` is unstable, hence in the unstable schema only.
+                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}, "fork": {}},
             },
             "authMethods": factory.auth_methods() if factory else [],
             "agentInfo": {"name": "gatewright", "title": "gatewright", "version": __version__},
@@ -101,13 +106,18 @@ class GatewrightAgent:
         if method == "session/prompt" and isinstance(params, dict):
             session = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
             if session is not None:
-                session.runtime.cancel()
+                if session.active_prompt is params:
+                    session.runtime.cancel()
+                else:  # still queued: it answers `cancelled` when its turn comes, without running
+                    session.cancelled_prompts.append(params)
                 return True
         return False
 
     async def shutdown(self) -> None:
         for session in list(self.sessions.values()):
             await session.close()
+            if session.journal is not None:
+                session.journal.sync()
 
     # ---- sessions ----------------------------------------------------------------------------------------------
     def _session(self, params: dict[str, Any]) -> AcpSession:
@@ -117,10 +127,10 @@ class GatewrightAgent:
             raise ResourceNotFound(f"Session not found: {sid[:100]}")
         return session
 
-    async def new_session(self, params: Any) -> dict[str, Any]:
+    async def new_session(self, params: Any) -> Any:
         from acp_server.session import AcpSession, new_session_id
+        from acp_server.session_methods import runtime_options
         from permissions.modes import parse_mode
-        from runtime.loop import RuntimeOptions
 
         p = obj(params)
         cwd = req_str(p, "cwd")
@@ -137,16 +147,19 @@ class GatewrightAgent:
         factory = self.config.model_factory
         model = factory.create() if factory else None
         session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
-                             RuntimeOptions(), model_id=factory.default_id if factory and model else None,
+                             runtime_options(), model_id=factory.default_id if factory and model else None,
                              model_choices=factory.choices() if factory else ())
         self.sessions[sid] = session
         if servers:
             from runtime.mcp import connect_servers  # lazy: sessions without MCP servers never load it
 
             await connect_servers(session, servers)  # returns at once; servers start after this answer
-        return {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
+        result = {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
+        return self.lifecycle.created(session, result)  # stored; its commands follow the answer
 
     async def prompt(self, params: Any) -> dict[str, Any]:
+        import anyio
+
         from runtime.loop import AuthRequired as RuntimeAuthRequired
         from runtime.models import NO_MODEL_MESSAGE
 
@@ -156,9 +169,16 @@ class GatewrightAgent:
         if not isinstance(blocks, list):
             raise InvalidParams("Invalid params: \"prompt\" must be an array of content blocks")
         parts, notes = convert_prompt(blocks, accepts_images=bool(session.model and session.model.accepts_images))
+        ticket = session.cancel_epoch  # prompts queue on the lock in order; a cancel meanwhile cancels this one too
         async with session.turn_lock:
-            if session.closed:
+            if session.closed or session.cancel_epoch != ticket or any(c is params for c in session.cancelled_prompts):
+                session.cancelled_prompts = [c for c in session.cancelled_prompts if c is not params]
                 return {"stopReason": "cancelled"}
+            session.active_prompt = params
+            plan = await self.lifecycle.before_prompt(session, blocks, parts)
+            if plan.stop is not None:
+                return {"stopReason": plan.stop}
+            parts = plan.parts
             for note in notes:
                 await session.send_update({"sessionUpdate": "agent_message_chunk",
                                            "content": {"type": "text", "text": note}})
@@ -170,6 +190,9 @@ class GatewrightAgent:
                 outcome = await session.runtime.run_turn(parts, session.emit)
             except RuntimeAuthRequired as exc:
                 raise AuthRequired(f"Authentication required: {exc}") from None
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self.lifecycle.after_prompt(session)
             return {"stopReason": outcome.stop_reason}
 
     def cancel(self, params: Any) -> None:
@@ -177,13 +200,15 @@ class GatewrightAgent:
             return
         session = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
         if session is not None:
-            session.runtime.cancel()
+            session.cancel()
 
     async def set_mode(self, params: Any) -> dict[str, Any]:
         p = obj(params)
         session = self._session(p)
         mode_id = req_str(p, "modeId")
         await self._apply_mode(session, mode_id, announce_mode=False)
+        if session.journal is not None:
+            session.journal.save_settings()
         return {}
 
     async def set_config_option(self, params: Any) -> dict[str, Any]:
@@ -200,8 +225,10 @@ class GatewrightAgent:
                 raise InvalidParams(f"Invalid params: unknown model {value[:100]!r}")
             # Takes effect at the next model call, even in the middle of a running turn.
             session.set_model(value, self.config.model_factory.create(value))
-            return {"configOptions": session.config_options()}
-        await self._apply_mode(session, value, announce_mode=True, announce_config=False)
+        else:
+            await self._apply_mode(session, value, announce_mode=True, announce_config=False)
+        if session.journal is not None:
+            session.journal.save_settings()
         return {"configOptions": session.config_options()}
 
     async def _apply_mode(self, session: AcpSession, mode_id: str, *, announce_mode: bool,

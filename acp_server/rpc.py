@@ -53,6 +53,15 @@ class Dispatcher(Protocol):
     async def shutdown(self) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A handler result plus work to run right after the answer is written: a notification that must follow the
+    answer (e.g. `available_commands_update` after `session/new`, which the client cannot route before it)."""
+
+    result: Any
+    then: Callable[[], Awaitable[None]]
+
+
 class ClientError(Exception):
     """The client answered one of our requests with an error."""
 
@@ -317,10 +326,13 @@ class JsonRpcConnection:
                            entry: _Inbound) -> None:
         started = time.perf_counter()
         answer: dict[str, Any] | None = None
+        then: Callable[[], Awaitable[None]] | None = None
         try:
             with entry.scope:
                 try:
                     result = await handler(frame.params)
+                    if isinstance(result, Answer):
+                        result, then = result.result, result.then
                     answer = wire.response(frame.id, {} if result is None else result)
                 except RpcError as exc:
                     answer = wire.error_response(frame.id, exc.to_wire())
@@ -331,6 +343,11 @@ class JsonRpcConnection:
                 answer = wire.error_response(frame.id, RequestCancelled().to_wire())
             with anyio.CancelScope(shield=True):
                 await self._emit(answer)
+            if then is not None and "result" in answer:
+                try:
+                    await then()
+                except Exception:
+                    log.warning("follow-up of %s failed", frame.method, exc_info=True)
         finally:
             entries = self._inbound.get(key)
             if entries is not None:

@@ -22,6 +22,7 @@ from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES, ApprovalMode
 from permissions.rules import RuleStore
 from runtime.approval import make_describer
+from runtime.delegation import install_delegation
 from runtime.events import (
     NoticeEvent,
     PlanUpdated,
@@ -35,11 +36,13 @@ from runtime.events import (
 from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
 from runtime.models.base import Usage
 from runtime.processes import close_session as close_session_processes
-from runtime.tools.base import RoutingToolExecutor, ToolRegistry
+from runtime.tools.base import RoutingToolExecutor, ToolExecutor, ToolRegistry
 from runtime.tools.builtin import builtin_tools
+from runtime.tracing import RetryingExecutor
 from runtime.workspace import Workspace
 
 if TYPE_CHECKING:
+    from acp_server.journal import SessionJournal
     from acp_server.rpc import JsonRpcConnection
     from runtime.models.base import ModelClient
     from runtime.models.config import ModelEntry
@@ -101,7 +104,7 @@ def parse_permission_answer(answer: Any, valid_ids: set[str]) -> PermissionOutco
 
 
 def AcpToolApprovalDecorator(  # noqa: N802 - a named construction of the one decorator with the ACP gateway
-    delegate: RoutingToolExecutor, conn: JsonRpcConnection, session_id: str, registry: ToolRegistry,
+    delegate: ToolExecutor, conn: JsonRpcConnection, session_id: str, registry: ToolRegistry,
     mode: Callable[[], ApprovalMode], rules: RuleStore,
 ) -> ToolApprovalDecorator[Any, Any, Any]:
     return ToolApprovalDecorator(delegate, AcpPermissionGateway(conn, session_id), make_describer(registry), mode,
@@ -184,13 +187,20 @@ class AcpSession:
     model_choices: tuple[ModelEntry, ...] = ()
     cost: float = 0.0  # cumulative, in the currency of the models' configured prices
     priced_usage: Usage = field(default_factory=Usage)  # the part of runtime.total_usage already in `cost`
+    journal: SessionJournal | None = None  # writes the session to the store as it goes (acp_server.journal)
+    # Bumped by every cancel: a prompt queued before the cancel sees a different value and answers `cancelled`.
+    cancel_epoch: int = 0
+    active_prompt: Any = None  # the params of the prompt holding `turn_lock` (to tell it from queued ones)
+    cancelled_prompts: list[Any] = field(default_factory=list)  # params of queued prompts cancelled by request
     mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
 
     def __post_init__(self) -> None:
         self.workspace = Workspace(self.cwd, self.additional_directories)
         self.registry = ToolRegistry(builtin_tools())
         router = RoutingToolExecutor(self.registry, self.options.tool_call_timeout_ms / 1000)
-        executor = AcpToolApprovalDecorator(router, self.conn, self.id, self.registry, lambda: self.mode, self.rules)
+        # Retries sit under approval: an approved read is not asked again when a transient failure repeats it.
+        executor = AcpToolApprovalDecorator(RetryingExecutor(router, self.registry), self.conn, self.id, self.registry,
+                                            lambda: self.mode, self.rules)
         self.runtime = AgentRuntime(
             model=self.model,
             registry=self.registry,
@@ -199,6 +209,7 @@ class AcpSession:
                 self.conn, self.id, self.client_caps)),
             options=self.options,
         )
+        install_delegation(self.runtime)
 
     async def emit(self, ev: RuntimeEvent) -> None:
         if isinstance(ev, UsageReported):
@@ -231,7 +242,14 @@ class AcpSession:
         self.model = model
         self.runtime.model = model
 
+    def cancel(self) -> None:
+        """Cancel the running turn and every prompt queued before now."""
+        self.cancel_epoch += 1
+        self.runtime.cancel()
+
     async def send_update(self, update: dict[str, Any]) -> None:
+        if self.journal is not None:
+            self.journal.record(update)
         await self.conn.notify("session/update", {"sessionId": self.id, "update": update})
 
     # ---- modes and config options ---------------------------------------------------------------------------------
@@ -263,7 +281,7 @@ class AcpSession:
 
     async def close(self) -> None:
         self.closed = True
-        self.runtime.cancel()
+        self.cancel()
         # Background processes belong to the session: none outlives it.
         close_session_processes(self.id)
         if self.mcp is not None:

@@ -111,7 +111,10 @@ class ToolApprovalDecorator(Generic[C, X, R]):
                 decision = decide(subject.facts, self.mode(), self.rules)
                 if decision.action == "ask":
                     await self._ask(subject, decision)
-                    return await self._run(call, ctx, subject)
+            if decision.action == "ask":
+                # Run outside the lock: an approved call may itself ask (a subagent's calls go through this same
+                # decorator), and approved calls run in parallel.
+                return await self._run(call, ctx, subject)
         self._audit(subject, decision, None)
         if decision.action == "deny":
             if decision.rule_id is not None:

@@ -17,11 +17,13 @@ from permissions import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.rules import RuleStore
 from runtime.approval import make_describer
-from runtime.events import RuntimeEvent, TextChunk, ThoughtChunk, ToolCallProgress, ToolCallStarted
+from runtime.delegation import install_delegation
+from runtime.events import PlanUpdated, RuntimeEvent, TextChunk, ThoughtChunk, ToolCallProgress, ToolCallStarted
 from runtime.loop import AgentRuntime, AuthRequired, RuntimeOptions, ToolEnvironment
 from runtime.models.base import TextPart
 from runtime.tools.base import RoutingToolExecutor, ToolRegistry
 from runtime.tools.builtin import builtin_tools
+from runtime.tracing import RetryingExecutor
 from runtime.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -79,8 +81,14 @@ class TerminalPrinter:
         elif isinstance(ev, ThoughtChunk):
             pass  # thoughts are not printed on the terminal
         elif isinstance(ev, ToolCallStarted):
+            # A subagent's calls are indented under the delegate call that runs them.
+            depth = ((ev.meta or {}).get("gatewright") or {}).get("depth", 0)
             self.titles[ev.call_id] = ev.title
-            self.err.write(f"• {ev.title}\n")
+            self.err.write(f"{'  ' * depth}• {ev.title}\n")
+        elif isinstance(ev, PlanUpdated):
+            marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
+            self.err.write("• Plan\n" + "".join(f"  {marks.get(e['status'], '[ ]')} {e['content']}\n"
+                                                for e in ev.entries))
         elif isinstance(ev, ToolCallProgress) and ev.status in ("completed", "failed"):
             mark = "✓" if ev.status == "completed" else "✗"
             self.err.write(f"  {mark} {self.titles.get(ev.call_id, ev.call_id)}\n")
@@ -93,14 +101,18 @@ class TerminalPrinter:
 
 
 def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str = "cli") -> AgentRuntime:  # noqa: ANN001
-    """The same construction as the ACP host: registry, routing executor, approval decorator, runtime."""
+    """The same construction as the ACP host: registry, routing and retrying executors, approval decorator, runtime,
+    subagents."""
     workspace = Workspace(cwd)
     registry = ToolRegistry(builtin_tools())
     options = RuntimeOptions()
     router = RoutingToolExecutor(registry, options.tool_call_timeout_ms / 1000)
-    executor = ToolApprovalDecorator(router, gateway, make_describer(registry), lambda: mode_ref[0], RuleStore())
-    return AgentRuntime(model=model, registry=registry, executor=executor,
-                        environment=ToolEnvironment(session_id, workspace), options=options)
+    executor = ToolApprovalDecorator(RetryingExecutor(router, registry), gateway, make_describer(registry),
+                                     lambda: mode_ref[0], RuleStore())
+    runtime = AgentRuntime(model=model, registry=registry, executor=executor,
+                           environment=ToolEnvironment(session_id, workspace), options=options)
+    install_delegation(runtime)
+    return runtime
 
 
 def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMode) -> int:

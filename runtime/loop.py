@@ -21,6 +21,8 @@ import anyio.lowlevel
 from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
 from runtime.events import (
     EventSink,
+    PlanUpdated,
+    RuntimeEvent,
     TextChunk,
     ThoughtChunk,
     ToolCallProgress,
@@ -55,6 +57,7 @@ from runtime.tools.base import (
     ToolResult,
     cap_output,
 )
+from runtime.tracing import CallRecord, check_output, find_trace, jsonable_trace, new_operation_id, wire_meta
 from runtime.workspace import PathError, Workspace
 
 log = logging.getLogger(__name__)
@@ -85,6 +88,11 @@ class TurnOutcome:
     usage: Usage = field(default_factory=Usage)
 
 
+# Called between steps (before every model call, the step already counted): the host persists what the step
+# finished and may compact the history here, which is how compaction works in the middle of a long turn.
+StepHook = Callable[[EventSink], Awaitable[None]]
+
+
 class AuthRequired(Exception):
     """The model provider refused our credentials; the ACP host answers `auth_required` (-32000)."""
 
@@ -107,6 +115,7 @@ class _CallSlot:
     finished: bool = False
     result: ToolResultMessage | None = None
     scope: anyio.CancelScope | None = None
+    record: CallRecord | None = None
     # Set once the call is past approval (running, or finished): the next call may only ask after it, so the user
     # sees permission questions in call order while approved calls still run in parallel.
     past_approval: anyio.Event = field(default_factory=anyio.Event)
@@ -133,12 +142,17 @@ class AgentRuntime:
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self.total_usage = Usage()
+        # The plan as last sent to the client (complete list of ACP plan entries): kept here so a session store can
+        # persist and restore it.
+        self.plan: tuple[dict[str, Any], ...] = ()
         # Awaited at the start of every turn, inside its cancel scope (e.g. MCP servers still starting get a bounded
         # chance to expose their tools before the first model call).
         self.before_turn: list[Callable[[], Awaitable[None]]] = []
         # Model calls made in this session: the <step> of `tool_step_<step>_<index>`, so that normalised ids stay
         # unique within the session (ACP requires unique tool call ids per session).
         self.steps_taken = 0
+        self.before_step: StepHook | None = None
+        self._turn_message: Message | None = None
 
     # ---- control -------------------------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -151,6 +165,10 @@ class AgentRuntime:
     def running(self) -> bool:
         return self._scope is not None
 
+    def add_usage(self, u: Usage) -> None:
+        """Count usage spent on this runtime's behalf elsewhere (e.g. by a subagent) into its total."""
+        self._add_usage(u)
+
     def tool_schemas(self) -> tuple[ToolSchema, ...]:
         return tuple(ToolSchema(t.name, t.description, t.schema) for t in self.registry.tools())
 
@@ -161,29 +179,48 @@ class AgentRuntime:
         self._cancel_requested = False
         start_len = len(self.history)
         self.history.append(UserMessage(tuple(parts)))
+        self._turn_message = self.history[-1]
         open_calls: dict[str, _CallSlot] = {}
         outcome: TurnOutcome | None = None
-        with anyio.CancelScope() as scope:
-            self._scope = scope
-            if self._cancel_requested:
-                scope.cancel()
-            try:
-                for hook in list(self.before_turn):
-                    await hook()
-                outcome = await self._loop(emit, open_calls, start_len)
-            finally:
-                self._scope = None
+        emit = self._keeping_plan(emit)
+        try:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                if self._cancel_requested:
+                    scope.cancel()
+                try:
+                    for hook in list(self.before_turn):
+                        await hook()
+                    outcome = await self._loop(emit, open_calls, start_len)
+                finally:
+                    self._scope = None
+        except anyio.get_cancelled_exc_class():
+            # Cancelled from outside (a subagent's parent turn, or its time limit): still close every announced
+            # call, so the client never keeps a call pending that nothing will finish.
+            with anyio.CancelScope(shield=True):
+                await self._close_cancelled(emit, open_calls)
+            raise
         if outcome is None or scope.cancelled_caught or self._cancel_requested:
             with anyio.CancelScope(shield=True):
                 await self._close_cancelled(emit, open_calls)
             return TurnOutcome("cancelled", usage=self.total_usage)
         return outcome
 
+    def _keeping_plan(self, emit: EventSink) -> EventSink:
+        async def sink(ev: RuntimeEvent) -> None:
+            if isinstance(ev, PlanUpdated):
+                self.plan = ev.entries
+            await emit(ev)
+
+        return sink
+
     async def _loop(self, emit: EventSink, open_calls: dict[str, _CallSlot], start_len: int) -> TurnOutcome:
         assert self.model is not None
         for _ in range(self.options.max_turn_requests):
             step = self.steps_taken
             self.steps_taken += 1
+            if self.before_step is not None:
+                await self.before_step(emit)
             request = ModelRequest(self.system_prompt, tuple(self.history), self.tool_schemas(), self.env.session_id)
             text: list[str] = []
             thinking: list[str] = []
@@ -223,7 +260,9 @@ class AgentRuntime:
             if finished.stop in ("max_tokens", "refusal"):
                 if finished.stop == "refusal":
                     # ACP: the refused prompt and everything after it leave the context of the next prompt.
-                    del self.history[start_len:]
+                    # (found by identity: a compaction between steps may have moved it)
+                    at = next((i for i, m in enumerate(self.history) if m is self._turn_message), start_len)
+                    del self.history[at:]
                 else:
                     self.history.append(AssistantMessage("".join(text), "".join(thinking), (), finished.provider_state))
                 return TurnOutcome(finished.stop, usage=self.total_usage)
@@ -306,6 +345,8 @@ class AgentRuntime:
             return
 
         async def started() -> None:
+            if slot.started:  # a retried call starts once
+                return
             slot.started = True
             slot.past_approval.set()
             await emit(ToolCallProgress(cid, status="in_progress"))
@@ -313,8 +354,10 @@ class AgentRuntime:
         async def progress(partial: ToolResult) -> None:
             await emit(ToolCallProgress(cid, content=partial.content or None, raw_output=partial.raw_output))
 
+        slot.record = CallRecord(cid, new_operation_id())
         ctx = ToolContext(self.env.session_id, cid, self.env.workspace, editor=self.env.editor,
-                          state=self.env.state, progress=progress, started=started)
+                          state=self.env.state, progress=progress, started=started,
+                          operation_id=slot.record.operation_id, record=slot.record, emit=emit)
         try:
             result = await self.executor.execute(item, ctx)
         except ApprovalRejected as exc:
@@ -347,7 +390,12 @@ class AgentRuntime:
             await self._finish(slot, emit, "failed", f"{type(exc).__name__}: the tool crashed (incident {incident})",
                                is_error=True, error_type=type(exc).__name__)
             return
-        await self._finish(slot, emit, "failed" if result.is_error else "completed", result.output,
+        try:
+            text = check_output(result.output)
+        except ToolFailure as exc:
+            await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
+            return
+        await self._finish(slot, emit, "failed" if result.is_error else "completed", text,
                            is_error=result.is_error, result=result)
 
     async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
@@ -363,19 +411,33 @@ class AgentRuntime:
             content = result.content if result and result.content else (
                 {"type": "content", "content": {"type": "text", "text": cap_output(text, 20_000)}},)
             raw_output = result.raw_output if result else None
-        slot.result = ToolResultMessage(cid, call.name, output, is_error)
+        trace = None
+        if slot.record is not None:  # it reached the executor: a trace may exist, kept by the tool or an executor
+            kept = find_trace(self.executor, cid)  # always read: an executor forgets a trace once it is read
+            trace = jsonable_trace(result.trace if result is not None and result.trace is not None else kept)
+        # The model reads `output` only; the operation id, attempts and trace travel beside it for the store.
+        slot.result = ToolResultMessage(cid, call.name, output, is_error,
+                                        meta=slot.record.meta(trace) if slot.record else None)
         slot.finished = True
         with anyio.CancelScope(shield=True):
             await emit(ToolCallProgress(cid, status=status, content=content, raw_output=raw_output,
                                         title=result.title if result else None,
-                                        locations=result.locations if result else None))
+                                        locations=result.locations if result else None,
+                                        meta=wire_meta(slot.record, trace)))
 
     async def _close_cancelled(self, emit: EventSink, open_calls: dict[str, _CallSlot]) -> None:
         """After a cancel: close every announced call and keep the history well-formed for the next turn."""
         for slot in open_calls.values():
             if slot.result is None:
                 cid = slot.call.id or ""
-                slot.result = ToolResultMessage(cid, slot.call.name, "cancelled by the user before it finished", True)
+                text = "cancelled by the user before it finished"
+                if slot.started and self._side_effecting(slot.call):
+                    # It was running: the change may have landed even though the answer was lost.
+                    op = slot.record.operation_id if slot.record else "?"
+                    text += ("; its outcome is unknown: it may have partly or fully taken effect. Check the current "
+                             f"state before repeating it (operation {op})")
+                slot.result = ToolResultMessage(cid, slot.call.name, text, True,
+                                                meta=slot.record.meta() if slot.record else None)
                 await emit(ToolCallProgress(cid, status="failed", content=(
                     {"type": "content", "content": {"type": "text", "text": "Cancelled"}},)))
         if open_calls:
@@ -383,6 +445,14 @@ class AgentRuntime:
                 assert slot.result is not None
                 self.history.append(slot.result)
         open_calls.clear()
+
+    def _side_effecting(self, call: ToolCallRequest) -> bool:
+        tool = self.registry.get(call.name)
+        args = _raw_input(call)
+        try:
+            return tool is None or tool.effect(args if isinstance(args, dict) else {}) != "read"
+        except Exception:  # an effect we cannot establish is not a read
+            return True
 
 
 def _raw_input(call: ToolCallRequest) -> Any:

@@ -66,16 +66,29 @@ class AgentProcess:
         self._next = 0
         self._lock = threading.Lock()
         self._new_frame = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-        threading.Thread(target=self._read_err, daemon=True).start()
+        self._threads = [threading.Thread(target=self._read, daemon=True),
+                         threading.Thread(target=self._read_err, daemon=True)]
+        for t in self._threads:
+            t.start()
 
     # ---- io ------------------------------------------------------------------------------------------------------
     def _read_err(self) -> None:
         assert self.proc.stderr is not None
-        for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
-            self.stderr_chunks.append(chunk)
+        try:
+            for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+                self.stderr_chunks.append(chunk)
+        except (ValueError, OSError):  # the pipe was closed under us at teardown
+            return
 
     def _read(self) -> None:
+        try:
+            self._read_frames()
+        except (ValueError, OSError):  # the pipe was closed under us at teardown
+            pass
+        with self._new_frame:
+            self._new_frame.notify_all()
+
+    def _read_frames(self) -> None:
         assert self.proc.stdout is not None
         for raw in self.proc.stdout:
             self.raw_lines.append(raw)
@@ -211,6 +224,9 @@ class AgentProcess:
             self._close_pipes()
 
     def _close_pipes(self) -> None:
+        # The process has exited: the readers reach EOF on their own; let them finish before closing.
+        for t in self._threads:
+            t.join(timeout=2)
         for pipe in (self.proc.stdout, self.proc.stderr):
             if pipe is not None:
                 try:

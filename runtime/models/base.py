@@ -61,6 +61,8 @@ class ToolResultMessage:
     output: str
     is_error: bool = False
     role: Literal["tool"] = "tool"
+    # Beside the result, never sent to the model: operation id, attempts, the tool's structured trace.
+    meta: dict[str, Any] | None = None
 
 
 Message = UserMessage | AssistantMessage | ToolResultMessage

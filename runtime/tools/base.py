@@ -13,12 +13,16 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import anyio
 import orjson
 
 from runtime.workspace import Workspace
+
+if TYPE_CHECKING:
+    from runtime.events import EventSink
+    from runtime.tracing import CallRecord
 
 Effect = Literal["read", "write", "execute", "other"]
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas" / "tools"
@@ -52,6 +56,9 @@ class ToolResult:
     raw_output: Any = None
     locations: tuple[dict[str, Any], ...] | None = None
     title: str | None = None
+    # A structured account of what happened inside the call (hits, steps, sub-calls): shown to the client and
+    # stored with the result, never sent to the model.
+    trace: Any = None
 
 
 class EditorBridge(Protocol):
@@ -77,6 +84,12 @@ class ToolContext:
     progress: Callable[[ToolResult], Awaitable[None]] | None = None
     started: Callable[[], Awaitable[None]] | None = None
     env: Mapping[str, str] | None = None
+    # The business operation this call performs: the same across automatic retries, so a service can deduplicate.
+    operation_id: str = ""
+    # The runtime's log of this one call (attempts); mutable on purpose, owned by this call only.
+    record: CallRecord | None = None
+    # Session-level events a tool may send besides its own progress (e.g. the plan).
+    emit: EventSink | None = None
 
     def with_grants(self, paths: frozenset[str]) -> ToolContext:
         return replace(self, grants=self.grants | paths)

@@ -15,8 +15,9 @@ def builtin_tools() -> list[Tool]:
     from runtime.tools.builtin.edit import EditTool
     from runtime.tools.builtin.files import ReadFileTool, WriteFileTool
     from runtime.tools.builtin.patch import ApplyPatchTool
+    from runtime.tools.builtin.plan import UpdatePlanTool
     from runtime.tools.builtin.search import GlobTool, GrepTool
 
     tools: list[Tool] = [ReadFileTool(), WriteFileTool(), EditTool(), ApplyPatchTool(), GlobTool(), GrepTool(),
-                         BashTool(), UpdateAgentsMdTool()]
+                         BashTool(), UpdateAgentsMdTool(), UpdatePlanTool()]
     return tools

@@ -1,0 +1,213 @@
+"""Slash commands: what `available_commands_update` advertises, and running them.
+
+Built-in commands (`/help`, `/mode`, `/model`, `/permissions`, `/compact`, `/status`) run locally: they answer with
+`agent_message_chunk`s and `end_turn`, and only `/compact` calls the model (for the summary). Project commands are
+Markdown prompt templates in the workspace, `.gatewright/commands/NAME.md`: an optional front matter line
+`description: …`, then the prompt; `$ARGUMENTS` is replaced by what the user typed after the command (appended when
+the template has no `$ARGUMENTS`). A project command is a normal model turn with the expanded prompt.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acp_server.agent import GatewrightAgent
+    from acp_server.session import AcpSession
+
+log = logging.getLogger("gatewright.commands")
+
+PROJECT_DIR = (".gatewright", "commands")
+MAX_PROJECT_COMMANDS = 100
+MAX_TEMPLATE_BYTES = 64 * 1024
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    description: str
+    hint: str | None = None
+    template: str | None = None  # a project command's prompt; None for built-ins
+
+    def wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "description": self.description}
+        if self.hint:
+            out["input"] = {"hint": self.hint}
+        return out
+
+
+BUILTINS: tuple[Command, ...] = (
+    Command("help", "List the available commands"),
+    Command("mode", "Show or switch the approval mode", "safe | manual | auto | read-only"),
+    Command("model", "Show or switch the model of this session", "model id"),
+    Command("permissions", "List remembered approval rules; `/permissions revoke ID` forgets one", "revoke RULE_ID"),
+    Command("compact", "Summarise the conversation so far into a checkpoint to free context"),
+    Command("status", "Show this session: mode, model, context use and usage"),
+)
+_BUILTIN_NAMES = {c.name for c in BUILTINS}
+
+
+def project_commands(cwd: str) -> list[Command]:
+    """The workspace's prompt templates, sorted by name. Unreadable or oversized files are skipped."""
+    folder = Path(cwd, *PROJECT_DIR)
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(".md"))
+    except OSError:
+        return []
+    out: list[Command] = []
+    for filename in names[:MAX_PROJECT_COMMANDS]:
+        name = filename[:-3]
+        if not _NAME.match(name) or name in _BUILTIN_NAMES:
+            continue
+        try:
+            path = folder / filename
+            if not path.is_file() or path.stat().st_size > MAX_TEMPLATE_BYTES:
+                continue
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            log.debug("skipping project command %s", filename, exc_info=True)
+            continue
+        description, template = _front_matter(text)
+        out.append(Command(name, description or f"Project command ({'/'.join(PROJECT_DIR)}/{filename})",
+                           "arguments", template))
+    return out
+
+
+def _front_matter(text: str) -> tuple[str | None, str]:
+    description = None
+    if text.startswith("---\n"):
+        end = text.find("\n---", 4)
+        if end > 0:
+            for line in text[4:end].splitlines():
+                key, _, value = line.partition(":")
+                if key.strip() == "description":
+                    description = value.strip().strip("\"'")
+            text = text[end + 4:].lstrip("\n")
+    if description is None:
+        first = next((ln.strip().lstrip("#").strip() for ln in text.splitlines() if ln.strip()), "")
+        description = first[:100] or None
+    return description, text
+
+
+def available(session: AcpSession) -> list[Command]:
+    return [*BUILTINS, *project_commands(session.cwd)]
+
+
+def update_frame(commands: list[Command]) -> dict[str, Any]:
+    return {"sessionUpdate": "available_commands_update", "availableCommands": [c.wire() for c in commands]}
+
+
+def parse(blocks: list[Any]) -> tuple[str, str] | None:
+    """`/name args…` when the prompt is one text block starting with a slash; else None."""
+    if len(blocks) != 1 or not isinstance(blocks[0], dict) or blocks[0].get("type") != "text":
+        return None
+    text = str(blocks[0].get("text", "")).strip()
+    if not text.startswith("/"):
+        return None
+    name, _, args = text[1:].partition(" ")
+    name = name.strip()
+    return (name, args.strip()) if _NAME.match(name) else None
+
+
+def expand(template: str, args: str) -> str:
+    if "$ARGUMENTS" in template:
+        return template.replace("$ARGUMENTS", args)
+    return f"{template.rstrip()}\n\n{args}" if args else template
+
+
+async def run_builtin(agent: GatewrightAgent, session: AcpSession, name: str, args: str) -> str:
+    """Run a built-in command; the text is the answer shown to the user."""
+    if name == "help":
+        lines = ["Commands:"] + [f"- `/{c.name}`{' ' + c.hint if c.hint and c.template is None else ''}: "
+                                 f"{c.description}" for c in available(session)]
+        return "\n".join(lines)
+    if name == "mode":
+        from permissions.modes import MODES
+
+        if not args:
+            return f"Approval mode: {session.mode}. Available: {', '.join(m.id for m in MODES)}."
+        if args not in {m.id for m in MODES}:
+            return f"Unknown mode {args[:50]!r}. Available: {', '.join(m.id for m in MODES)}."
+        await agent._apply_mode(session, args, announce_mode=True)
+        _save_settings(session)
+        return f"Approval mode is now {args}."
+    if name == "model":
+        choices = [m.id for m in session.model_choices]
+        if not args:
+            return f"Model: {session.model_id or 'none'}." + (f" Available: {', '.join(choices)}." if choices else "")
+        if args not in choices or agent.config.model_factory is None:
+            return f"Unknown model {args[:100]!r}." + (f" Available: {', '.join(choices)}." if choices else
+                                                         " This session cannot switch models.")
+        session.set_model(args, agent.config.model_factory.create(args))
+        await session.send_update({"sessionUpdate": "config_option_update", "configOptions": session.config_options()})
+        _save_settings(session)
+        return f"Model is now {args}; it answers from the next model call."
+    if name == "permissions":
+        return _permissions(session, args)
+    if name == "compact":
+        return await _compact(session)
+    return _status(session)
+
+
+def _save_settings(session: AcpSession) -> None:
+    if session.journal is not None:
+        session.journal.save_settings()
+
+
+def _permissions(session: AcpSession, args: str) -> str:
+    verb, _, rule_id = args.partition(" ")
+    if verb == "revoke":
+        rule_id = rule_id.strip()
+        if not rule_id:
+            return "Usage: `/permissions revoke RULE_ID` (see `/permissions` for the ids)."
+        return f"Revoked {rule_id}." if session.rules.revoke(rule_id) else f"No rule {rule_id[:100]!r}."
+    if verb:
+        return "Usage: `/permissions` lists the remembered rules; `/permissions revoke RULE_ID` forgets one."
+    rules = session.rules.list()
+    if not rules:
+        return "No remembered approval rules in this session."
+    return "Remembered approval rules:\n" + "\n".join(
+        f"- `{r.id}` {r.action} {r.tool}: {r.label} ({r.scope})" for r in rules)
+
+
+async def _compact(session: AcpSession) -> str:
+    journal = session.journal
+    if session.model is None:
+        return "No model is configured, so there is nothing to summarise with."
+    if journal is None:
+        return "Compaction is not available for this session."
+    result = await journal.compactor.compact(session.runtime)
+    journal.sync()
+    if result.method == "summary":
+        return (f"Compacted: {result.summarised} earlier messages summarised into a checkpoint "
+                f"(about {result.tokens_before} → {result.tokens_after} tokens).")
+    if result.method == "dropped_tool_outputs":
+        return (f"The summary failed ({result.error}); the oldest tool outputs were dropped instead "
+                f"(about {result.tokens_before} → {result.tokens_after} tokens).")
+    return f"Nothing was compacted: {result.error}."
+
+
+def _status(session: AcpSession) -> str:
+    rt = session.runtime
+    journal = session.journal
+    window = journal.window() if journal is not None else session.options.context_window
+    used = journal.compactor.tokens(rt) if journal is not None else 0
+    u = rt.total_usage
+    lines = [
+        f"Session: {session.id}" + (f" ({session.title})" if session.title else ""),
+        f"Workspace: {session.cwd}",
+        f"Mode: {session.mode} · Model: {session.model_id or 'none'}",
+        f"Context: about {used} of {window} tokens in {len(rt.history)} messages",
+        f"Usage: {u.input_tokens} input, {u.output_tokens} output tokens"
+        + (f" · cost {session.cost:.4f}" if session.cost else ""),
+        f"Remembered rules: {len(session.rules.list())}",
+    ]
+    if journal is not None:
+        lines.append(f"Saved in: {journal.store.path}" + (" (saving failed)" if journal.broken else ""))
+    return "\n".join(lines)

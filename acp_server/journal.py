@@ -1,0 +1,174 @@
+"""`SessionJournal`: writes one live ACP session to the store as its turns go.
+
+Every `session/update` the session sends passes through `record` (the journal is the session's only writer):
+message and thought chunks are coalesced in memory and written when something else happens, every other update
+(tool calls and their updates, plans) is written at once. The model context and the session state (mode, model,
+scripted position, steps, usage) are written between steps (`before_step`, the runtime's hook, which also runs
+compaction) and when a turn ends, so a process killed mid-turn loses at most the step it was in.
+
+Updates that only describe the session's current state (modes, config options, commands, title, usage) are kept
+in the session row instead of the replay log: `session/load` answers with the current state anyway.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import TYPE_CHECKING, Any
+
+from runtime.compaction import CompactionSettings, Compactor
+from runtime.models.base import Message, Usage
+
+if TYPE_CHECKING:
+    from acp_server.session import AcpSession
+    from runtime.events import EventSink
+    from runtime.store import SessionStore
+
+log = logging.getLogger("gatewright.journal")
+
+CHUNKS = ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk")
+STATE_ONLY = ("available_commands_update", "current_mode_update", "config_option_update", "session_info_update",
+              "usage_update")
+
+
+class SessionJournal:
+    def __init__(self, store: SessionStore, session: AcpSession, epoch: int = 0,
+                 persisted: list[Message] | None = None, state: dict[str, Any] | None = None) -> None:
+        self.store = store
+        self.session = session
+        self.epoch = epoch
+        # The history prefix already stored, as the very objects: a rewrite (compaction) shows as a changed prefix.
+        self._persisted: list[Message] = list(persisted or [])
+        self._chunk_kind: str | None = None
+        self._chunk_text: list[str] = []
+        state = state or {}
+        self.last_usage: dict[str, Any] | None = state.get("last_usage")
+        self.compactor = Compactor(CompactionSettings.for_window(self.window()))
+        self.compactor.failures = int(state.get("compaction_failures", 0))
+        self.broken = False
+
+    def window(self) -> int:
+        info = getattr(self.session.model, "info", None)
+        return int(getattr(info, "context_window", 0) or self.session.options.context_window)
+
+    # ---- the replay log ------------------------------------------------------------------------------------------
+    def record(self, update: dict[str, Any]) -> None:
+        kind = update.get("sessionUpdate")
+        if kind == "usage_update":
+            self.last_usage = update
+            return
+        if kind in STATE_ONLY:
+            return
+        content = update.get("content")
+        if kind in CHUNKS and isinstance(content, dict) and content.get("type") == "text" and len(update) == 2:
+            if kind != self._chunk_kind:
+                self.flush()
+                self._chunk_kind = kind
+            self._chunk_text.append(content.get("text", ""))
+            return
+        self.flush()
+        self._write([(str(kind), update)])
+
+    def record_prompt(self, blocks: list[Any]) -> None:
+        """The user's prompt, as the content blocks the client sent (replayed as `user_message_chunk`s)."""
+        self.flush()
+        self._write([("user_message_chunk", {"sessionUpdate": "user_message_chunk", "content": b})
+                     for b in blocks if isinstance(b, dict)])
+
+    def flush(self) -> None:
+        if self._chunk_kind is None:
+            return
+        kind, text = self._chunk_kind, "".join(self._chunk_text)
+        self._chunk_kind, self._chunk_text = None, []
+        if text:
+            self._write([(kind, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})])
+
+    def _write(self, events: list[tuple[str, dict[str, Any]]]) -> None:
+        try:
+            self.store.append_events(self.session.id, events)
+        except Exception:  # a full disk must not break the turn; the session simply stops being durable
+            self._failed()
+
+    def _failed(self) -> None:
+        if not self.broken:
+            log.exception("the session store could not be written; session %s is no longer saved", self.session.id)
+        self.broken = True
+
+    # ---- model context and state ---------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        s = self.session
+        rt = s.runtime
+        return {
+            "model_position": getattr(s.model, "position", None),
+            "steps_taken": rt.steps_taken,
+            "usage": dataclasses.asdict(rt.total_usage),
+            "priced_usage": dataclasses.asdict(s.priced_usage),
+            "cost": s.cost,
+            "last_usage": self.last_usage,
+            "compaction_failures": self.compactor.failures,
+        }
+
+    def sync(self) -> None:
+        """Write the history that is not stored yet, and the session state, in one transaction."""
+        self.flush()
+        history = self.session.runtime.history
+        n = len(self._persisted)
+        try:
+            if len(history) >= n and all(history[i] is self._persisted[i] for i in range(n)):
+                self.store.append_messages(self.session.id, self.epoch, n, history[n:], self.state())
+            else:
+                self.epoch = self.store.replace_context(self.session.id, history, self.state())
+        except Exception:
+            self._failed()
+            return
+        self._persisted = list(history)
+
+    def rewrite(self) -> None:
+        """Store the whole current history as a new epoch (after it was changed outside a turn)."""
+        self._persisted = []
+        try:
+            self.epoch = self.store.replace_context(self.session.id, self.session.runtime.history, self.state())
+        except Exception:
+            self._failed()
+            return
+        self._persisted = list(self.session.runtime.history)
+
+    def save_settings(self) -> None:
+        """Mode and model changed: they are restored on load."""
+        try:
+            self.store.save(self.session.id, mode=self.session.mode, model_id=self.session.model_id,
+                            state=self.state())
+        except Exception:
+            self._failed()
+
+    def save_title(self, title: str) -> None:
+        try:
+            self.store.save(self.session.id, title=title)
+        except Exception:
+            self._failed()
+
+    async def before_step(self, emit: EventSink) -> None:
+        """The runtime's hook between steps: compact if the context is near the window, then store the step."""
+        self.flush()
+        self.compactor.settings = CompactionSettings.for_window(self.window())
+        await self.compactor.maybe_compact(self.session.runtime, emit)
+        self.sync()
+
+
+def restore_state(session: AcpSession, state: dict[str, Any]) -> None:
+    """Put a stored state back into a freshly built session (before any turn runs)."""
+    rt = session.runtime
+    rt.steps_taken = int(state.get("steps_taken") or 0)
+    rt.total_usage = _usage(state.get("usage"))
+    session.priced_usage = _usage(state.get("priced_usage"))
+    session.cost = float(state.get("cost") or 0.0)
+    position = state.get("model_position")
+    if isinstance(position, int) and hasattr(session.model, "position"):
+        session.model.position = position  # type: ignore[union-attr]
+
+
+def _usage(raw: Any) -> Usage:
+    if not isinstance(raw, dict):
+        return Usage()
+    names = {f.name for f in dataclasses.fields(Usage)}
+    return Usage(**{k: int(v) for k, v in raw.items() if k in names and isinstance(v, int)})
