@@ -369,7 +369,9 @@ def bench_load(runs: int, sizes: tuple[int, ...] = (100, 1000)) -> list[Row]:
         growth = th / tl
         rows = [Row(f"session/load, {n:,}-turn session", ms(med(times[n])), f"{frames[n]:,} frames replayed",
                     f"{med(times[n]) / n * 1e6:.0f} µs/turn", "", "") for n in sizes]
-        rows.append(Row(f"  load growth {lo}→{hi} turns", f"{growth:.1f}×", f"turns: {hi / lo:.0f}×",
+        marginal = (th - tl) / (hi - lo)
+        rows.append(Row(f"  load growth {lo}→{hi} turns", f"{growth:.1f}×",
+                        f"turns: {hi / lo:.0f}×; {marginal * 1e6:.0f} µs per extra turn",
                         f"{growth / (hi / lo):.2f}× linear", "linear (≤ 1.2×)", verdict(growth / (hi / lo) <= 1.2)))
         return rows
     finally:
