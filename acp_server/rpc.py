@@ -111,8 +111,16 @@ class JsonRpcConnection:
             return
         if self.recorder is not None:
             self.recorder.record("out", obj)
+        data = wire.encode(obj)
         try:
-            await self._send.send(wire.encode(obj))
+            # Hot path (every streamed chunk): when the buffer has room, hand the frame over without suspending. Not a
+            # checkpoint then: a cancel requested by another task lands at the caller's next suspension, which on a
+            # single event loop is where it would have landed anyway (cancel_called is only ever set while the
+            # caller is suspended, unless the caller cancels itself).
+            try:
+                self._send.send_nowait(data)
+            except anyio.WouldBlock:
+                await self._send.send(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._writer_dead = True
 
