@@ -40,6 +40,7 @@ class GatewrightAgent:
         self.sessions: dict[str, AcpSession] = {}
         self.client_caps: dict[str, Any] = {}
         self.initialized = False
+        self._prompt_tickets: dict[int, int] = {}  # id(params) of a prompt read but not started → cancel epoch then
         self.requests: Mapping[str, Any] = {
             "initialize": self.initialize,
             "authenticate": self.authenticate,
@@ -159,19 +160,29 @@ class GatewrightAgent:
         result = {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
         return self.lifecycle.created(session, result)  # stored; its commands follow the answer
 
+    def request_received(self, method: str, params: Any) -> None:
+        """Called by the connection as each request is read: a prompt remembers the cancel epoch of its arrival,
+        so a `session/cancel` read after it cancels it even if its task has not started yet."""
+        if method == "session/prompt" and isinstance(params, dict):
+            session = self.sessions.get(params.get("sessionId"))  # type: ignore[arg-type]
+            if session is not None:
+                self._prompt_tickets[id(params)] = session.cancel_epoch
+
     async def prompt(self, params: Any) -> dict[str, Any]:
         import anyio
 
         from runtime.loop import AuthRequired as RuntimeAuthRequired
         from runtime.models import NO_MODEL_MESSAGE
 
+        arrival_epoch = self._prompt_tickets.pop(id(params), None)
         p = obj(params)
         session = self._session(p)
         blocks = p.get("prompt")
         if not isinstance(blocks, list):
             raise InvalidParams("Invalid params: \"prompt\" must be an array of content blocks")
         parts, notes = convert_prompt(blocks, accepts_images=bool(session.model and session.model.accepts_images))
-        ticket = session.cancel_epoch  # prompts queue on the lock in order; a cancel meanwhile cancels this one too
+        # Prompts queue on the lock in order; a cancel read after this prompt arrived cancels it too.
+        ticket = session.cancel_epoch if arrival_epoch is None else arrival_epoch
         async with session.turn_lock:
             if session.closed or session.cancel_epoch != ticket or any(c is params for c in session.cancelled_prompts):
                 session.cancelled_prompts = [c for c in session.cancelled_prompts if c is not params]

@@ -316,6 +316,11 @@ class JsonRpcConnection:
         if sum(len(v) for v in self._inbound.values()) >= MAX_INFLIGHT:
             await self._emit(wire.error_response(frame.id, InternalError("Too many requests in flight").to_wire()))
             return
+        received = getattr(self.dispatcher, "request_received", None)
+        if received is not None:
+            # Synchronous, in reading order: lets the dispatcher stamp a request with what was true when it arrived
+            # (e.g. which cancels came before a queued prompt) before its task gets to run.
+            received(frame.method, frame.params)
         key = wire.id_key(frame.id)
         entry = _Inbound(frame.method, frame.params, anyio.CancelScope())
         self._inbound.setdefault(key, []).append(entry)
