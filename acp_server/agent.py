@@ -40,6 +40,7 @@ class GatewrightAgent:
         self.sessions: dict[str, AcpSession] = {}
         self.client_caps: dict[str, Any] = {}
         self.initialized = False
+        self._prompt_tickets: dict[int, int] = {}  # id(params) of a prompt read but not started → cancel epoch then
         self.requests: Mapping[str, Any] = {
             "initialize": self.initialize,
             "authenticate": self.authenticate,
@@ -101,18 +102,10 @@ class GatewrightAgent:
                                "then restart the agent")
         raise InvalidParams(f"Invalid params: unknown authentication method {method[:100]!r}")
 
-    def request_received(self, method: str, params: Any) -> None:
-        """Called by the connection as a request arrives, before its handler task runs: a prompt's cancel epoch is
-        the one it arrived in, so a `session/cancel` read right behind it cancels it (ACP-CANCEL-001)."""
-        if method == "session/prompt" and isinstance(params, dict) and isinstance(params.get("sessionId"), str):
-            session = self.sessions.get(params["sessionId"])
-            if session is not None:
-                session.arrivals.append((params, session.cancel_epoch))
-
     def cancel_request_hook(self, method: str, params: Any) -> bool:
         # `$/cancel_request` for a prompt: cancel the turn, which answers `stopReason: cancelled` by itself.
-        if method == "session/prompt" and isinstance(params, dict) and isinstance(params.get("sessionId"), str):
-            session = self.sessions.get(params["sessionId"])
+        if method == "session/prompt" and isinstance(params, dict):
+            session = self._session_of(params)
             if session is not None:
                 if session.active_prompt is params:
                     session.runtime.cancel()
@@ -139,6 +132,7 @@ class GatewrightAgent:
         from acp_server.session import AcpSession, new_session_id
         from acp_server.session_methods import runtime_options
         from permissions.modes import parse_mode
+        from permissions.store import state_dir
 
         p = obj(params)
         cwd = req_str(p, "cwd")
@@ -156,7 +150,8 @@ class GatewrightAgent:
         model = factory.create() if factory else None
         session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
                              runtime_options(), model_id=factory.default_id if factory and model else None,
-                             model_choices=factory.choices() if factory else ())
+                             model_choices=factory.choices() if factory else (),
+                             state_dir=state_dir(self.config.state_dir))
         self.sessions[sid] = session
         if servers:
             from runtime.mcp import connect_servers  # lazy: sessions without MCP servers never load it
@@ -165,19 +160,34 @@ class GatewrightAgent:
         result = {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
         return self.lifecycle.created(session, result)  # stored; its commands follow the answer
 
+    def request_received(self, method: str, params: Any) -> None:
+        """Called by the connection as each request is read: a prompt remembers the cancel epoch of its arrival,
+        so a `session/cancel` read after it cancels it even if its task has not started yet."""
+        if method == "session/prompt" and isinstance(params, dict):
+            session = self._session_of(params)
+            if session is not None:
+                self._prompt_tickets[id(params)] = session.cancel_epoch
+
+    def _session_of(self, params: dict[str, Any]) -> AcpSession | None:
+        """The session a request names, if any; a wrong-typed id (a list, an object) is simply none."""
+        sid = params.get("sessionId")
+        return self.sessions.get(sid) if isinstance(sid, str) else None
+
     async def prompt(self, params: Any) -> dict[str, Any]:
         import anyio
 
         from runtime.loop import AuthRequired as RuntimeAuthRequired
         from runtime.models import NO_MODEL_MESSAGE
 
+        arrival_epoch = self._prompt_tickets.pop(id(params), None)
         p = obj(params)
         session = self._session(p)
-        ticket = session.prompt_ticket(params)  # prompts queue in order; a cancel since arrival cancels this one too
         blocks = p.get("prompt")
         if not isinstance(blocks, list):
             raise InvalidParams("Invalid params: \"prompt\" must be an array of content blocks")
         parts, notes = convert_prompt(blocks, accepts_images=bool(session.model and session.model.accepts_images))
+        # Prompts queue on the lock in order; a cancel read after this prompt arrived cancels it too.
+        ticket = session.cancel_epoch if arrival_epoch is None else arrival_epoch
         async with session.turn_lock:
             if session.closed or session.cancel_epoch != ticket or any(c is params for c in session.cancelled_prompts):
                 session.cancelled_prompts = [c for c in session.cancelled_prompts if c is not params]
@@ -206,8 +216,7 @@ class GatewrightAgent:
     def cancel(self, params: Any) -> None:
         if not isinstance(params, dict):
             return
-        sid = params.get("sessionId")
-        session = self.sessions.get(sid) if isinstance(sid, str) else None
+        session = self._session_of(params)
         if session is not None:
             session.cancel()
 

@@ -1,4 +1,5 @@
-"""The `gatewright` command line: `acp` (what editors launch), `run` (one prompt on a terminal), `demo`.
+"""The `gatewright` command line: `acp` (what editors launch), `run` (one prompt on a terminal), `demo`, and the
+`permissions list|revoke` and `audit` views of the state dir (these print to stdout: they are not acp mode).
 
 Kept light on purpose: this module is on the start-up path of `gatewright acp`, so it imports only the standard
 library at module level; everything else is imported by the subcommand that needs it.
@@ -39,6 +40,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cwd", default=None, help="workspace directory (default: the current directory)")
     run.add_argument("prompt", nargs="+", help="the prompt")
     sub.add_parser("demo", help="offline showcase: drive `gatewright acp` with a scripted model as an editor would")
+    perms = sub.add_parser("permissions", help="list or revoke remembered permission rules (project and global)")
+    perms_sub = perms.add_subparsers(dest="perm_command", metavar="ACTION")
+    plist = perms_sub.add_parser("list", help="show remembered rules")
+    plist.add_argument("--project", default=None, help="only this project's rules and the global ones")
+    plist.add_argument("--json", action="store_true", help="one JSON object per line")
+    prevoke = perms_sub.add_parser("revoke", help="forget a remembered rule")
+    prevoke.add_argument("rule_id", metavar="ID", help="the rule's id, as `permissions list` shows it")
+    for p in (plist, prevoke):
+        p.add_argument("--state-dir", default=os.environ.get("GATEWRIGHT_STATE_DIR"), help="the state dir")
+    audit = sub.add_parser("audit", help="show the audit log of permission decisions")
+    audit.add_argument("--session", default=None, help="only this session's decisions")
+    audit.add_argument("--project", default=None, help="only this project's decisions")
+    audit.add_argument("--limit", type=int, default=50, help="how many of the newest entries (default 50)")
+    audit.add_argument("--json", action="store_true", help="one JSON object per line")
+    audit.add_argument("--state-dir", default=os.environ.get("GATEWRIGHT_STATE_DIR"), help="the state dir")
     return parser
 
 
@@ -85,7 +101,51 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from runtime.cli_host import run_prompt
 
-    return run_prompt(" ".join(args.prompt), cwd=cwd, factory=factory, mode=mode)  # type: ignore[arg-type]
+    return run_prompt(" ".join(args.prompt), cwd=cwd, factory=factory, mode=mode,  # type: ignore[arg-type]
+                      state_dir=args.state_dir)
+
+
+def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    import json
+
+    from permissions.report import format_rules
+    from permissions.store import rule_database
+
+    db = rule_database(args.state_dir)
+    if args.perm_command == "list":
+        rules = db.rules_for(os.path.realpath(args.project)) if args.project else db.all()
+        if args.json:
+            for r in rules:
+                sys.stdout.write(json.dumps({"id": r.id, "action": r.action, "tool": r.tool, "label": r.label,
+                                             "scope": r.scope, "match": r.match, "project": r.project,
+                                             "created_at": r.created_at}) + "\n")
+        else:
+            sys.stdout.write(format_rules(rules) + "\n")
+        return EXIT_OK
+    if args.perm_command == "revoke":
+        if db.revoke(args.rule_id):
+            sys.stdout.write(f"Revoked {args.rule_id}.\n")
+            return EXIT_OK
+        sys.stderr.write(f"gatewright: no remembered rule {args.rule_id!r} (see `gatewright permissions list`)\n")
+        return 1
+    parser.parse_args(["permissions", "--help"])
+    return EXIT_USAGE
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    import json
+
+    from permissions.audit import audit_log
+    from permissions.report import format_audit
+
+    entries = audit_log(args.state_dir).entries(limit=args.limit, session_id=args.session,
+                                                project=os.path.realpath(args.project) if args.project else None)
+    if args.json:
+        for e in entries:
+            sys.stdout.write(json.dumps(e.as_dict()) + "\n")
+    else:
+        sys.stdout.write(format_audit(entries) + "\n")
+    return EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,6 +155,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_acp(args)
     if args.command == "run":
         return cmd_run(args)
+    if args.command == "permissions":
+        return cmd_permissions(args, parser)
+    if args.command == "audit":
+        return cmd_audit(args)
     if args.command == "demo":
         from acp_server.demo import run_demo
 

@@ -50,9 +50,6 @@ class Dispatcher(Protocol):
         """Called on `$/cancel_request` for an in-flight request; True when the handler will answer by itself."""
         ...
 
-    # Optional: `request_received(method, params)` is called synchronously when a request arrives, before its
-    # handler task starts.
-
     async def shutdown(self) -> None: ...
 
 
@@ -114,8 +111,16 @@ class JsonRpcConnection:
             return
         if self.recorder is not None:
             self.recorder.record("out", obj)
+        data = wire.encode(obj)
         try:
-            await self._send.send(wire.encode(obj))
+            # Hot path (every streamed chunk): when the buffer has room, hand the frame over without suspending. Not a
+            # checkpoint then: a cancel requested by another task lands at the caller's next suspension, which on a
+            # single event loop is where it would have landed anyway (cancel_called is only ever set while the
+            # caller is suspended, unless the caller cancels itself).
+            try:
+                self._send.send_nowait(data)
+            except anyio.WouldBlock:
+                await self._send.send(data)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._writer_dead = True
 
@@ -313,14 +318,18 @@ class JsonRpcConnection:
         if sum(len(v) for v in self._inbound.values()) >= MAX_INFLIGHT:
             await self._emit(wire.error_response(frame.id, InternalError("Too many requests in flight").to_wire()))
             return
+        received = getattr(self.dispatcher, "request_received", None)
+        if received is not None:
+            # Synchronous, in reading order: lets the dispatcher stamp a request with what was true when it arrived
+            # (e.g. which cancels came before a queued prompt) before its task gets to run. It runs in the reader
+            # loop, so a failure here must never end the connection.
+            try:
+                received(frame.method, frame.params)
+            except Exception:
+                log.warning("request_received failed for %s", frame.method, exc_info=True)
         key = wire.id_key(frame.id)
         entry = _Inbound(frame.method, frame.params, anyio.CancelScope())
         self._inbound.setdefault(key, []).append(entry)
-        received = getattr(self.dispatcher, "request_received", None)
-        if received is not None:
-            # Synchronously, before the handler task runs: a notification read right after this request (e.g.
-            # `session/cancel` after `session/prompt`) must be able to see it.
-            received(frame.method, frame.params)
         assert self._tg is not None
         self._tg.start_soon(self._run_request, frame, handler, key, entry)
 

@@ -19,8 +19,11 @@ import anyio
 from acp_server.editor import AcpEditorBridge
 from permissions import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
+from permissions.audit import audit_log
+from permissions.decorator import AuditSink
 from permissions.modes import MODES, ApprovalMode
 from permissions.rules import RuleStore
+from permissions.store import rule_database
 from runtime.approval import make_describer
 from runtime.delegation import install_delegation
 from runtime.events import (
@@ -105,10 +108,10 @@ def parse_permission_answer(answer: Any, valid_ids: set[str]) -> PermissionOutco
 
 def AcpToolApprovalDecorator(  # noqa: N802 - a named construction of the one decorator with the ACP gateway
     delegate: ToolExecutor, conn: JsonRpcConnection, session_id: str, registry: ToolRegistry,
-    mode: Callable[[], ApprovalMode], rules: RuleStore,
+    mode: Callable[[], ApprovalMode], rules: RuleStore, audit: AuditSink | None = None,
 ) -> ToolApprovalDecorator[Any, Any, Any]:
     return ToolApprovalDecorator(delegate, AcpPermissionGateway(conn, session_id), make_describer(registry), mode,
-                                 rules)
+                                 rules, audit)
 
 
 def tool_call_frame(ev: ToolCallStarted) -> dict[str, Any]:
@@ -187,23 +190,26 @@ class AcpSession:
     model_choices: tuple[ModelEntry, ...] = ()
     cost: float = 0.0  # cumulative, in the currency of the models' configured prices
     priced_usage: Usage = field(default_factory=Usage)  # the part of runtime.total_usage already in `cost`
+    state_dir: str | None = None  # None: no persisted rules and no audit log (in-process tests)
     journal: SessionJournal | None = None  # writes the session to the store as it goes (acp_server.journal)
     # Bumped by every cancel: a prompt queued before the cancel sees a different value and answers `cancelled`.
     cancel_epoch: int = 0
     active_prompt: Any = None  # the params of the prompt holding `turn_lock` (to tell it from queued ones)
     cancelled_prompts: list[Any] = field(default_factory=list)  # params of queued prompts cancelled by request
-    # (params, cancel_epoch) of prompts as they arrived, before their handler ran: a `session/cancel` read right
-    # after a prompt (its handler task not started yet) must still cancel it.
-    arrivals: list[tuple[Any, int]] = field(default_factory=list)
     mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
 
     def __post_init__(self) -> None:
         self.workspace = Workspace(self.cwd, self.additional_directories)
         self.registry = ToolRegistry(builtin_tools())
+        audit = None
+        if self.state_dir is not None:
+            # Project rules are keyed by the resolved workspace root; both files are opened at first use.
+            self.rules = RuleStore(rule_database(self.state_dir), self.workspace.cwd)
+            audit = audit_log(self.state_dir)
         router = RoutingToolExecutor(self.registry, self.options.tool_call_timeout_ms / 1000)
         # Retries sit under approval: an approved read is not asked again when a transient failure repeats it.
         executor = AcpToolApprovalDecorator(RetryingExecutor(router, self.registry), self.conn, self.id, self.registry,
-                                            lambda: self.mode, self.rules)
+                                            lambda: self.mode, self.rules, audit)
         self.runtime = AgentRuntime(
             model=self.model,
             registry=self.registry,
@@ -244,14 +250,6 @@ class AcpSession:
         self.model_id = model_id
         self.model = model
         self.runtime.model = model
-
-    def prompt_ticket(self, params: Any) -> int:
-        """The cancel epoch a prompt arrived in (set by `GatewrightAgent.request_received`), else the current one."""
-        for i, (p, epoch) in enumerate(self.arrivals):
-            if p is params:
-                del self.arrivals[i]
-                return epoch
-        return self.cancel_epoch
 
     def cancel(self) -> None:
         """Cancel the running turn and every prompt queued before now."""

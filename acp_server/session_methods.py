@@ -114,6 +114,7 @@ class SessionLifecycle:
         from acp_server.journal import restore_state
         from acp_server.session import AcpSession
         from permissions.modes import parse_mode
+        from permissions.store import state_dir
 
         agent = self.agent
         factory = agent.config.model_factory
@@ -129,7 +130,8 @@ class SessionLifecycle:
         assert agent.conn is not None
         session = AcpSession(new_id or rec.id, cwd, list(rec.additional_dirs), mode, agent.conn, model,
                              agent.client_caps, runtime_options(), model_id=model_id if model else None,
-                             model_choices=factory.choices() if factory else (), title=rec.title)
+                             model_choices=factory.choices() if factory else (), title=rec.title,
+                             state_dir=state_dir(agent.config.state_dir))
         epoch, stored = self.store.context(rec.id)
         session.runtime.history = _repaired(stored)
         restore_state(session, rec.state)

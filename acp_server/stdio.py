@@ -16,9 +16,6 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import anyio
-import anyio.to_thread
-
 READ_CHUNK = 1 << 20
 
 
@@ -65,6 +62,8 @@ class FdReader:
 
     async def read(self) -> bytes:
         """Read some bytes; b"" at EOF (or when the descriptor fails)."""
+        import anyio.to_thread  # not at module level: this module is on the path to answering `initialize`
+
         try:
             return await anyio.to_thread.run_sync(os.read, self.fd, READ_CHUNK, abandon_on_cancel=True)
         except OSError:
@@ -83,4 +82,6 @@ class FdWriter:
 
     async def write(self, data: bytes) -> None:
         """Write everything. Raises `BrokenPipeError`/`OSError` when the client is gone."""
+        import anyio.to_thread
+
         await anyio.to_thread.run_sync(self._write_all, data, abandon_on_cancel=True)

@@ -1,7 +1,7 @@
 """Benchmark: gatewright's grep and glob tools against raw ripgrep on a generated tree of 50,000 files.
 
-Run: `python bench/bench_search.py [--files 50000] [--runs 5]`. The tree is generated once in a temporary directory
-(with a .gitignore'd build directory and some binary files, like a real project). Each measurement is the median
+Run: `python bench/bench_search.py [--files 50000] [--runs 5]` (also part of `python -m bench`). The tree is generated
+once in a temporary directory (with a .gitignore'd build directory and some binary files, like a real project). Each measurement is the median
 wall time of several runs of the full tool call (argument handling, the boundary, subprocesses, formatting) next to
 `rg` doing the same search on the same tree in the same run. Target: within 1.5x of ripgrep.
 """
@@ -57,19 +57,16 @@ def median_time(fn, runs: int) -> float:
     return statistics.median(times)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--files", type=int, default=50_000)
-    ap.add_argument("--runs", type=int, default=5)
-    opts = ap.parse_args()
+def measure(files: int, runs: int) -> list[tuple[str, float, float, float]]:
+    """(case, gatewright median s, rg median s, median of per-pair ratios) for each case, on a fresh tree."""
     rg = rg_binary()
     if rg is None:
-        sys.exit("ripgrep is not installed")
+        raise RuntimeError("ripgrep is not installed")
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp).resolve()
         t = time.perf_counter()
-        generate(root, opts.files)
-        sys.stderr.write(f"generated {opts.files} files in {time.perf_counter() - t:.1f} s\n")
+        generate(root, files)
+        sys.stderr.write(f"generated {files} files in {time.perf_counter() - t:.1f} s\n")
         ctx = ToolContext("bench", "c", Workspace(str(root)))
         grep, glob = GrepTool(), GlobTool()
 
@@ -92,15 +89,27 @@ def main() -> None:
             ("glob pkg1/**/f1*.ts", tool(glob, {"pattern": "pkg1/**/f1*.ts"}), raw("--files", "--glob",
                                                                                   "pkg1/**/f1*.ts")),
         ]
-        sys.stdout.write(f"{'case':40} {'gatewright':>11} {'rg':>9} {'ratio':>6}\n")
+        out = []
         for name, ours, theirs in cases:
+            ours(), theirs()  # warm-up
             # Interleaved, so a noisy neighbour slows both sides alike; the ratio is the median of per-pair ratios.
-            pairs = [(median_time(ours, 1), median_time(theirs, 1)) for _ in range(opts.runs)]
+            pairs = [(median_time(ours, 1), median_time(theirs, 1)) for _ in range(runs)]
             a = statistics.median(p[0] for p in pairs)
             b = statistics.median(p[1] for p in pairs)
             ratio = statistics.median(p[0] / p[1] for p in pairs)
-            sys.stdout.write(f"{name:40} {a * 1000:9.0f}ms {b * 1000:7.0f}ms {ratio:6.2f}\n")
-        sys.stdout.write(f"(median of {opts.runs} runs, {os.cpu_count()} CPUs)\n")
+            out.append((name, a, b, ratio))
+        return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--files", type=int, default=50_000)
+    ap.add_argument("--runs", type=int, default=5)
+    opts = ap.parse_args()
+    sys.stdout.write(f"{'case':40} {'gatewright':>11} {'rg':>9} {'ratio':>6}\n")
+    for name, a, b, ratio in measure(opts.files, opts.runs):
+        sys.stdout.write(f"{name:40} {a * 1000:9.0f}ms {b * 1000:7.0f}ms {ratio:6.2f}\n")
+    sys.stdout.write(f"(median of {opts.runs} runs, {os.cpu_count()} CPUs)\n")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Baselines: a bare interpreter (`python -c pass`, spawn → exit) and the official Python SDK's echo agent. Targets
 (issue #2): gatewright under 100 ms median and at least 5× faster than the SDK agent.
 
-    python bench/startup.py [--runs 20]
+    python bench/startup.py [--runs 20]      (also part of `python -m bench`)
 """
 
 from __future__ import annotations
@@ -20,13 +20,15 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 INIT = (json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
                     "params": {"protocolVersion": 1, "clientCapabilities": {}}}) + "\n").encode()
 
 
 def time_initialize(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                         cwd=ROOT)
     assert p.stdin is not None and p.stdout is not None
     p.stdin.write(INIT)
     p.stdin.flush()
@@ -45,36 +47,50 @@ def time_bare(env: dict[str, str]) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--runs", type=int, default=20)
-    args = ap.parse_args()
-    env = dict(os.environ, GATEWRIGHT_STATE_DIR=tempfile.mkdtemp())
+BARE = "python -c pass (spawn → exit)"
+GW = "gatewright acp (python -m acp_server)"
+SDK = "SDK echo agent (agent-client-protocol)"
+
+
+def measure(runs: int, console_script: bool = False) -> dict[str, list[float]]:
+    """Samples (seconds) per subject, interleaved run by run."""
+    state = tempfile.mkdtemp()
+    # This checkout, not whatever `pip install -e` points at.
+    env = dict(os.environ, GATEWRIGHT_STATE_DIR=state, PYTHONPATH=str(ROOT))
+    env.pop("GATEWRIGHT_MODEL", None)
     script = shutil.which("gatewright")
     subjects = {
-        "python -c pass (spawn → exit)": lambda: time_bare(env),
-        "gatewright acp (python -m acp_server)": lambda: time_initialize([sys.executable, "-m", "acp_server"], env),
-        "SDK echo agent (agent-client-protocol)": lambda: time_initialize(
-            [sys.executable, str(HERE / "sdk_echo_agent.py")], env),
+        BARE: lambda: time_bare(env),
+        GW: lambda: time_initialize([sys.executable, "-m", "acp_server"], env),
+        SDK: lambda: time_initialize([sys.executable, str(HERE / "sdk_echo_agent.py")], env),
     }
-    if script:
+    if script and console_script:
         subjects["gatewright acp (console script)"] = lambda: time_initialize([script, "acp"], env)
     samples: dict[str, list[float]] = {k: [] for k in subjects}
     for _ in range(2):  # warm the page cache and bytecode
         for fn in subjects.values():
             fn()
-    for _ in range(args.runs):  # interleaved, so machine noise hits every subject alike
+    for _ in range(runs):  # interleaved, so machine noise hits every subject alike
         for name, fn in subjects.items():
             samples[name].append(fn())
+    shutil.rmtree(state, ignore_errors=True)
+    return samples
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=20)
+    args = ap.parse_args()
+    samples = measure(args.runs, console_script=True)
     med = {k: statistics.median(v) * 1000 for k, v in samples.items()}
-    bare = med["python -c pass (spawn → exit)"]
-    sdk = med["SDK echo agent (agent-client-protocol)"]
+    bare = med[BARE]
+    sdk = med[SDK]
     print(f"start-up: spawn → initialize answered, median of {args.runs} runs (ms)")
     print(f"{'subject':42} {'median':>8} {'p90':>8} {'× bare':>8} {'SDK ÷ it':>9}")
     for name, v in samples.items():
         p90 = sorted(v)[int(len(v) * 0.9) - 1] * 1000
         print(f"{name:42} {med[name]:8.1f} {p90:8.1f} {med[name] / bare:8.2f} {sdk / med[name]:9.2f}")
-    gw = med["gatewright acp (python -m acp_server)"]
+    gw = med[GW]
     print(f"\ntarget: < 100 ms → {gw:.1f} ms ({'met' if gw < 100 else 'NOT met'}); "
           f"≥ 5× faster than the SDK agent → {sdk / gw:.1f}× ({'met' if sdk / gw >= 5 else 'NOT met'})")
 

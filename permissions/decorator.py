@@ -5,31 +5,56 @@ It is generic over the executor it wraps (this package does not import the runti
 human needs). The mode is read at call time, so a mode change applies to the next call without rebuilding anything.
 
 Outcomes are typed, never string prefixes:
-- `ApprovalRejected`: a human (now, or through a remembered `reject_always`) said no. The call does not run and the
-  runtime stops the turn.
+- `ApprovalRejected`: a human (now, through a remembered `reject_always`, or by not answering in time) said no. The
+  call does not run and the runtime stops the turn, telling the user what was refused.
+- `ApprovalDeclined`: the human rejected the call but chose to let the model try another way; the model gets a
+  `TOOL_ERROR` and the turn goes on.
 - `ApprovalCancelled`: the permission question was cancelled because the turn is being cancelled.
 - `ApprovalDenied`: the mode forbids the call (for example a write in `read-only`); the model is told and may adapt.
+
+An approval binds to what was shown: after the answer the call is described again, and if what it would do changed
+(another path resolution, another diff) the question is asked again; the policy is checked once more just before
+the call runs (a switch to `read-only` while the question was open means the call does not run). Questions are
+asked one at a time; a call waiting for its turn to ask decides again when its turn comes, so an "always" answer
+given meanwhile resolves it without a question.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import logging
+import os
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
 import anyio
+import anyio.lowlevel
 
-from permissions.gateway import PermissionGateway, PermissionOption, PermissionOutcome, PermissionRequest
+from permissions.gateway import PermissionGateway, PermissionOutcome, PermissionRequest
 from permissions.modes import ApprovalMode
+from permissions.options import Choice, build_choices
 from permissions.policy import CallFacts, Decision, decide
 from permissions.rules import RuleStore
 
+log = logging.getLogger("gatewright.permissions")
+
+TIMEOUT_ENV = "GATEWRIGHT_PERMISSION_TIMEOUT"
+_MAX_ASKS = 3  # a call whose preview keeps changing under the question is refused after this many questions
+
+
+def _meta(decision: str, by: str, reason: str, **extra: Any) -> dict[str, Any]:
+    return {"gatewright": {"decision": decision, "by": by, "reason": reason, **extra}}
+
 
 class ApprovalRejected(Exception):
-    def __init__(self, reason: str, option_id: str | None = None) -> None:
+    def __init__(self, reason: str, option_id: str | None = None, meta: dict[str, Any] | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.option_id = option_id
+        self.meta = meta
 
 
 class ApprovalCancelled(Exception):
@@ -37,9 +62,18 @@ class ApprovalCancelled(Exception):
 
 
 class ApprovalDenied(Exception):
-    def __init__(self, reason: str) -> None:
+    error_type = "PermissionDenied"
+
+    def __init__(self, reason: str, meta: dict[str, Any] | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.meta = meta
+
+
+class ApprovalDeclined(ApprovalDenied):
+    """The user rejected the call and let the model continue: reported to the model, the turn goes on."""
+
+    error_type = "UserDeclined"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,18 +103,44 @@ class Executor(Protocol[C, X, R]):  # type: ignore[misc]
     async def execute(self, call: C, ctx: X) -> R: ...
 
 
-AuditHook = Callable[[ApprovalSubject, Decision, PermissionOutcome | None], None]
+class AuditSink(Protocol):
+    """Where decisions are recorded (`permissions.audit.AuditLog`)."""
+
+    def begin(self, *, session_id: str, call_id: str, tool: str, summary: str, decision: str, decided_by: str,
+              reason: str, option: str | None = None, outcome: str = "pending", ask_ms: int | None = None,
+              project: str | None = None) -> int | None: ...
+
+    def end(self, seq: int | None, outcome: str, run_ms: int | None = None) -> None: ...
 
 
-def standard_options(subject: ApprovalSubject) -> tuple[PermissionOption, ...]:
-    """The four standard options, each saying exactly what it covers."""
-    what = subject.summary
-    return (
-        PermissionOption("allow_once", "Allow once", "allow_once"),
-        PermissionOption("allow_always", f"Always allow {what} in this session", "allow_always"),
-        PermissionOption("reject_once", "Reject", "reject_once"),
-        PermissionOption("reject_always", f"Always reject {what} in this session", "reject_always"),
-    )
+def permission_timeout_from_env() -> float | None:
+    """`GATEWRIGHT_PERMISSION_TIMEOUT` seconds, or None (wait for the answer as long as it takes)."""
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        log.warning("ignoring %s=%r: not a number of seconds", TIMEOUT_ENV, raw)
+        return None
+    return value if value > 0 else None
+
+
+def standard_options(subject: ApprovalSubject, persistent: bool = False) -> tuple[Any, ...]:
+    """The offered options (first of each kind standard, then wider or narrower scopes)."""
+    return tuple(c.option for c in build_choices(subject.facts, subject.summary, persistent))
+
+
+@dataclass(frozen=True, slots=True)
+class _Approved:
+    subject: ApprovalSubject
+    decision: Decision
+    choice: Choice | None
+    ask_ms: int
+    asked_reason: str
+
+
+_UNSET: Any = object()
 
 
 class ToolApprovalDecorator(Generic[C, X, R]):
@@ -91,7 +151,8 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         describe: Callable[[C, X], Awaitable[ApprovalSubject]],
         mode: Callable[[], ApprovalMode],
         rules: RuleStore,
-        audit: AuditHook | None = None,
+        audit: AuditSink | None = None,
+        question_timeout: float | None = _UNSET,
     ) -> None:
         self.delegate = delegate
         self.gateway = gateway
@@ -99,63 +160,165 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         self.mode = mode
         self.rules = rules
         self.audit = audit
+        self.question_timeout = permission_timeout_from_env() if question_timeout is _UNSET else question_timeout
         # One question at a time: parallel calls queue behind the human, who sees them in order.
         self._ask_lock = anyio.Lock()
 
     async def execute(self, call: C, ctx: X) -> R:
         subject = await self.describe(call, ctx)
         decision = decide(subject.facts, self.mode(), self.rules)
+        approved: _Approved | None = None
         if decision.action == "ask":
             async with self._ask_lock:
                 # A rule may have been added while this call waited for the previous question.
                 decision = decide(subject.facts, self.mode(), self.rules)
                 if decision.action == "ask":
-                    await self._ask(subject, decision)
-            if decision.action == "ask":
-                # Run outside the lock: an approved call may itself ask (a subagent's calls go through this same
-                # decorator), and approved calls run in parallel.
-                return await self._run(call, ctx, subject)
-        self._audit(subject, decision, None)
+                    approved = await self._ask(call, ctx, subject, decision)
+                    subject, decision = approved.subject, approved.decision
+        # Run outside the lock: an approved call may itself ask (a subagent's calls go through this same decorator),
+        # and approved calls run in parallel.
         if decision.action == "deny":
-            if decision.rule_id is not None:
-                raise ApprovalRejected(decision.reason, None)
-            raise ApprovalDenied(decision.reason)
-        return await self._run(call, ctx, subject)
+            self._record(subject, ctx, decision, "refused" if decision.rule_id else "denied")
+            self._refuse(decision)
+        if approved is not None and approved.choice is not None:
+            meta = _meta("ask", "user", approved.asked_reason, option=approved.choice.option.option_id)
+            seq = self._record(subject, ctx, Decision("ask", approved.asked_reason, by="user"), "running",
+                               option=approved.choice.option.option_id, ask_ms=approved.ask_ms)
+        else:
+            extra = {"rule": decision.rule_id} if decision.rule_id else {}
+            meta = _meta(decision.action, decision.by, decision.reason, **extra)
+            seq = self._record(subject, ctx, decision, "running")
+        return await self._run(call, ctx, subject, meta, seq)
 
-    async def _run(self, call: C, ctx: X, subject: ApprovalSubject) -> R:
+    # ---- running -------------------------------------------------------------------------------------------------
+    async def _run(self, call: C, ctx: X, subject: ApprovalSubject, meta: dict[str, Any], seq: int | None) -> R:
         outside = frozenset(p.path for p in subject.facts.paths if p.klass != "inside")
         if outside:
             ctx = ctx.with_grants(outside)
-        return await self.delegate.execute(call, ctx)
+        ctx = _with_started_meta(ctx, meta)
+        t0 = time.monotonic()
+        try:
+            result = await self.delegate.execute(call, ctx)
+        except anyio.get_cancelled_exc_class():
+            self._end(seq, "cancelled", t0)
+            raise
+        except BaseException:
+            self._end(seq, "failed", t0)
+            raise
+        self._end(seq, "failed" if getattr(result, "is_error", False) else "completed", t0)
+        return result
 
-    async def _ask(self, subject: ApprovalSubject, decision: Decision) -> None:
-        options = standard_options(subject)
-        request = PermissionRequest(
-            call_id=subject.call_id,
-            tool=subject.facts.tool,
-            title=subject.title,
-            kind=subject.kind,
-            raw_input=subject.raw_input,
-            options=options,
-            reason=decision.reason,
-            content=subject.content,
-            locations=subject.locations,
-            details=decision.asked_because,
-        )
-        outcome = await self.gateway.request(request)
-        self._audit(subject, decision, outcome)
-        if outcome.cancelled:
-            raise ApprovalCancelled()
-        kind = next((o.kind for o in options if o.option_id == outcome.option_id), None)
-        if kind == "allow_always":
-            self.rules.add("allow", subject.facts, subject.summary)
-        elif kind == "reject_always":
-            self.rules.add("deny", subject.facts, subject.summary)
-        if kind not in ("allow_once", "allow_always"):
-            # An unknown option id is not an approval: fail closed.
-            raise ApprovalRejected(f"{subject.facts.tool} was rejected ({outcome.option_id or 'no option'})",
-                                   outcome.option_id)
+    def _refuse(self, decision: Decision) -> None:
+        extra = {"rule": decision.rule_id} if decision.rule_id else {}
+        meta = _meta("deny", decision.by, decision.reason, **extra)
+        if decision.rule_id is not None:
+            raise ApprovalRejected(decision.reason, None, meta)
+        raise ApprovalDenied(decision.reason, meta)
 
-    def _audit(self, subject: ApprovalSubject, decision: Decision, outcome: PermissionOutcome | None) -> None:
+    # ---- asking --------------------------------------------------------------------------------------------------
+    async def _ask(self, call: C, ctx: X, subject: ApprovalSubject, decision: Decision) -> _Approved:
+        for _ in range(_MAX_ASKS):
+            choices = build_choices(subject.facts, subject.summary, self.rules.persistent)
+            request = PermissionRequest(
+                call_id=subject.call_id,
+                tool=subject.facts.tool,
+                title=subject.title,
+                kind=subject.kind,
+                raw_input=subject.raw_input,
+                options=tuple(c.option for c in choices),
+                reason=decision.reason,
+                content=subject.content,
+                locations=subject.locations,
+                details=decision.asked_because,
+            )
+            t0 = time.monotonic()
+            outcome = await self._request(request)
+            ask_ms = int((time.monotonic() - t0) * 1000)
+            asked = decision.reason
+            user = Decision("ask", asked, by="user")
+            if outcome is None:
+                reason = f"no answer within {self.question_timeout:g} s to: {subject.title}"
+                self._record(subject, ctx, user, "timeout", ask_ms=ask_ms)
+                raise ApprovalRejected(reason, None, _meta("ask", "timeout", reason))
+            if outcome.cancelled:
+                self._record(subject, ctx, user, "cancelled", ask_ms=ask_ms)
+                raise ApprovalCancelled()
+            # The answer may arrive just as the turn is cancelled: a cancelled turn runs nothing.
+            await anyio.lowlevel.checkpoint_if_cancelled()
+            choice = next((c for c in choices if c.option.option_id == outcome.option_id), None)
+            if choice is not None and choice.remember is not None:
+                self.rules.add(choice.action, subject.facts, choice.label, choice.remember, choice.match,
+                               choice.directory)
+            if choice is None or not choice.allow:
+                # An unknown option id is not an approval: fail closed.
+                oid = outcome.option_id or None
+                keep_going = choice is not None and choice.keep_going
+                self._record(subject, ctx, user, "declined" if keep_going else "rejected", option=oid,
+                             ask_ms=ask_ms)
+                meta = _meta("ask", "user", asked, option=oid)
+                if keep_going:
+                    raise ApprovalDeclined(f"the user declined {subject.title}; do not retry it as it is, try "
+                                           "another way or ask the user", meta)
+                raise ApprovalRejected(f"you rejected {subject.title}", oid, meta)
+            # Bind the approval to what was shown, and check the policy once more before running.
+            fresh = await self.describe(call, ctx)
+            final = decide(fresh.facts, self.mode(), self.rules)
+            if final.action == "deny":
+                self._record(fresh, ctx, final, "refused" if final.rule_id else "denied",
+                             option=choice.option.option_id, ask_ms=ask_ms)
+                self._refuse(Decision("deny", f"not run: {final.reason} (decided while the question was open)",
+                                      final.rule_id, by=final.by))
+            if fresh.facts == subject.facts and fresh.content == subject.content:
+                return _Approved(fresh, Decision("allow", "approved by the user", by="user"), choice, ask_ms, asked)
+            if final.action == "allow":
+                return _Approved(fresh, final, None, ask_ms, asked)
+            # What the call would do changed while the question was open: show the new version.
+            log.info("call %s changed while it was being approved; asking again", subject.call_id)
+            subject, decision = fresh, final
+        reason = f"{subject.title} kept changing while it was being approved"
+        self._record(subject, ctx, decision, "rejected")
+        raise ApprovalRejected(reason, None, _meta("ask", "user", reason))
+
+    async def _request(self, request: PermissionRequest) -> PermissionOutcome | None:
+        """The gateway's answer, or None when the configured question timeout ran out (the question is withdrawn)."""
+        if self.question_timeout is None:
+            return await self.gateway.request(request)
+        with anyio.move_on_after(self.question_timeout):
+            return await self.gateway.request(request)
+        return None
+
+    # ---- audit ---------------------------------------------------------------------------------------------------
+    def _record(self, subject: ApprovalSubject, ctx: Any, decision: Decision, outcome: str, *,
+                option: str | None = None, ask_ms: int | None = None) -> int | None:
+        if self.audit is None:
+            return None
+        from permissions.audit import summarize_arguments
+
+        return self.audit.begin(
+            session_id=str(getattr(ctx, "session_id", "") or ""), call_id=subject.call_id, tool=subject.facts.tool,
+            summary=summarize_arguments(subject.raw_input), decision=decision.action,
+            decided_by=decision.by or "user", reason=decision.reason, option=option, outcome=outcome,
+            ask_ms=ask_ms, project=self.rules.project)
+
+    def _end(self, seq: int | None, outcome: str, t0: float) -> None:
         if self.audit is not None:
-            self.audit(subject, decision, outcome)
+            self.audit.end(seq, outcome, int((time.monotonic() - t0) * 1000))
+
+
+def _with_started_meta(ctx: Any, meta: dict[str, Any]) -> Any:
+    """Make the `in_progress` update of the call carry why it was allowed (`_meta.gatewright`)."""
+    started = getattr(ctx, "started", None)
+    if started is None or not dataclasses.is_dataclass(ctx):
+        return ctx
+
+    try:
+        takes_meta = len(inspect.signature(started).parameters) >= 1
+    except (TypeError, ValueError):
+        takes_meta = False
+    if not takes_meta:  # a host whose `started` cannot carry the reason
+        return ctx
+
+    async def started_with_meta() -> None:
+        await started(meta)
+
+    return dataclasses.replace(ctx, started=started_with_meta)

@@ -8,11 +8,11 @@ this module only decides.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
     from permissions.modes import ApprovalMode
-    from permissions.rules import RuleStore
+    from permissions.rules import Rule
 
 Action = Literal["allow", "ask", "deny"]
 Effect = Literal["read", "write", "execute", "other"]
@@ -35,7 +35,9 @@ class CallFacts:
     `effect` is what the call does at most (`read` for reads and searches, `write` for file changes, `execute` for
     running or driving a process, `other` when unknown). `proven_read_only` is set only when an analysis (for
     example of a shell command) proved that an `execute` call cannot change anything. `rule_key` identifies the call
-    for remembered rules: two calls with the same key are the same call.
+    for remembered rules: two calls with the same key are the same call. `portable_key` is the same identity with
+    the workspace root written as a placeholder (what an "everywhere" rule binds to), and `root` is the workspace
+    root the paths were resolved against (what "edits under `src/`" rules are relative to).
     """
 
     tool: str
@@ -45,36 +47,60 @@ class CallFacts:
     read_only_hint: bool = False
     proven_read_only: bool = False
     dangerous: tuple[str, ...] = ()
+    portable_key: str = ""
+    root: str = ""
+
+
+class RuleSource(Protocol):
+    """Anything that can say which remembered rule covers a call (deny rules first). See `permissions.rules`."""
+
+    def match(self, facts: CallFacts) -> Rule | None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Decision:
+    """`by` names what decided, for the audit log and the tool call's `_meta`: `mode:<mode>` or `rule:<id>`."""
+
     action: Action
     reason: str
     rule_id: str | None = None
     asked_because: tuple[str, ...] = field(default=())
+    by: str = ""
 
 
-def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleStore | None = None) -> Decision:
-    """Decide what to do with one call. An unknown or missing mode is treated as `manual` (it never fails open)."""
+def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleSource | None = None) -> Decision:
+    """Decide what to do with one call. An unknown or missing mode is treated as `manual` (it never fails open).
+
+    A rule source that fails (a broken rules database) counts as "no rule": the call then asks or is denied by the
+    mode, never allowed by accident.
+    """
     if mode not in ("manual", "safe", "auto", "read-only"):
         mode = "manual"
+    by = f"mode:{mode}"
+    # A command proven read-only writes nothing, whatever its working directory (which is marked as written to).
+    writes = [p for p in facts.paths if p.writes and not facts.proven_read_only]
     outside = [p for p in facts.paths if p.klass == "outside"]
-    protected = [p for p in facts.paths if p.klass == "protected" and p.writes]
+    protected = [p for p in writes if p.klass == "protected"]
     harmless = facts.effect == "read" or facts.proven_read_only or (facts.read_only_hint and facts.effect != "write")
 
     # 1. deny
     if mode == "read-only":
         if outside:
-            return Decision("deny", f"read-only mode: {outside[0].path} is outside the workspace")
-        if not harmless or any(p.writes for p in facts.paths):
-            return Decision("deny", f"read-only mode: {facts.tool} would write or run a process")
+            return Decision("deny", f"read-only mode: {outside[0].path} is outside the workspace", by=by)
+        if not harmless or writes:
+            return Decision("deny", f"read-only mode: {facts.tool} would write or run a process", by=by)
+    remembered = None
     if rules is not None:
-        remembered = rules.match(facts)
-        if remembered is not None and remembered.action == "deny":
-            return Decision("deny", f"rejected by a remembered rule: {remembered.label}", remembered.id)
-        if remembered is not None and remembered.action == "allow":
-            return Decision("allow", f"allowed by a remembered rule: {remembered.label}", remembered.id)
+        try:
+            remembered = rules.match(facts)
+        except Exception:  # fail closed: an unreadable rule is no rule
+            remembered = None
+    if remembered is not None and remembered.action == "deny":
+        return Decision("deny", f"rejected by a remembered rule: {remembered.describe()}", remembered.id,
+                        by=f"rule:{remembered.id}")
+    if remembered is not None and remembered.action == "allow":
+        return Decision("allow", f"allowed by a remembered rule: {remembered.describe()}", remembered.id,
+                        by=f"rule:{remembered.id}")
 
     # 2. ask
     reasons: list[str] = []
@@ -89,7 +115,7 @@ def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleStore | None 
     elif mode == "safe" and not harmless:
         reasons.append(f"safe mode asks before {facts.effect if facts.effect != 'other' else 'unknown'} actions")
     if reasons:
-        return Decision("ask", reasons[0], asked_because=tuple(reasons))
+        return Decision("ask", reasons[0], asked_because=tuple(reasons), by=by)
 
     # 3. allow
-    return Decision("allow", f"{mode} mode allows this {facts.effect} call")
+    return Decision("allow", f"{mode} mode allows this {facts.effect} call", by=by)

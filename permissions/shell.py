@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from permissions import _shell_programs as programs
 from permissions._shell_programs import Word
@@ -71,6 +71,7 @@ _READ_OPS = frozenset({"<", "<&", "<&-", ">&-"})
 # Separators bash honours are space, tab and newline; anything else the parser might treat differently.
 _ODD_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u0085\u00a0\u1680\u2000-\u200b\u2028\u2029\u202f\u205f\u3000\ufeff]")
 # tree-sitter splits `-del\<newline>ete` into two words where bash joins them into `-delete`.
+_ASTRAL = re.compile(r"[\U00010000-\U0010FFFF]")
 _JOINED_LINES = re.compile(r"\S\\\n\S")
 # tree-sitter can glue a newline into a word (`ls\n\\rm x`) where bash ends the command.
 _LOOSE_WHITESPACE = re.compile(r"(?<!\\)\s")
@@ -140,6 +141,7 @@ class _Walk:
     parsed: bool = True
     clean: bool = True
     destructive: bool = False
+    trees: list[Any] = field(default_factory=list)
 
     def deny(self, *reasons: str) -> None:
         self.clean = False
@@ -158,10 +160,18 @@ class _Walk:
             return None
         if _ODD_CHARS.search(source):
             self.unparsed("contains control or unusual whitespace characters")
+        if _ASTRAL.search(source):
+            # tree-sitter-bash's scanner reads out of bounds on code points above U+FFFF (a segfault was found by
+            # fuzzing: `b:{` followed by U+108712); such text is never handed to the parser.
+            self.unparsed("contains characters outside the Basic Multilingual Plane")
+            return None
         if _JOINED_LINES.search(source):
             self.unparsed("joins words with a line continuation")
         data = source.encode("utf-8")
-        root = _parser().parse(data).root_node
+        # Keep every Tree alive while its nodes are in use: a Node must never outlive the Tree it points into.
+        tree = _parser().parse(data)
+        self.trees.append(tree)
+        root = tree.root_node
         if root.has_error or _unexplained(root, data):
             self.unparsed()
         self.walk(root, depth, scripts)

@@ -6,6 +6,8 @@ and classified, so the pure policy can decide without doing I/O.
 
 from __future__ import annotations
 
+import re
+
 from permissions.decorator import ApprovalSubject
 from permissions.policy import CallFacts, PathFact
 from runtime.tools.base import ToolCall, ToolContext, ToolRegistry
@@ -27,14 +29,17 @@ def make_describer(registry: ToolRegistry):  # noqa: ANN201 - returns the decora
                 continue  # the tool reports the bad path itself
             path_facts.append(PathFact(r.path, r.klass, writes))
         proven_read_only, dangerous = tool.analyse(call.arguments, ws)
+        key = tool.rule_key(call.arguments, ws)
         facts = CallFacts(
             tool=call.name,
             effect=tool.effect(call.arguments),
-            rule_key=tool.rule_key(call.arguments, ws),
+            rule_key=key,
             paths=tuple(path_facts),
             read_only_hint=tool.read_only_hint,
             proven_read_only=proven_read_only,
             dangerous=dangerous,
+            portable_key=portable_key(key, ws.cwd),
+            root=ws.cwd,
         )
         content = await tool.preview(call.arguments, ctx)
         return ApprovalSubject(
@@ -49,3 +54,9 @@ def make_describer(registry: ToolRegistry):  # noqa: ANN201 - returns the decora
         )
 
     return describe
+
+
+def portable_key(rule_key: str, root: str) -> str:
+    """The rule key with the workspace root replaced by a placeholder, by path components (what an "everywhere"
+    rule binds to: `npm test` at the root of any project, not in one directory)."""
+    return re.sub(re.escape(root) + r"(?=/|:|\s|$)", "<workspace>", rule_key)

@@ -100,29 +100,39 @@ class TerminalPrinter:
         self.err.flush()
 
 
-def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str = "cli") -> AgentRuntime:  # noqa: ANN001
+def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str = "cli",  # noqa: ANN001
+                  state_dir: str | None = None) -> AgentRuntime:
     """The same construction as the ACP host: registry, routing and retrying executors, approval decorator, runtime,
-    subagents."""
+    subagents. With a state dir, the project's and the global remembered rules apply and decisions are audited."""
     workspace = Workspace(cwd)
     registry = ToolRegistry(builtin_tools())
     options = RuntimeOptions()
     router = RoutingToolExecutor(registry, options.tool_call_timeout_ms / 1000)
+    rules, audit = RuleStore(), None
+    if state_dir is not None:
+        from permissions.audit import audit_log
+        from permissions.store import rule_database
+
+        rules, audit = RuleStore(rule_database(state_dir), workspace.cwd), audit_log(state_dir)
     executor = ToolApprovalDecorator(RetryingExecutor(router, registry), gateway, make_describer(registry),
-                                     lambda: mode_ref[0], RuleStore())
+                                     lambda: mode_ref[0], rules, audit)
     runtime = AgentRuntime(model=model, registry=registry, executor=executor,
                            environment=ToolEnvironment(session_id, workspace), options=options)
     install_delegation(runtime)
     return runtime
 
 
-def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMode) -> int:
+def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMode,
+               state_dir: str | None = None) -> int:
     from runtime.models import NO_MODEL_MESSAGE
 
     model = factory.create()
     if model is None:
         sys.stderr.write(NO_MODEL_MESSAGE + "\n")
         return EXIT_FAILED
-    runtime = build_runtime(cwd, model, [mode], TerminalGateway())
+    from permissions.store import state_dir as resolve_state_dir
+
+    runtime = build_runtime(cwd, model, [mode], TerminalGateway(), state_dir=resolve_state_dir(state_dir))
     printer = TerminalPrinter()
     result: dict[str, object] = {}
 

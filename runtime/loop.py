@@ -57,7 +57,7 @@ from runtime.tools.base import (
     ToolResult,
     cap_output,
 )
-from runtime.tracing import CallRecord, check_output, find_trace, jsonable_trace, new_operation_id, wire_meta
+from runtime.tracing import META_KEY, CallRecord, check_output, find_trace, jsonable_trace, new_operation_id, wire_meta
 from runtime.workspace import PathError, Workspace
 
 log = logging.getLogger(__name__)
@@ -142,6 +142,7 @@ class AgentRuntime:
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
         self.total_usage = Usage()
+        self._rejections: list[str] = []  # what the user refused in the current step
         # The plan as last sent to the client (complete list of ACP plan entries): kept here so a session store can
         # persist and restore it.
         self.plan: tuple[dict[str, Any], ...] = ()
@@ -270,8 +271,12 @@ class AgentRuntime:
                                                  finished.provider_state))
             if not calls:
                 return TurnOutcome("end_turn", usage=self.total_usage)
+            self._rejections = []
             rejected = await self._run_tools(step, calls, emit, open_calls)
             if rejected:
+                # Say what was refused: the turn stops here, and the user should know why.
+                refused = "; ".join(dict.fromkeys(self._rejections)) or "a tool call was rejected"
+                await emit(TextChunk(f"\n\nStopped: {refused}."))
                 return TurnOutcome("end_turn", blocked_by_approval=True, usage=self.total_usage)
         return TurnOutcome("max_turn_requests", usage=self.total_usage)
 
@@ -344,12 +349,13 @@ class AgentRuntime:
             await self._finish(slot, emit, "failed", item.message, is_error=True, error_type=item.error_type)
             return
 
-        async def started() -> None:
+        async def started(meta: dict[str, Any] | None = None) -> None:
+            # `meta`: why the approval layer let the call run (mode, rule or user), shown in the update's `_meta`.
             if slot.started:  # a retried call starts once
                 return
             slot.started = True
             slot.past_approval.set()
-            await emit(ToolCallProgress(cid, status="in_progress"))
+            await emit(ToolCallProgress(cid, status="in_progress", meta=meta))
 
         async def progress(partial: ToolResult) -> None:
             await emit(ToolCallProgress(cid, content=partial.content or None, raw_output=partial.raw_output))
@@ -362,14 +368,16 @@ class AgentRuntime:
             result = await self.executor.execute(item, ctx)
         except ApprovalRejected as exc:
             rejected.set()
+            self._rejections.append(exc.reason)
             for other in slots:  # calls still waiting for approval are not run
                 if other is not slot and not other.started and other.scope is not None:
                     other.scope.cancel()
-            await self._finish(slot, emit, "failed", f"rejected by the user: {exc.reason}", is_error=True,
-                               error_type="ApprovalRejected")
+            await self._finish(slot, emit, "failed", f"not run: {exc.reason}", is_error=True,
+                               error_type="ApprovalRejected", meta=exc.meta)
             return
-        except ApprovalDenied as exc:
-            await self._finish(slot, emit, "failed", exc.reason, is_error=True, error_type="PermissionDenied")
+        except ApprovalDenied as exc:  # includes ApprovalDeclined: the model is told and the turn goes on
+            await self._finish(slot, emit, "failed", exc.reason, is_error=True, error_type=exc.error_type,
+                               meta=exc.meta)
             return
         except ToolFailure as exc:
             await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
@@ -399,7 +407,8 @@ class AgentRuntime:
                            is_error=result.is_error, result=result)
 
     async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
-                      *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None) -> None:
+                      *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None,
+                      meta: dict[str, Any] | None = None) -> None:
         call = slot.call
         cid = call.id or ""
         if is_error and result is None:
@@ -423,7 +432,7 @@ class AgentRuntime:
             await emit(ToolCallProgress(cid, status=status, content=content, raw_output=raw_output,
                                         title=result.title if result else None,
                                         locations=result.locations if result else None,
-                                        meta=wire_meta(slot.record, trace)))
+                                        meta=_merge_meta(wire_meta(slot.record, trace), meta)))
 
     async def _close_cancelled(self, emit: EventSink, open_calls: dict[str, _CallSlot]) -> None:
         """After a cancel: close every announced call and keep the history well-formed for the next turn."""
@@ -453,6 +462,15 @@ class AgentRuntime:
             return tool is None or tool.effect(args if isinstance(args, dict) else {}) != "read"
         except Exception:  # an effect we cannot establish is not a read
             return True
+
+
+def _merge_meta(traced: dict[str, Any] | None, approval: dict[str, Any] | None) -> dict[str, Any] | None:
+    """One `_meta.gatewright` from the call's trace (only when notable) and the approval decision (if any)."""
+    if not approval:
+        return traced
+    if not traced:
+        return approval
+    return {**traced, META_KEY: {**traced.get(META_KEY, {}), **approval.get(META_KEY, {})}}
 
 
 def _raw_input(call: ToolCallRequest) -> Any:

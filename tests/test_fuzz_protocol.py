@@ -250,3 +250,18 @@ def test_deep_nesting_and_frames_around_the_size_bound_are_refused_once_and_serv
         fuzzer.sync()
 
     run()
+
+
+@pytest.mark.req("jsonrpc:invalid-params:typed-error")
+def test_wrong_typed_session_ids_in_prompts_and_cancels_never_stop_the_agent(spawn, workspace):
+    """Regression, found by the wrong-types fuzzer: a `session/prompt` whose `sessionId` was a list reached the
+    cancel bookkeeping (run in the reader loop, before the handler) as a dict key and killed the process. Every
+    such frame now gets its typed error or nothing, and serving continues."""
+    agent = spawn()
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    for bad in (["a"], {"a": 1}, 7, None, True, [sid]):
+        assert agent.request("session/prompt", {"sessionId": bad, "prompt": []})["error"]["code"] == -32602
+        agent.notify("session/cancel", {"sessionId": bad})
+        agent.notify("$/cancel_request", {"requestId": bad})
+    assert agent.initialize()["protocolVersion"] == 1

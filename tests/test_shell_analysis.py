@@ -350,3 +350,18 @@ def test_shell_shaped_garbage_never_reads_as_read_only_when_it_runs_rm(parts: li
     assert not analysis.read_only or analysis.parsed
     if analysis.read_only:
         assert all(c.argv[0] != "rm" for c in analysis.commands)
+
+
+def test_text_that_crashed_tree_sitter_bash_is_never_parsed_and_fails_closed() -> None:
+    """Regression: tree-sitter-bash 0.25 segfaulted on `b:{` + U+108712 (found by the Hypothesis test above).
+    Run in a child process so that a regression fails this test instead of killing the test run."""
+    code = (
+        "from permissions.shell import analyze_command\n"
+        "for s in ['b:{\\U00108712', 't\\xb82\\x08{\\U000771a8\\U000ee563\\xc2k:\\U000d6963', 'echo \\U0001F600']:\n"
+        "    a = analyze_command(s)\n"
+        "    assert not a.parsed and not a.read_only, s\n"
+        "print('ok')\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    result = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr

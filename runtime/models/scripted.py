@@ -6,12 +6,12 @@ session, so every session keeps its own position (`position` can be saved and re
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import anyio
 import orjson
 
 from runtime.models.base import (
@@ -27,6 +27,8 @@ from runtime.models.base import (
 )
 
 EXHAUSTED_TEXT = "(scripted model: no more responses)"
+SLICE_S = 0.001
+"""The longest the scripted stream runs without yielding to the event loop."""
 _ENTRY_KEYS = {"text", "chunks", "thinking", "tool_calls", "delay_ms", "stop", "error", "usage"}
 
 
@@ -139,6 +141,10 @@ class ScriptedModel:
         return f"scripted:{self.script.source}"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        # Imported here: the CLI imports this module (ScriptError) on the way to answering `initialize`.
+        import anyio
+        import anyio.lowlevel
+
         if self.position >= len(self.script.responses):
             self.position += 1
             yield TextDelta(EXHAUSTED_TEXT)
@@ -151,13 +157,21 @@ class ScriptedModel:
             await anyio.sleep(delay / 1000)
         if "error" in entry:
             raise ModelError(entry["error"])
+        # Like a provider's stream, which parses many deltas out of one network read, the pieces come in bursts:
+        # the stream yields to the event loop (and to a cancel) at least every SLICE_S, not after every piece.
+        deadline = time.perf_counter() + SLICE_S
         if entry.get("thinking"):
             for piece in split_text(entry["thinking"], None):
                 yield ThoughtDelta(piece)
-                await anyio.lowlevel.checkpoint()
+                if time.perf_counter() >= deadline:
+                    await anyio.lowlevel.checkpoint()
+                    deadline = time.perf_counter() + SLICE_S
         for piece in split_text(entry.get("text", ""), entry.get("chunks")):
             yield TextDelta(piece)
-            await anyio.lowlevel.checkpoint()
+            if time.perf_counter() >= deadline:
+                await anyio.lowlevel.checkpoint()
+                deadline = time.perf_counter() + SLICE_S
+        await anyio.lowlevel.checkpoint()
         calls = entry.get("tool_calls") or []
         for call in calls:
             args = call.get("arguments", {})

@@ -1,0 +1,103 @@
+"""`python -m bench`: every figure in one table, each a median over repeated, interleaved runs, next to a baseline
+measured in the same run. `--quick` for a fast smoke run; `--only NAME[,NAME]` for some figures
+(startup, session_new, streaming, approval, search, memory, load)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import figures  # noqa: E402
+from bench.figures import Row, ms, verdict  # noqa: E402
+
+
+def startup(runs: int) -> list[Row]:
+    from bench import startup as su
+
+    samples = su.measure(runs)
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    gw, bare, sdk = med[su.GW], med[su.BARE], med[su.SDK]
+    return [
+        Row("start-up: spawn → initialize answered", ms(gw), f"python -c pass: {ms(bare)}", f"{gw / bare:.2f}× bare",
+            "< 100 ms", verdict(gw < 0.100)),
+        Row("  vs the official SDK's echo agent", ms(gw), f"SDK echo: {ms(sdk)}", f"{sdk / gw:.1f}× faster",
+            "≥ 5× faster", verdict(sdk / gw >= 5)),
+    ]
+
+
+def search(files: int, runs: int) -> list[Row]:
+    from bench import bench_search
+
+    rows = []
+    for name, a, b, ratio in bench_search.measure(files, runs):
+        rows.append(Row(f"{name} ({files // 1000}k files)", ms(a), f"rg: {ms(b)}", f"{ratio:.2f}× rg", "≤ 1.5× rg",
+                        verdict(ratio <= 1.5)))
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="fewer runs and a 5,000-file tree (a smoke run)")
+    ap.add_argument("--only", default="", help="comma-separated figure names")
+    opts = ap.parse_args()
+    q = opts.quick
+    plan = {
+        "startup": lambda: startup(5 if q else 20),
+        "session_new": lambda: figures.bench_session_new(5 if q else 15),
+        "streaming": lambda: figures.bench_streaming(3 if q else 7, 5_000 if q else 20_000),
+        "approval": lambda: figures.bench_approval(10 if q else 100),
+        "search": lambda: search(5_000 if q else 50_000, 3 if q else 7),
+        "memory": lambda: figures.bench_memory(2 if q else 5),
+        "load": lambda: figures.bench_load(2 if q else 5, (20, 200) if q else (100, 1000)),
+    }
+    only = [x.strip() for x in opts.only.split(",") if x.strip()]
+    unknown = set(only) - set(plan)
+    if unknown:
+        ap.error(f"unknown figure(s): {', '.join(sorted(unknown))}; known: {', '.join(plan)}")
+    rows: list[Row] = []
+    t0 = time.perf_counter()
+    for name, fn in plan.items():
+        if only and name not in only:
+            continue
+        sys.stderr.write(f"bench: {name}…\n")
+        t = time.perf_counter()
+        try:
+            got = fn()
+        except Exception as exc:  # one broken figure must not hide the others
+            traceback.print_exc()
+            got = [Row(name, "FAILED", f"{type(exc).__name__}: {exc}"[:60], "", "", "n/a")]
+        for r in got:
+            sys.stderr.write(f"  {r.figure}: {r.value} ({r.baseline}; {r.ratio})\n")
+        sys.stderr.write(f"  ({time.perf_counter() - t:.0f} s)\n")
+        rows.extend(got)
+    print_table(rows)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"\n{platform.python_implementation()} {platform.python_version()}, {platform.system()} "
+          f"{platform.machine()}, {os.cpu_count()} CPUs, load average {load:.1f} at the end; "
+          f"{time.perf_counter() - t0:.0f} s{' (--quick)' if q else ''}. Medians of interleaved runs; "
+          "ratios are against the baseline measured in the same run.")
+
+
+def print_table(rows: list[Row]) -> None:
+    head = Row("figure", "gatewright", "baseline (same run)", "ratio", "target", "")
+    cols = list(zip(*[(r.figure, r.value, r.baseline, r.ratio, r.target, r.verdict) for r in [head, *rows]],
+                    strict=True))
+    widths = [max(len(x) for x in col) for col in cols]
+    for i, r in enumerate([head, *rows]):
+        cells = (r.figure, r.value, r.baseline, r.ratio, r.target, r.verdict)
+        print("  ".join(c.ljust(w) if j in (0, 2, 4, 5) else c.rjust(w)
+                        for j, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip())
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+if __name__ == "__main__":
+    main()

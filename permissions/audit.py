@@ -1,0 +1,204 @@
+"""The audit log: one row per tool call decision, in `audit.db` in the state dir (`gatewright audit` shows it).
+
+A row says which call (session, call id, tool), what it was (an argument summary with secrets redacted), what was
+decided (allow / ask / deny), by what (`mode:<mode>`, `rule:<id>`, `user`), which option the user chose, how it
+ended (`ran`, `completed`, `failed`, `rejected`, `declined`, `denied`, `cancelled`, `timeout`) and how long asking and
+running took. Rows are written when the decision is made and completed when the call ends, so a crash mid-call
+still leaves the decision on record. Writing the log never breaks a call: failures are logged and dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from permissions.store import AUDIT_FILE, connect, state_dir
+
+if TYPE_CHECKING:
+    import sqlite3
+
+log = logging.getLogger("gatewright.audit")
+
+REDACTED = "<redacted>"
+_SECRET_NAMES = ("API_KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE_KEY", "AUTH")
+# Well-known token shapes and `name=value` / `--name value` / `Authorization: Bearer x` forms.
+_SECRET_PATTERNS = (
+    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),
+    re.compile(r"\b(ghp|gho|ghu|ghs|ghr|github_pat|glpat|xox[abpr])[-_][A-Za-z0-9_\-]{8,}"),
+    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
+    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"),
+    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)"),
+    re.compile(r"(?i)\b(\w*(?:api[_-]?key|secret|token|password|passwd|credential)\w*)(\s*[=:]\s*|\s+)"
+               r"(['\"]?)[^\s'\"]{4,}\3"),
+)
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    ts REAL NOT NULL,
+    session_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    decision TEXT NOT NULL,
+    decided_by TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    option TEXT,
+    outcome TEXT NOT NULL,
+    ask_ms INTEGER,
+    run_ms INTEGER,
+    project TEXT
+);
+CREATE INDEX IF NOT EXISTS audit_by_session ON audit (session_id, seq);
+"""
+_FIELDS = ("seq", "ts", "session_id", "call_id", "tool", "summary", "decision", "decided_by", "reason", "option",
+           "outcome", "ask_ms", "run_ms", "project")
+
+
+def env_secret_values(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    env = os.environ if environ is None else environ
+    return frozenset(v for k, v in env.items() if len(v) >= 6 and any(m in k.upper() for m in _SECRET_NAMES))
+
+
+def redact(text: str, secrets: frozenset[str] | None = None) -> str:
+    """Remove secret values from a string: this process's secret environment values and well-known token shapes."""
+    for value in sorted(secrets if secrets is not None else env_secret_values(), key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, REDACTED)
+    for pattern in _SECRET_PATTERNS:
+        if pattern.groups >= 3:
+            text = pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+        else:
+            text = pattern.sub(REDACTED, text)
+    return text
+
+
+def summarize_arguments(raw_input: Any, limit: int = 300) -> str:
+    """A short, redacted view of a call's arguments: long strings (file contents, patches) are shown by length."""
+
+    def short(v: Any) -> Any:
+        if isinstance(v, str):
+            return v if len(v) <= 200 else f"<{len(v)} characters>"
+        if isinstance(v, dict):
+            return {k: short(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [short(x) for x in v[:20]]
+        return v
+
+    # File content is not needed to audit a decision and may itself hold secrets.
+    if isinstance(raw_input, dict):
+        shown = {k: (f"<{len(v)} characters>" if k in ("content", "new_string", "old_string", "patch", "input")
+                     and isinstance(v, str) else short(v)) for k, v in raw_input.items()}
+    else:
+        shown = short(raw_input)
+    text = redact(json.dumps(shown, ensure_ascii=False, sort_keys=True))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEntry:
+    seq: int
+    ts: float
+    session_id: str
+    call_id: str
+    tool: str
+    summary: str
+    decision: str
+    decided_by: str
+    reason: str
+    option: str | None
+    outcome: str
+    ask_ms: int | None
+    run_ms: int | None
+    project: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in _FIELDS}
+
+
+class AuditLog:
+    """Appends decisions to `audit.db`; `begin` returns a row handle that `end` completes."""
+
+    def __init__(self, directory: str) -> None:
+        self.path = os.path.join(directory, AUDIT_FILE)
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._conn is None:
+                conn = connect(self.path)
+                conn.executescript(_SCHEMA)
+                self._conn = conn
+            yield self._conn
+
+    def begin(self, *, session_id: str, call_id: str, tool: str, summary: str, decision: str, decided_by: str,
+              reason: str, option: str | None = None, outcome: str = "pending", ask_ms: int | None = None,
+              project: str | None = None) -> int | None:
+        try:
+            with self._db() as db:
+                cur = db.execute(
+                    "INSERT INTO audit (ts, session_id, call_id, tool, summary, decision, decided_by, reason, option,"
+                    " outcome, ask_ms, project) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (time.time(), session_id, call_id, tool, redact(summary), decision, decided_by, redact(reason),
+                     option, outcome, ask_ms, project))
+                return cur.lastrowid
+        except Exception:  # auditing never breaks a call
+            log.warning("could not write the audit log", exc_info=True)
+            return None
+
+    def end(self, seq: int | None, outcome: str, run_ms: int | None = None) -> None:
+        if seq is None:
+            return
+        try:
+            with self._db() as db:
+                db.execute("UPDATE audit SET outcome = ?, run_ms = ? WHERE seq = ?", (outcome, run_ms, seq))
+        except Exception:  # auditing never breaks a call
+            log.warning("could not complete an audit record", exc_info=True)
+
+    def entries(self, *, limit: int = 50, session_id: str | None = None,
+                project: str | None = None) -> list[AuditEntry]:
+        """The newest `limit` entries (oldest first), optionally of one session or one project."""
+        where, args = [], []
+        if session_id:
+            where.append("session_id = ?")
+            args.append(session_id)
+        if project:
+            where.append("project = ?")
+            args.append(project)
+        # Only fixed column conditions are joined here; every value is a bound parameter.
+        sql = "SELECT * FROM audit" + (" WHERE " + " AND ".join(where) if where else "") + \
+            " ORDER BY seq DESC LIMIT ?"  # noqa: S608
+        if not os.path.exists(self.path):
+            return []
+        with self._db() as db:
+            rows = db.execute(sql, (*args, max(1, limit))).fetchall()
+        return [AuditEntry(*r) for r in reversed(rows)]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+_open: dict[str, AuditLog] = {}
+_open_lock = threading.Lock()
+
+
+def audit_log(directory: str | None = None) -> AuditLog:
+    """The process-wide `AuditLog` of a state dir."""
+    path = state_dir(directory)
+    with _open_lock:
+        found = _open.get(path)
+        if found is None:
+            found = _open[path] = AuditLog(path)
+        return found

@@ -1,0 +1,138 @@
+"""Permissions end to end through `gatewright acp` (a real subprocess, every frame checked against the schema):
+persisted project rules across processes, the decision in `_meta`, reject vs. "try another way", cancellation scoped
+to one session, late answers, the question timeout, and the audit log."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from tests.harness import allow_once, never_answer, write_script
+
+
+def _model(tmp: Path, responses: list[dict[str, Any]], name: str = "model.json") -> str:
+    return "scripted:" + write_script(tmp / name, responses)
+
+
+def _option(msg: dict[str, Any], option_id: str) -> Any:
+    assert option_id in [o["optionId"] for o in msg["params"]["options"]]
+    return {"outcome": {"outcome": "selected", "optionId": option_id}}
+
+
+def _statuses(agent, call_id: str) -> list[str]:
+    return [u["status"] for u in agent.updates() if u.get("toolCallId") == call_id and u.get("status")]
+
+
+def _text(agent, sid: str | None = None) -> str:
+    return "".join(u["content"]["text"] for u in agent.updates(sid) if u["sessionUpdate"] == "agent_message_chunk")
+
+
+BUILD = {"id": "b1", "name": "bash", "arguments": {"command": "touch built.txt"}}
+
+
+def test_always_allow_in_this_project_is_remembered_by_the_next_agent_process(spawn, workspace, tmp_path):
+    model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "built"}])
+    first = spawn("--model", model, responder=lambda m: _option(m, "allow_always_project"))
+    first.initialize()
+    sid = first.new_session(workspace)
+    assert first.prompt(sid, "build")["result"]["stopReason"] == "end_turn"
+    assert first.close() == 0
+    (workspace / "built.txt").unlink()
+
+    second = spawn("--model", model, responder=never_answer)
+    second.initialize()
+    sid2 = second.new_session(workspace)
+    assert second.prompt(sid2, "build again")["result"]["stopReason"] == "end_turn"
+    assert not second.agent_requests, "the project rule must answer without a question"
+    assert (workspace / "built.txt").exists()
+    (running,) = [u for u in second.updates() if u.get("status") == "in_progress"]
+    meta = running["_meta"]["gatewright"]
+    assert meta["decision"] == "allow" and meta["by"].startswith("rule:p-") and meta["rule"].startswith("p-")
+
+
+def test_the_in_progress_update_says_which_mode_or_answer_let_the_call_run(spawn, workspace, tmp_path):
+    model = _model(tmp_path, [
+        {"tool_calls": [{"id": "r", "name": "read_file", "arguments": {"path": "README.md"}}]},
+        {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "n.txt", "content": "x"}}]},
+        {"text": "ok"}])
+    agent = spawn("--model", model, responder=allow_once)
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    agent.prompt(sid, "go")
+    metas = {u["toolCallId"]: u["_meta"]["gatewright"] for u in agent.updates() if u.get("status") == "in_progress"}
+    assert metas["r"] == {"decision": "allow", "by": "mode:safe", "reason": "safe mode allows this read call"}
+    assert metas["w"]["by"] == "user" and metas["w"]["option"] == "allow_once"
+
+
+def test_reject_stops_with_a_message_and_try_another_way_lets_the_model_go_on(spawn, workspace, tmp_path):
+    model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "Trying something else."},
+                              {"tool_calls": [dict(BUILD, id="b2")]}, {"text": "NEVER"}])
+    answers = iter(["reject_continue", "reject_once"])
+    agent = spawn("--model", model, responder=lambda m: _option(m, next(answers)))
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    assert agent.prompt(sid, "one")["result"]["stopReason"] == "end_turn"
+    assert "Trying something else." in _text(agent)
+    assert _statuses(agent, "b1") == ["pending", "failed"]
+    assert agent.prompt(sid, "two")["result"]["stopReason"] == "end_turn"
+    assert "Stopped: you rejected Run `touch built.txt`." in _text(agent) and "NEVER" not in _text(agent)
+    assert not (workspace / "built.txt").exists()
+
+
+def test_session_cancel_resolves_only_that_sessions_question(spawn, workspace, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "done"}])
+    asked: dict[str, dict[str, Any]] = {}
+    release = threading.Event()
+    both_asked = threading.Event()
+
+    def hold(msg: dict[str, Any]) -> Any:
+        asked[msg["params"]["sessionId"]] = msg
+        if len(asked) == 2:
+            both_asked.set()
+        release.wait(20)
+        return _option(msg, "allow_once")
+
+    agent = spawn("--model", model, responder=hold)
+    agent.initialize()
+    sa, sb = agent.new_session(workspace), agent.new_session(other)
+    ra = agent.start_request("session/prompt", {"sessionId": sa, "prompt": [{"type": "text", "text": "a"}]})
+    rb = agent.start_request("session/prompt", {"sessionId": sb, "prompt": [{"type": "text", "text": "b"}]})
+    assert both_asked.wait(15)
+    agent.notify("session/cancel", {"sessionId": sa})
+    assert agent.response(ra)["result"]["stopReason"] == "cancelled"
+    cancels = [f for f in agent.frames if f.get("method") == "$/cancel_request"]
+    assert [c["params"]["requestId"] for c in cancels] == [asked[sa]["id"]]
+    release.set()  # both answers arrive now: session A's is late and must be ignored
+    assert agent.response(rb)["result"]["stopReason"] == "end_turn"
+    assert not (workspace / "built.txt").exists() and (other / "built.txt").exists()
+
+
+def test_an_unanswered_question_times_out_as_a_rejection(spawn, workspace, tmp_path):
+    model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "NEVER"}])
+    agent = spawn("--model", model, responder=never_answer, env={"GATEWRIGHT_PERMISSION_TIMEOUT": "0.5"})
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    assert agent.prompt(sid, "go")["result"]["stopReason"] == "end_turn"
+    assert "no answer within 0.5 s" in _text(agent) and not (workspace / "built.txt").exists()
+    (req,) = agent.agent_requests
+    assert any(f.get("method") == "$/cancel_request" and f["params"]["requestId"] == req["id"]
+               for f in agent.frames), "the withdrawn question is cancelled at the client"
+
+
+def test_decisions_of_an_acp_session_show_in_gatewright_audit(spawn, workspace, tmp_path):
+    from tests.permissions_helpers import run_gatewright
+
+    model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "ok"}])
+    agent = spawn("--model", model, responder=lambda m: _option(m, "allow_once"))
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    agent.prompt(sid, "go")
+    assert agent.close() == 0
+    out = run_gatewright("audit", "--json", "--session", sid, state=str(tmp_path / "state"))
+    (entry,) = [json.loads(line) for line in out.stdout.splitlines()]
+    assert entry["call_id"] == "b1" and entry["decided_by"] == "user" and entry["option"] == "allow_once"
+    assert entry["outcome"] == "completed" and entry["project"] == str(workspace)
