@@ -63,7 +63,8 @@ def main() -> int:
     for name, n in sorted(counts.items()):
         print(f"| {name.ljust(width)} | {n} |")
     print(f"| {'total'.ljust(width)} | {sum(counts.values())} |")
-    print(f"\n{lines} lines sent to live agents; scale {args.scale}, hypothesis-jsonschema {'off' if args.no_jsonschema else 'on'}, "
+    jsonschema = "off" if args.no_jsonschema else "on"
+    print(f"\n{lines} lines sent to live agents; scale {args.scale}, hypothesis-jsonschema {jsonschema}, "
           f"{elapsed:.0f} s, pytest exit {proc.returncode}")
     if proc.returncode != 0:
         print(out[-20000:])

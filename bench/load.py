@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -201,14 +200,15 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "sessions": args.sessions, "rounds": args.rounds, "chunks_per_message": args.chunks,
         "turns": turns, "stream_seconds": round(stream_time, 3), "turns_per_s": round(turns / stream_time, 1),
-        "updates": updates, "updates_per_s": round(updates / stream_time), "update_mb_per_s": round(mbytes / stream_time,
-                                                                                                   2),
+        "updates": updates, "updates_per_s": round(updates / stream_time),
+        "update_mb_per_s": round(mbytes / stream_time, 2),
         "permissions_answered": client.permissions,
         "prompt_p50_ms": round(pct(prompt_latency, 50) * 1000), "prompt_p99_ms": round(pct(prompt_latency, 99) * 1000),
         "cancel_p50_ms": round(pct(cancel_latency, 50) * 1000, 1),
         "cancel_p99_ms": round(pct(cancel_latency, 99) * 1000, 1),
         "cancel_max_ms": round(max(cancel_latency) * 1000, 1) if cancel_latency else None,
-        "rss_start_mib": round(rss_start / 1024, 1), "rss_peak_mib": round(max(peak, rss_end.get("VmHWM", 0)) / 1024, 1),
+        "rss_start_mib": round(rss_start / 1024, 1),
+        "rss_peak_mib": round(max(peak, rss_end.get("VmHWM", 0)) / 1024, 1),
         "rss_end_mib": round(rss_end["VmRSS"] / 1024, 1),
         "cpu_seconds_stream": round(stream_cpu, 2), "cpu_seconds_total": round(total_cpu, 2),
         "errors": client.errors[:5], "exit_code": proc.returncode,

@@ -131,6 +131,19 @@ REQUIREMENTS: tuple[Requirement, ...] = (
       (E2E + "test_a_turn_streams_thoughts_tool_calls_with_diffs_and_text_through_an_approval",)),
     R("acp:paths:absolute", "ACP overview (all file paths MUST be absolute)",
       "Paths the agent sends (locations, diffs, fs requests) are absolute.", ()),
+    R("acp:tool-call:ids-unique-per-session", "ACP tool calls (toolCallId unique within the session)",
+      "Tool call ids are unique within a session, even when the model sends none or repeats one.",
+      ("test_runtime_loop.py::test_missing_call_ids_become_tool_step_ids",)),
+    R("acp:plan:complete-list", "ACP agent plan (always send the complete list; the client replaces the plan)",
+      "Every plan update carries the whole plan.",
+      ("test_plan.py::test_each_update_sends_the_complete_plan_and_the_runtime_keeps_the_last",
+       "test_plan.py::test_plan_frames_on_the_wire_are_schema_valid_and_complete")),
+    R("acp:mcp:stdio-and-http-servers", "ACP session setup (every agent MUST support stdio MCP servers; http when "
+      "advertised)", "MCP servers from session/new are connected and their tools governed by the same approvals.",
+      ("test_mcp_e2e.py::test_an_mcp_tool_is_approved_in_the_editor_and_its_content_shown",
+       "test_mcp_e2e.py::test_a_streamable_http_server_works_end_to_end_with_its_headers")),
+    R("acp:auth:terminal-method-only-if-advertised", "ACP authentication; TCK ACP-AUTH-002",
+      "An auth method of type terminal is offered only to a client advertising auth.terminal.", ()),
     R("acp:permission:only-a-selected-offered-option-approves", "ACP request_permission (outcome selected/cancelled);"
       " CLI contract (a rejected call is not executed)", "Only a `selected` outcome naming an offered allow option "
       "approves; garbage, errors and unknown ids are rejections.",

@@ -185,3 +185,19 @@ def test_repository_controlled_names_config_and_content_never_execute(spawn, wor
     statuses = [u.get("status") for u in agent.updates(sid) if u.get("sessionUpdate") == "tool_call_update"
                 and u.get("status") in ("completed", "failed")]
     assert statuses.count("completed") >= len(HOSTILE_NAMES), json.dumps(statuses)
+
+
+@pytest.mark.req("acp:auth:terminal-method-only-if-advertised")
+@pytest.mark.parametrize("spec", ["openai:gpt-4.1", "anthropic:claude-sonnet-4-5"])
+def test_no_terminal_auth_method_is_offered_to_a_client_without_terminal_auth(spec):
+    """TCK ACP-AUTH-002 (MANDATORY): `type: "terminal"` auth methods only when the client advertised
+    `auth.terminal`; ours are env-var methods of the default `agent` kind, so none is ever a terminal one."""
+    from acp_server.agent import AgentConfig, GatewrightAgent
+    from runtime.models import ModelFactory, parse_model_spec
+    from runtime.models.config import ModelsConfig
+
+    factory = ModelFactory(parse_model_spec(spec), ModelsConfig(), env={})
+    agent = GatewrightAgent(AgentConfig(model_factory=factory))
+    methods = agent.initialize_sync({"protocolVersion": 1, "clientCapabilities": {}})["authMethods"]
+    assert methods, "a provider spec should offer its env-var method"
+    assert [m for m in methods if m.get("type") == "terminal"] == []
