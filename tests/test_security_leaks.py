@@ -201,3 +201,42 @@ def test_no_terminal_auth_method_is_offered_to_a_client_without_terminal_auth(sp
     methods = agent.initialize_sync({"protocolVersion": 1, "clientCapabilities": {}})["authMethods"]
     assert methods, "a provider spec should offer its env-var method"
     assert [m for m in methods if m.get("type") == "terminal"] == []
+
+
+@pytest.mark.req("gw:workspace:escapes-fail-closed")
+@pytest.mark.parametrize("mode", ["safe", "read-only", "auto"])
+def test_outside_reads_through_links_and_traversal_leak_nothing_when_not_approved(spawn, workspace, tmp_path, mode):
+    """Style guide §4.1–§4.3 end to end (the boundary matrix in test_workspace_boundary.py runs the tools in
+    process): reads, searches and listings that escape through a symlink, `..` or an absolute path are asked about
+    with the resolved outside path (safe, auto) or refused without a question (read-only); when not approved, not a
+    byte of the outside file reaches any frame."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = f"TOP-SECRET-{uuid.uuid4().hex}"
+    (outside / "secret.txt").write_text(secret + "\n", encoding="utf-8")
+    (workspace / "link").symlink_to(outside)
+    calls = [{"name": "read_file", "arguments": {"path": "link/secret.txt"}},
+             {"name": "read_file", "arguments": {"path": "../outside/secret.txt"}},
+             {"name": "read_file", "arguments": {"path": str(outside / "secret.txt")}},
+             {"name": "grep", "arguments": {"pattern": "TOP-SECRET", "path": "link"}},
+             {"name": "glob", "arguments": {"pattern": "*", "path": "../outside"}},
+             {"name": "bash", "arguments": {"command": "cat secret.txt", "cwd": "link"}}]
+    script = write_script(tmp_path / "m.json", [{"tool_calls": [c]} for c in calls] + [{"text": "done"}])
+
+    def reject(msg: dict[str, Any]) -> Any:
+        opt = next(o["optionId"] for o in msg["params"]["options"] if o["kind"] == "reject_once")
+        return {"outcome": {"outcome": "selected", "optionId": opt}}
+
+    agent = spawn("--model", f"scripted:{script}", "--mode", mode, responder=reject)
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    for _ in calls:  # a rejection ends the turn: one prompt per call
+        assert agent.prompt(sid, "look")["result"]["stopReason"] == "end_turn"
+    assert secret.encode() not in b"".join(agent.raw_lines)
+    asked = agent.agent_requests
+    if mode == "read-only":
+        assert asked == []
+    else:
+        assert len(asked) == len(calls)
+        real = str(outside.resolve())
+        assert all(real in json.dumps(r["params"]) for r in asked), [r["params"]["toolCall"]["title"] for r in asked]
