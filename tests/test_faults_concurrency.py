@@ -202,8 +202,9 @@ def test_duplicate_request_ids_on_concurrent_prompts_are_each_answered_once(spaw
     """JSON-RPC 2.0 §5 and style guide §3.6 (duplicate ids): two prompts in flight under the same id, in two
     sessions, each get their own answer; a `$/cancel_request` for that id cancels one of them, never both, and
     never answers twice."""
-    script = write_script(tmp_path / "m.json", [{"delay_ms": 1500, "text": "finished"}])
-    agent = spawn("--model", f"scripted:{script}")
+    script = write_script(tmp_path / "m.json", [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 1.5; echo slept"}}]}, {"text": "finished"}])
+    agent = spawn("--model", f"scripted:{script}", "--mode", "auto")
     agent.initialize()
     sids = []
     for i in range(2):
@@ -213,7 +214,9 @@ def test_duplicate_request_ids_on_concurrent_prompts_are_each_answered_once(spaw
     for s in sids:
         agent.send({"jsonrpc": "2.0", "id": "dup", "method": "session/prompt",
                     "params": {"sessionId": s, "prompt": [{"type": "text", "text": "go"}]}})
-    time.sleep(0.2)  # both prompts must be in flight before the cancel (the cancel is harmless either way)
+    for s in sids:  # both turns are running their command
+        agent.wait_for(lambda f, s=s: f.get("method") == "session/update" and f["params"]["sessionId"] == s
+                       and f["params"]["update"].get("status") == "in_progress")
     agent.notify("$/cancel_request", {"requestId": "dup"})
     deadline = time.monotonic() + 20
     while len([f for f in agent.frames if "method" not in f and f.get("id") == "dup"]) < 2:
