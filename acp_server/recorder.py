@@ -7,6 +7,7 @@ and any string that equals the value of a secret-looking environment variable of
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from typing import Any
@@ -44,6 +45,20 @@ def redact(msg: Any, secrets: set[str]) -> Any:
     return msg
 
 
+_RAW_VALUE = re.compile(r'("value"\s*:\s*)"(?:[^"\\]|\\.)*"?')
+_RAW_MAPPING = re.compile(r'("(?:env|headers)"\s*:\s*\{)[^}]*\}?')
+
+
+def redact_raw(text: str) -> str:
+    """Redact an input line that is not valid JSON (recorded raw, so `redact` cannot see its structure): the string
+    after any `"value":` (env and header entries), `env`/`headers` mappings, and anything mentioning `authenticate`
+    are replaced, even when the line is cut short."""
+    if "authenticate" in text:
+        return REDACTED
+    text = _RAW_VALUE.sub(lambda m: m.group(1) + f'"{REDACTED}"', text)
+    return _RAW_MAPPING.sub(lambda m: m.group(1) + REDACTED + "}", text)
+
+
 class TranscriptRecorder:
     def __init__(self, path: str, meta: dict[str, Any] | None = None) -> None:
         self._f = open(path, "ab", buffering=0)  # noqa: SIM115 - lives as long as the server
@@ -60,7 +75,7 @@ class TranscriptRecorder:
         entry: dict[str, Any] = {"dir": direction, "t": round(now - self._t0, 4),
                                  "msg": redact(msg, self._secrets)}
         if raw is not None:
-            entry["raw"] = redact(raw.decode("utf-8", errors="replace")[:4096], self._secrets)
+            entry["raw"] = redact(redact_raw(raw.decode("utf-8", errors="replace")[:4096]), self._secrets)
         with self._lock:
             self._f.write(orjson.dumps(entry) + b"\n")
 

@@ -240,3 +240,30 @@ def test_outside_reads_through_links_and_traversal_leak_nothing_when_not_approve
         assert len(asked) == len(calls)
         real = str(outside.resolve())
         assert all(real in json.dumps(r["params"]) for r in asked), [r["params"]["toolCall"]["title"] for r in asked]
+
+
+@pytest.mark.req("gw:secrets:never-leave-the-agent")
+def test_a_malformed_line_carrying_mcp_secrets_is_not_written_raw_to_the_transcript(spawn, workspace, tmp_path):
+    """Transcript contract (Secrets) for input that is not JSON: such a line is recorded raw (the parser could not
+    read its structure), and it was recorded verbatim — MCP env values and headers included. Now the raw text is
+    redacted too, even when the line is cut off in the middle of a value."""
+    record = tmp_path / "t.jsonl"
+    agent = spawn("--record", str(record))
+    agent.initialize()
+    tag = uuid.uuid4().hex[:10]
+    good = json.dumps({"jsonrpc": "2.0", "id": 5, "method": "session/new", "params": {
+        "cwd": str(workspace), "mcpServers": [
+            {"name": "s", "command": "/bin/x", "args": [], "env": [{"name": "T", "value": f"raw-env-{tag}"}]},
+            {"type": "http", "name": "h", "url": "http://x", "headers": [{"name": "Authorization",
+                                                                          "value": f"Bearer raw-hdr-{tag}"}]}]}})
+    agent.send_raw(good[:-1].encode())  # one brace short: not JSON
+    agent.send_raw(good[: good.index(f"raw-hdr-{tag}") + 10].encode())  # cut inside the header value
+    agent.send_raw(b'{"jsonrpc":"2.0","id":7,"method":"authenticate","params":{"methodId":"x","key":"raw-auth-'
+                   + tag.encode() + b'"}')
+    agent.send_raw(b'{"env": {"TOKEN": "raw-map-' + tag.encode() + b'"}, ')
+    assert agent.initialize()["protocolVersion"] == 1
+    assert agent.close() == 0
+    text = record.read_text(encoding="utf-8")
+    assert text.count('"raw"') >= 4  # the lines were recorded (redacted), not dropped
+    for leaked in (f"raw-env-{tag}", f"raw-hdr-{tag}"[:12], f"raw-auth-{tag}", f"raw-map-{tag}"):
+        assert leaked not in text, leaked
