@@ -9,7 +9,6 @@ import pty
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 from tests.harness import AgentProcess

@@ -5,6 +5,7 @@ model switching, usage and cost."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 import time
@@ -26,6 +27,7 @@ from tests.fake_providers import (
     error_body,
     openai_stream,
 )
+from tests.sdk_client import check_recorded_frames
 
 ROOT = Path(__file__).resolve().parent.parent
 OPENAI_KEY = "sk-test-e2e-0123456789"
@@ -73,9 +75,15 @@ async def start(conn: Any, cwd: Path) -> tuple[Any, str]:
     return init, sess
 
 
-def spawn(client: RecordingClient, env: dict[str, str], *args: str, cwd: Path) -> Any:
-    return spawn_agent_process(client, sys.executable, "-m", "acp_server", *args, env=env, cwd=str(cwd),
-                               transport_kwargs={"stderr": None, "limit": 50 * 2**20})
+@contextlib.asynccontextmanager
+async def spawn(client: RecordingClient, env: dict[str, str], *args: str, cwd: Path) -> Any:
+    """Spawn the agent recording its transcript; every frame is checked against the ACP schema afterwards."""
+    record = cwd / f".transcript-{id(client)}-{len(args)}.jsonl"
+    async with spawn_agent_process(client, sys.executable, "-m", "acp_server", "--record", str(record), *args,
+                                   env=env, cwd=str(cwd),
+                                   transport_kwargs={"stderr": None, "limit": 50 * 2**20}) as pair:
+        yield pair
+    check_recorded_frames(record)
 
 
 @pytest.fixture

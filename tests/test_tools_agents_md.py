@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from tests.tools_helpers import TOOLS, make_ctx, run
 
 from runtime.tools.base import ToolFailure
+from tests.tools_helpers import TOOLS, make_ctx, run
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(10)]
 

@@ -6,11 +6,11 @@ import os
 
 import anyio
 import pytest
-from tests.tools_helpers import TOOLS, FakeEditor, make_ctx, run
 
 from runtime import processes
 from runtime.tools.base import ToolFailure
 from runtime.workspace import Workspace
+from tests.tools_helpers import TOOLS, FakeEditor, make_ctx, run
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(20)]
 

@@ -20,6 +20,8 @@ import acp
 import pytest
 from acp import schema
 
+from tests.sdk_client import check_recorded_frames
+
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,13 +119,15 @@ async def drive(tmp_path: Path, script: list[dict[str, Any]], client: EditorClie
     model = tmp_path / "model.json"
     model.write_text(json.dumps({"responses": script}))
     cmd = agent_command()
+    record = tmp_path / "transcript.jsonl"
     async with acp.spawn_agent_process(client, cmd[0], *cmd[1:], "acp", "--model", f"scripted:{model}", "--mode", mode,
-                                       env=agent_env(),
+                                       "--record", str(record), env=agent_env(),
                                        transport_kwargs={"stderr": None, "limit": 50 * 2**20}) as (conn, _proc):
         await conn.initialize(protocol_version=1, client_capabilities=caps)
         session = await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])
         result = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("go")])
-        return result.stop_reason
+    check_recorded_frames(record)  # every frame, both directions, against the ACP schema
+    return result.stop_reason
 
 
 async def test_bash_apply_patch_and_grep_on_disk_with_a_permission_round_trip(tmp_path):

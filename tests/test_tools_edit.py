@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from tests.tools_helpers import TOOLS, FakeEditor, make_ctx, run
 
 from runtime.tools.base import ToolFailure
+from tests.tools_helpers import TOOLS, FakeEditor, make_ctx, run
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(10)]
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import anyio
 import pytest
-from tests.tools_helpers import FakeEditor, make_ctx, run
 
 from acp_server.editor import AcpEditorBridge
 from runtime.tools.base import ToolFailure
 from runtime.tools.builtin.textio import EditorError
+from tests.tools_helpers import FakeEditor, make_ctx, run
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(20)]
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from tests.tools_helpers import TOOLS, make_ctx, run
 
 from runtime.tools.base import ToolFailure
 from runtime.tools.builtin import patch as patch_mod
 from runtime.tools.builtin import textio
 from runtime.workspace import Workspace
+from tests.tools_helpers import TOOLS, make_ctx, run
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(10)]
 

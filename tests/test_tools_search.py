@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from tests.tools_helpers import TOOLS, make_ctx, run
 
 from runtime.tools.base import ToolFailure
 from runtime.tools.builtin import search
+from tests.tools_helpers import TOOLS, make_ctx, run
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(10)]
 

@@ -13,13 +13,13 @@ import os
 from pathlib import Path
 
 import pytest
-from tests.tools_helpers import TOOLS, make_ctx, run
 
 from permissions.policy import decide
 from runtime.approval import make_describer
 from runtime.tools.base import ToolCall, ToolFailure, ToolRegistry
 from runtime.tools.builtin import builtin_tools
 from runtime.workspace import PathError, Workspace
+from tests.tools_helpers import TOOLS, make_ctx, run
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(10)]
 
