@@ -51,6 +51,7 @@ class ShellAnalysis:
 UNPARSED = "could not fully parse the command"
 FAILED = "could not analyse the command"
 DYNAMIC = "runs a dynamically built command"
+FUNCTION = "defines a shell function"  # what it runs is decided by later words: e.g. the fork bomb `:(){ :|:& };:`
 DOWNLOAD_PIPED = "pipes a download into a shell"
 DOWNLOAD_RUN = "downloads and runs code in one command"
 NETWORK_SUBSTITUTION = "sends the output of a command substitution over the network"
@@ -59,7 +60,7 @@ NETWORK_PIPED = "pipes data into a network command"
 SOCKET = "redirects to a network socket"
 SUBSTITUTION = "uses command substitution"
 _URGENT = programs.DESTRUCTIVE_REASONS | {UNPARSED, FAILED, DYNAMIC, DOWNLOAD_PIPED, DOWNLOAD_RUN, NETWORK_PIPED}
-_URGENT |= {NETWORK_SUBSTITUTION, NETWORK_EXPANSION, SOCKET}
+_URGENT |= {NETWORK_SUBSTITUTION, NETWORK_EXPANSION, SOCKET, FUNCTION}
 """Reasons that make the policy ask even in auto mode."""
 
 _MAX_SOURCE = 100_000
@@ -217,7 +218,7 @@ class _Walk:
             self.deny("uses a case statement, whose patterns are not analysed")
             self.children(node, d, scripts)
         elif kind == "function_definition":
-            self.deny("defines a shell function")
+            self.deny(FUNCTION)
             self.children(node, d, scripts)
         else:
             self.unparsed()

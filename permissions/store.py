@@ -50,18 +50,9 @@ def state_dir(explicit: str | None = None) -> str:
 
 def connect(path: str) -> sqlite3.Connection:
     """Open a SQLite file shared between processes: WAL, a busy timeout, and owner-only permissions."""
-    import sqlite3
+    from permissions._sqlite import open_shared
 
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    if not os.path.exists(path):
-        # Rules and the audit log say what the user trusts: not world-readable.
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
-        os.close(fd)
-    conn = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 10000")
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = NORMAL")
-    return conn
+    return open_shared(path)
 
 
 class RuleDatabase:

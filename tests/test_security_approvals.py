@@ -91,9 +91,7 @@ MUST_ASK_IN_AUTO = [
     "git push --force",
     "chmod -R 777 ~",
     "dd if=/dev/zero of=/dev/sda",
-    pytest.param(":(){ :|:& };:", marks=pytest.mark.xfail(
-        strict=True, reason="shell analysis does not flag a fork bomb (a function that pipes into itself in the "
-        "background); auto mode runs it without asking. Owner: permissions/shell analysis (issue 4)")),
+    ":(){ :|:& };:",  # a fork bomb: defining a shell function asks even in auto
 ]
 
 

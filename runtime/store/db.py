@@ -76,17 +76,9 @@ def connect(path: str | Path) -> sqlite3.Connection:
 
     `path` may be `:memory:` (used when the state dir cannot be written: sessions then last for the process).
     """
-    if str(path) != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    conn = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                           check_same_thread=False)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    if str(path) != ":memory:":
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            log.warning("the session store at %s is not in WAL mode (%s)", path, mode)
-    # NORMAL is durable against a killed process (the WAL is in the OS); only a power cut may lose the last commits.
-    conn.execute("PRAGMA synchronous = NORMAL")
+    from permissions._sqlite import open_shared
+
+    conn = open_shared(str(path), BUSY_TIMEOUT_MS)
     conn.execute("PRAGMA foreign_keys = ON")
     migrate(conn)
     return conn
