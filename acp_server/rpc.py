@@ -127,6 +127,10 @@ class JsonRpcConnection:
     async def notify(self, method: str, params: Any) -> None:
         await self._emit(wire.notification(method, params))
 
+    async def emit_frame(self, frame: dict[str, Any]) -> None:
+        """Send a notification frame the caller built (the streaming hot path skips a layer this way)."""
+        await self._emit(frame)
+
     async def request(self, method: str, params: Any) -> Any:
         """Send a request to the client and wait for its answer.
 

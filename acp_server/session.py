@@ -221,6 +221,13 @@ class AcpSession:
         install_delegation(self.runtime)
 
     async def emit(self, ev: RuntimeEvent) -> None:
+        kind = type(ev)
+        if kind is TextChunk or kind is ThoughtChunk:  # the streaming hot path: one dict, no dispatch chain
+            await self.send_update({
+                "sessionUpdate": "agent_message_chunk" if kind is TextChunk else "agent_thought_chunk",
+                "content": {"type": "text", "text": ev.text},  # type: ignore[union-attr]
+            })
+            return
         if isinstance(ev, UsageReported):
             ev = self._account(ev)
         upd = event_to_update(ev, notices=False)
@@ -259,7 +266,8 @@ class AcpSession:
     async def send_update(self, update: dict[str, Any]) -> None:
         if self.journal is not None:
             self.journal.record(update)
-        await self.conn.notify("session/update", {"sessionId": self.id, "update": update})
+        await self.conn.emit_frame({"jsonrpc": "2.0", "method": "session/update",
+                                    "params": {"sessionId": self.id, "update": update}})
 
     # ---- modes and config options ---------------------------------------------------------------------------------
     def modes_state(self) -> dict[str, Any]:
