@@ -107,12 +107,17 @@ class Tool:
     def schema(self) -> dict[str, Any]:
         return load_tool_schema(self.name)
 
+    # A tool whose call touches the one file named by its `path` argument sets `path_effect` ("read" or "write"):
+    # `effect` and `paths` then follow from it.
+    path_effect: Effect | None = None
+
     def effect(self, args: Mapping[str, Any]) -> Effect:
-        return "other"
+        return self.path_effect or "other"
 
     def paths(self, args: Mapping[str, Any]) -> list[tuple[str, bool]]:
         """The paths a call touches, as given, each with whether it writes."""
-        return []
+        p = args.get("path") if self.path_effect is not None else None
+        return [(p, self.path_effect == "write")] if isinstance(p, str) else []
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return self.name

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, display_path
+from runtime.tools.base import Tool, ToolContext, ToolFailure, ToolResult, display_path
 from runtime.tools.builtin import textio
 from runtime.workspace import PathError, Workspace
 
@@ -50,17 +50,11 @@ def replace_exact(text: str, old: str, new: str, replace_all: bool, shown: str) 
 class EditTool(Tool):
     name = "edit"
     kind = "edit"
+    path_effect = "write"
     description = (
         "Replace exact text in a file. old_string must match the file exactly (including indentation) and be unique, "
         "unless replaceAll is true. Read the file first. For several changes or new files prefer apply_patch."
     )
-
-    def effect(self, args: Mapping[str, Any]) -> Effect:
-        return "write"
-
-    def paths(self, args: Mapping[str, Any]) -> list[tuple[str, bool]]:
-        p = args.get("path")
-        return [(p, True)] if isinstance(p, str) else []
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
         p = args.get("path")

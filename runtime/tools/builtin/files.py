@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio
 
-from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, display_path
+from runtime.tools.base import Tool, ToolContext, ToolFailure, ToolResult, display_path
 from runtime.workspace import PathError, ResolvedPath, Workspace
 
 DEFAULT_MAX_CHARS = 50_000
@@ -43,17 +43,11 @@ def read_text_for_diff(ws: Workspace, resolved: ResolvedPath, grants: frozenset[
 class ReadFileTool(Tool):
     name = "read_file"
     kind = "read"
+    path_effect = "read"
     description = (
         "Read a text file. Output lines are prefixed with their 1-based line number and a tab. Use startLine/endLine "
         "to read part of a large file; output is capped at maxChars characters (default 50000)."
     )
-
-    def effect(self, args: Mapping[str, Any]) -> Effect:
-        return "read"
-
-    def paths(self, args: Mapping[str, Any]) -> list[tuple[str, bool]]:
-        p = args.get("path")
-        return [(p, False)] if isinstance(p, str) else []
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
         p = args.get("path")
@@ -187,17 +181,11 @@ class ReadFileTool(Tool):
 class WriteFileTool(Tool):
     name = "write_file"
     kind = "edit"
+    path_effect = "write"
     description = (
         "Write a text file atomically. mode: overwrite (default) replaces the file, create fails if it exists, append "
         "adds to the end. Parent directories are created."
     )
-
-    def effect(self, args: Mapping[str, Any]) -> Effect:
-        return "write"
-
-    def paths(self, args: Mapping[str, Any]) -> list[tuple[str, bool]]:
-        p = args.get("path")
-        return [(p, True)] if isinstance(p, str) else []
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
         p = args.get("path")
