@@ -45,7 +45,7 @@ def make_describer(registry: ToolRegistry):  # noqa: ANN201 - returns the decora
         return ApprovalSubject(
             facts=facts,
             title=tool.title(call.arguments, ws),
-            kind=tool.kind,
+            kind=tool.kind_for(call.arguments),
             raw_input=call.arguments,
             summary=tool.summary(call.arguments, ws),
             content=content,

@@ -339,6 +339,7 @@ class AgentRuntime:
         if tool is not None:
             kind = tool.kind
             try:
+                kind = tool.kind_for(args if isinstance(args, dict) else {})
                 title = tool.title(args if isinstance(args, dict) else {}, self.env.workspace)
                 locations = tuple(tool.locations(args, self.env.workspace)) if isinstance(item, ToolCall) else ()
             except Exception:  # a title must never break a turn

@@ -163,3 +163,16 @@ async def test_pure_addition_after_a_context_anchor_inserts_below_it(tmp_path):
 async def test_parse_patch_reads_unified_range_headers_as_plain_hunk_separators():
     ops = patch_mod.parse_patch(P("*** Update File: a", "@@ -1,2 +1,2 @@", " a", "-b", "+c"))
     assert ops[0].chunks[0].contexts == () and ops[0].chunks[0].old == ("a", "b")
+
+
+async def test_the_acp_kind_follows_what_a_patch_does():
+    from runtime.tools.builtin.patch import ApplyPatchTool
+
+    tool = ApplyPatchTool()
+    delete = "*** Begin Patch\n*** Delete File: a.txt\n*** Delete File: b.txt\n*** End Patch"
+    move = "*** Begin Patch\n*** Update File: a.txt\n*** Move to: c.txt\n*** End Patch"
+    edit = "*** Begin Patch\n*** Update File: a.txt\n@@\n-x\n+y\n*** End Patch"
+    assert tool.kind_for({"patch": delete}) == "delete"
+    assert tool.kind_for({"patch": move}) == "move"
+    assert tool.kind_for({"patch": edit}) == "edit"
+    assert tool.kind_for({"patch": "garbage"}) == "edit"

@@ -119,6 +119,10 @@ class Tool:
         p = args.get("path") if self.path_effect is not None else None
         return [(p, self.path_effect == "write")] if isinstance(p, str) else []
 
+    def kind_for(self, args: Mapping[str, Any]) -> str:
+        """The ACP kind of one call (a patch that only deletes is a `delete`); the class's `kind` by default."""
+        return self.kind
+
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return self.name
 

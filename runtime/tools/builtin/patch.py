@@ -263,6 +263,14 @@ class ApplyPatchTool(Tool):
     def effect(self, args: Mapping[str, Any]) -> Effect:
         return "write"
 
+    def kind_for(self, args: Mapping[str, Any]) -> str:
+        ops = self._ops(args)
+        if ops and all(op.kind == "delete" for op in ops):
+            return "delete"
+        if ops and all(op.kind == "update" and op.move_to and not op.chunks for op in ops):
+            return "move"
+        return "edit"
+
     def _ops(self, args: Mapping[str, Any]) -> list[FileOp]:
         try:
             return parse_patch(str(args.get("patch", "")))
