@@ -61,13 +61,17 @@ class SessionJournal:
             return
         content = update.get("content")
         if kind in CHUNKS and isinstance(content, dict) and content.get("type") == "text" and len(update) == 2:
-            if kind != self._chunk_kind:
-                self.flush()
-                self._chunk_kind = kind
-            self._chunk_text.append(content.get("text", ""))
+            self.record_text(str(kind), content.get("text", ""))
             return
         self.flush()
         self._write([(str(kind), update)])
+
+    def record_text(self, kind: str, text: str) -> None:
+        """A streamed text chunk (the hot path of `record`): merged in memory with the chunks around it."""
+        if kind != self._chunk_kind:
+            self.flush()
+            self._chunk_kind = kind
+        self._chunk_text.append(text)
 
     def record_prompt(self, blocks: list[Any]) -> None:
         """The user's prompt, as the content blocks the client sent (replayed as `user_message_chunk`s)."""

@@ -131,6 +131,21 @@ class JsonRpcConnection:
         """Send a notification frame the caller built (the streaming hot path skips a layer this way)."""
         await self._emit(frame)
 
+    async def emit_encoded(self, data: bytes, frame: Callable[[], dict[str, Any]]) -> None:
+        """Send a frame the caller already encoded (one line, ending in a newline): the streaming hot path.
+        `frame` builds the same frame as an object, only when a recorder needs it."""
+        if self._writer_dead:
+            return
+        if self.recorder is not None:
+            self.recorder.record("out", frame())
+        try:
+            try:
+                self._send.send_nowait(data)
+            except anyio.WouldBlock:
+                await self._send.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._writer_dead = True
+
     async def request(self, method: str, params: Any) -> Any:
         """Send a request to the client and wait for its answer.
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import orjson
 
 from acp_server.editor import AcpEditorBridge
 from permissions import ToolApprovalDecorator
@@ -199,6 +200,7 @@ class AcpSession:
     mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
 
     def __post_init__(self) -> None:
+        self._chunk_prefixes: dict[str, bytes] = {}
         self.workspace = Workspace(self.cwd, self.additional_directories)
         self.registry = ToolRegistry(builtin_tools())
         audit = None
@@ -222,11 +224,21 @@ class AcpSession:
 
     async def emit(self, ev: RuntimeEvent) -> None:
         kind = type(ev)
-        if kind is TextChunk or kind is ThoughtChunk:  # the streaming hot path: one dict, no dispatch chain
-            await self.send_update({
-                "sessionUpdate": "agent_message_chunk" if kind is TextChunk else "agent_thought_chunk",
-                "content": {"type": "text", "text": ev.text},  # type: ignore[union-attr]
-            })
+        if kind is TextChunk or kind is ThoughtChunk:
+            # The streaming hot path (every token): the frame is the session's constant prefix, the text encoded
+            # once, and a constant suffix; the same bytes `send_update` would produce for this update.
+            update_kind = "agent_message_chunk" if kind is TextChunk else "agent_thought_chunk"
+            text: str = ev.text  # type: ignore[union-attr]
+            if self.journal is not None:
+                self.journal.record_text(update_kind, text)
+            prefix = self._chunk_prefixes.get(update_kind)
+            if prefix is None:
+                prefix = self._chunk_prefixes[update_kind] = (
+                    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":' + orjson.dumps(self.id)
+                    + b',"update":{"sessionUpdate":"' + update_kind.encode() + b'","content":{"type":"text","text":')
+            await self.conn.emit_encoded(prefix + orjson.dumps(text) + b"}}}}\n", lambda: {
+                "jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": self.id, "update": {
+                    "sessionUpdate": update_kind, "content": {"type": "text", "text": text}}}})
             return
         if isinstance(ev, UsageReported):
             ev = self._account(ev)

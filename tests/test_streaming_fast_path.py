@@ -1,0 +1,43 @@
+"""The streaming hot path writes exactly the bytes the general path would (a text chunk is a plain
+`session/update`), and records the same frame when a transcript is being recorded."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from acp_server import wire
+from acp_server.session import AcpSession
+from runtime.events import TextChunk, ThoughtChunk
+from runtime.loop import RuntimeOptions
+
+
+class FakeConn:
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+        self.recorded: list[Any] = []
+
+    async def emit_encoded(self, data: bytes, frame) -> None:
+        self.sent.append(data)
+        self.recorded.append(frame())
+
+    async def emit_frame(self, frame: dict[str, Any]) -> None:
+        self.sent.append(wire.encode(frame))
+        self.recorded.append(frame)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("text", ["tok ", "", "line\nbreak \"quoted\" \\ back", "ünïcödé ✓", "\x00\x1f"])
+async def test_text_and_thought_chunks_are_encoded_exactly_like_any_session_update(tmp_path, text):
+    conn = FakeConn()
+    session = AcpSession("sess_x", str(tmp_path), [], "safe", conn, None, {}, RuntimeOptions())  # type: ignore[arg-type]
+    await session.emit(TextChunk(text))
+    await session.emit(ThoughtChunk(text))
+    await session.send_update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})
+    await session.send_update({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": text}})
+    fast_msg, fast_thought, slow_msg, slow_thought = conn.sent
+    assert fast_msg == slow_msg and fast_thought == slow_thought
+    assert fast_msg.endswith(b"\n") and fast_msg.count(b"\n") == 1
+    assert json.loads(fast_msg) == conn.recorded[0]
