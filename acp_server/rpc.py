@@ -131,13 +131,13 @@ class JsonRpcConnection:
         """Send a notification frame the caller built (the streaming hot path skips a layer this way)."""
         await self._emit(frame)
 
-    async def emit_encoded(self, data: bytes, frame: Callable[[], dict[str, Any]]) -> None:
+    async def emit_encoded(self, data: bytes, frame: Callable[..., dict[str, Any]], *args: Any) -> None:
         """Send a frame the caller already encoded (one line, ending in a newline): the streaming hot path.
-        `frame` builds the same frame as an object, only when a recorder needs it."""
+        `frame(*args)` builds the same frame as an object, only when a recorder needs it."""
         if self._writer_dead:
             return
         if self.recorder is not None:
-            self.recorder.record("out", frame())
+            self.recorder.record("out", frame(*args))
         try:
             try:
                 self._send.send_nowait(data)

@@ -236,15 +236,18 @@ class AcpSession:
                 prefix = self._chunk_prefixes[update_kind] = (
                     b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":' + orjson.dumps(self.id)
                     + b',"update":{"sessionUpdate":"' + update_kind.encode() + b'","content":{"type":"text","text":')
-            await self.conn.emit_encoded(prefix + orjson.dumps(text) + b"}}}}\n", lambda: {
-                "jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": self.id, "update": {
-                    "sessionUpdate": update_kind, "content": {"type": "text", "text": text}}}})
+            await self.conn.emit_encoded(prefix + orjson.dumps(text) + b"}}}}\n", self._chunk_frame, update_kind, text)
             return
         if isinstance(ev, UsageReported):
             ev = self._account(ev)
         upd = event_to_update(ev, notices=False)
         if upd is not None:
             await self.send_update(upd)
+
+    def _chunk_frame(self, update_kind: str, text: str) -> dict[str, Any]:
+        """The object form of a fast-path chunk frame, for a transcript recorder."""
+        return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": self.id, "update": {
+            "sessionUpdate": update_kind, "content": {"type": "text", "text": text}}}}
 
     def _account(self, ev: UsageReported) -> UsageReported:
         """Size the context by the current model and add this call's price, when the config knows prices."""

@@ -19,9 +19,9 @@ class FakeConn:
         self.sent: list[bytes] = []
         self.recorded: list[Any] = []
 
-    async def emit_encoded(self, data: bytes, frame) -> None:
+    async def emit_encoded(self, data: bytes, frame, *args) -> None:
         self.sent.append(data)
-        self.recorded.append(frame())
+        self.recorded.append(frame(*args))
 
     async def emit_frame(self, frame: dict[str, Any]) -> None:
         self.sent.append(wire.encode(frame))
