@@ -131,6 +131,21 @@ class JsonRpcConnection:
         """Send a notification frame the caller built (the streaming hot path skips a layer this way)."""
         await self._emit(frame)
 
+    def emit_encoded_nowait(self, data: bytes, frame: Callable[..., dict[str, Any]], *args: Any) -> bool:
+        """`emit_encoded` without suspending: False when the write buffer is full (then await `emit_encoded`)."""
+        if self._writer_dead:
+            return True
+        try:
+            self._send.send_nowait(data)
+        except anyio.WouldBlock:
+            return False
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._writer_dead = True
+            return True
+        if self.recorder is not None:
+            self.recorder.record("out", frame(*args))
+        return True
+
     async def emit_encoded(self, data: bytes, frame: Callable[..., dict[str, Any]], *args: Any) -> None:
         """Send a frame the caller already encoded (one line, ending in a newline): the streaming hot path.
         `frame(*args)` builds the same frame as an object, only when a recorder needs it."""

@@ -236,7 +236,9 @@ class AcpSession:
                 prefix = self._chunk_prefixes[update_kind] = (
                     b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":' + orjson.dumps(self.id)
                     + b',"update":{"sessionUpdate":"' + update_kind.encode() + b'","content":{"type":"text","text":')
-            await self.conn.emit_encoded(prefix + orjson.dumps(text) + b"}}}}\n", self._chunk_frame, update_kind, text)
+            data = prefix + orjson.dumps(text) + b"}}}}\n"
+            if not self.conn.emit_encoded_nowait(data, self._chunk_frame, update_kind, text):
+                await self.conn.emit_encoded(data, self._chunk_frame, update_kind, text)
             return
         if isinstance(ev, UsageReported):
             ev = self._account(ev)

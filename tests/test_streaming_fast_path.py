@@ -19,6 +19,11 @@ class FakeConn:
         self.sent: list[bytes] = []
         self.recorded: list[Any] = []
 
+    def emit_encoded_nowait(self, data: bytes, frame, *args) -> bool:
+        self.sent.append(data)
+        self.recorded.append(frame(*args))
+        return True
+
     async def emit_encoded(self, data: bytes, frame, *args) -> None:
         self.sent.append(data)
         self.recorded.append(frame(*args))
