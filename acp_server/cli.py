@@ -31,7 +31,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gatewright", description="An ACP coding agent whose permissions you can trust.")
+    parser = argparse.ArgumentParser(prog="gatewright",
+                                     description="An ACP coding agent whose permissions you can trust.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     acp = sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (what an editor launches)")
     _add_common(acp)

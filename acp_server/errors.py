@@ -102,7 +102,7 @@ def error_to_wire(exc: BaseException, method: str | None = None) -> dict[str, An
     try:
         from pydantic import ValidationError
     except ImportError:  # pragma: no cover
-        ValidationError = ()  # type: ignore[assignment,misc]  # noqa: N806
+        ValidationError = ()  # type: ignore[assignment,misc]
     if isinstance(exc, ValidationError):
         return InvalidParams().to_wire()
     incident = uuid.uuid4().hex[:12]

@@ -29,7 +29,7 @@ def redact(msg: Any, secrets: set[str]) -> Any:
             if k in ("env", "headers") and isinstance(v, list):
                 out[k] = [{**e, "value": REDACTED} if isinstance(e, dict) and "value" in e else REDACTED for e in v]
             elif k in ("env", "headers") and isinstance(v, dict):
-                out[k] = {ek: REDACTED for ek in v}
+                out[k] = dict.fromkeys(v, REDACTED)
             else:
                 out[k] = redact(v, secrets)
         if msg.get("method") == "authenticate" and isinstance(msg.get("params"), dict):

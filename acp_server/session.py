@@ -19,9 +19,9 @@ import orjson
 
 from acp_server.editor import AcpEditorBridge
 from permissions import ToolApprovalDecorator
-from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.audit import audit_log
 from permissions.decorator import AuditSink
+from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES, ApprovalMode
 from permissions.rules import RuleStore
 from permissions.store import rule_database
@@ -107,7 +107,7 @@ def parse_permission_answer(answer: Any, valid_ids: set[str]) -> PermissionOutco
     return PermissionOutcome.selected("")
 
 
-def AcpToolApprovalDecorator(  # noqa: N802 - a named construction of the one decorator with the ACP gateway
+def AcpToolApprovalDecorator(
     delegate: ToolExecutor, conn: JsonRpcConnection, session_id: str, registry: ToolRegistry,
     mode: Callable[[], ApprovalMode], rules: RuleStore, audit: AuditSink | None = None,
 ) -> ToolApprovalDecorator[Any, Any, Any]:
@@ -167,7 +167,8 @@ def event_to_update(ev: RuntimeEvent, notices: bool) -> dict[str, Any] | None:
     if isinstance(ev, PlanUpdated):
         return {"sessionUpdate": "plan", "entries": list(ev.entries)}
     if isinstance(ev, NoticeEvent):
-        text = f"\n\n{'⚠ ' if ev.severity != 'info' else ''}{ev.title}" + (f": {ev.description}" if ev.description else "")
+        marker = "⚠ " if ev.severity != "info" else ""
+        text = f"\n\n{marker}{ev.title}" + (f": {ev.description}" if ev.description else "")
         return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
     return None
 

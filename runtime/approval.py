@@ -14,7 +14,7 @@ from runtime.tools.base import ToolCall, ToolContext, ToolRegistry
 from runtime.workspace import PathError
 
 
-def make_describer(registry: ToolRegistry):  # noqa: ANN201 - returns the decorator's describe callable
+def make_describer(registry: ToolRegistry):
     async def describe(call: ToolCall, ctx: ToolContext) -> ApprovalSubject:
         tool = registry.get(call.name)
         if tool is None:  # the executor refuses it anyway; ask rather than allow

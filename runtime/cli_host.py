@@ -100,7 +100,7 @@ class TerminalPrinter:
         self.err.flush()
 
 
-def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str = "cli",  # noqa: ANN001
+def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str = "cli",
                   state_dir: str | None = None) -> AgentRuntime:
     """The same construction as the ACP host: registry, routing and retrying executors, approval decorator, runtime,
     subagents. With a state dir, the project's and the global remembered rules apply and decisions are audited."""

@@ -181,7 +181,8 @@ class Workspace:
         except OSError as exc:
             raise _os_error(exc, resolved.path) from None
 
-    def read_bytes(self, resolved: ResolvedPath, grants: frozenset[str] = frozenset(), limit: int | None = None) -> bytes:
+    def read_bytes(self, resolved: ResolvedPath, grants: frozenset[str] = frozenset(),
+                   limit: int | None = None) -> bytes:
         fd = self.open_read(resolved, grants)
         with os.fdopen(fd, "rb") as f:
             return f.read() if limit is None else f.read(limit)

@@ -120,7 +120,8 @@ class ReadFileTool(Tool):
                       "via": "editor"}
         return ToolResult(output, raw_output=raw_output, locations=({"path": resolved.path, "line": start},))
 
-    def _read(self, ctx: ToolContext, resolved: ResolvedPath, start: int, end: int | None, max_chars: int) -> ToolResult:
+    def _read(self, ctx: ToolContext, resolved: ResolvedPath, start: int, end: int | None,
+              max_chars: int) -> ToolResult:
         try:
             fd = ctx.workspace.open_read(resolved, ctx.grants)
         except PathError as exc:
@@ -261,6 +262,8 @@ class WriteFileTool(Tool):
                               "WriteFailed") from None
         verb = "created" if created else ("appended to" if mode == "append" else "overwrote")
         output = f"{verb} {shown} ({len(content.encode('utf-8'))} bytes written)"
-        diff = ({"type": "diff", "path": resolved.path, "oldText": old, "newText": new_text},) if new_text is not None else ()
+        diff: tuple[dict[str, Any], ...] = ()
+        if new_text is not None:
+            diff = ({"type": "diff", "path": resolved.path, "oldText": old, "newText": new_text},)
         raw = {"path": resolved.path, "mode": mode, "created": created, "bytesWritten": len(content.encode("utf-8"))}
         return ToolResult(output, content=diff, raw_output=raw, locations=({"path": resolved.path},))
