@@ -106,23 +106,36 @@ class JsonRpcConnection:
         self._writer_dead = False
 
     # ---- outgoing ------------------------------------------------------------------------------------------------
+    def _push(self, data: bytes) -> bool:
+        """Hand an encoded frame to the writer without suspending; False when the write buffer is full.
+
+        Hot path (every streamed chunk). Not a checkpoint: a cancel requested by another task lands at the caller's
+        next suspension, which on a single event loop is where it would have landed anyway.
+        """
+        if self._writer_dead:
+            return True
+        try:
+            self._send.send_nowait(data)
+        except anyio.WouldBlock:
+            return False
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._writer_dead = True
+        return True
+
+    async def _send_bytes(self, data: bytes) -> None:
+        if self._push(data):
+            return
+        try:
+            await self._send.send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._writer_dead = True
+
     async def _emit(self, obj: dict[str, Any]) -> None:
         if self._writer_dead:
             return
         if self.recorder is not None:
             self.recorder.record("out", obj)
-        data = wire.encode(obj)
-        try:
-            # Hot path (every streamed chunk): when the buffer has room, hand the frame over without suspending. Not a
-            # checkpoint then: a cancel requested by another task lands at the caller's next suspension, which on a
-            # single event loop is where it would have landed anyway (cancel_called is only ever set while the
-            # caller is suspended, unless the caller cancels itself).
-            try:
-                self._send.send_nowait(data)
-            except anyio.WouldBlock:
-                await self._send.send(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._writer_dead = True
+        await self._send_bytes(wire.encode(obj))
 
     async def notify(self, method: str, params: Any) -> None:
         await self._emit(wire.notification(method, params))
@@ -133,16 +146,9 @@ class JsonRpcConnection:
 
     def emit_encoded_nowait(self, data: bytes, frame: Callable[..., dict[str, Any]], *args: Any) -> bool:
         """`emit_encoded` without suspending: False when the write buffer is full (then await `emit_encoded`)."""
-        if self._writer_dead:
-            return True
-        try:
-            self._send.send_nowait(data)
-        except anyio.WouldBlock:
+        if not self._push(data):
             return False
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._writer_dead = True
-            return True
-        if self.recorder is not None:
+        if self.recorder is not None and not self._writer_dead:
             self.recorder.record("out", frame(*args))
         return True
 
@@ -153,13 +159,7 @@ class JsonRpcConnection:
             return
         if self.recorder is not None:
             self.recorder.record("out", frame(*args))
-        try:
-            try:
-                self._send.send_nowait(data)
-            except anyio.WouldBlock:
-                await self._send.send(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._writer_dead = True
+        await self._send_bytes(data)
 
     async def request(self, method: str, params: Any) -> Any:
         """Send a request to the client and wait for its answer.
