@@ -8,9 +8,12 @@ locked". Used by the permission rules, the audit log and the session store.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import threading
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -48,3 +51,39 @@ def open_shared(path: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Co
     # NORMAL is durable against a killed process (the WAL is in the OS); only a power cut may lose the last commits.
     conn.execute("PRAGMA synchronous = NORMAL")
     return conn
+
+
+class LazyDatabase:
+    """One shared SQLite file, opened (and its schema created) on first use; safe to share between threads.
+
+    Subclasses set `schema`; `_db()` yields the connection under a lock.
+    """
+
+    schema = ""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._conn is None:
+                conn = open_shared(self.path)
+                conn.executescript(self.schema)
+                self._conn = conn
+            yield self._conn
+
+    @classmethod
+    def shared(cls, directory: str) -> LazyDatabase:
+        """The process-wide instance of this database for a state dir (one connection shared by every session)."""
+        with _shared_lock:
+            found = _shared.get((cls, directory))
+            if found is None:
+                found = _shared[(cls, directory)] = cls(directory)
+            return found
+
+
+_shared: dict[tuple[type, str], LazyDatabase] = {}
+_shared_lock = threading.Lock()

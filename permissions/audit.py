@@ -13,17 +13,16 @@ import json
 import logging
 import os
 import re
-import threading
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from permissions.store import AUDIT_FILE, connect, state_dir
+from permissions._sqlite import LazyDatabase
+from permissions.store import AUDIT_FILE, state_dir
 
 if TYPE_CHECKING:
-    import sqlite3
+    pass
 
 log = logging.getLogger("gatewright.audit")
 
@@ -123,22 +122,13 @@ class AuditEntry:
         return {f: getattr(self, f) for f in _FIELDS}
 
 
-class AuditLog:
+class AuditLog(LazyDatabase):
     """Appends decisions to `audit.db`; `begin` returns a row handle that `end` completes."""
 
-    def __init__(self, directory: str) -> None:
-        self.path = os.path.join(directory, AUDIT_FILE)
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+    schema = _SCHEMA
 
-    @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            if self._conn is None:
-                conn = connect(self.path)
-                conn.executescript(_SCHEMA)
-                self._conn = conn
-            yield self._conn
+    def __init__(self, directory: str) -> None:
+        super().__init__(os.path.join(directory, AUDIT_FILE))
 
     def begin(self, *, session_id: str, call_id: str, tool: str, summary: str, decision: str, decided_by: str,
               reason: str, option: str | None = None, outcome: str = "pending", ask_ms: int | None = None,
@@ -190,15 +180,6 @@ class AuditLog:
                 self._conn = None
 
 
-_open: dict[str, AuditLog] = {}
-_open_lock = threading.Lock()
-
-
 def audit_log(directory: str | None = None) -> AuditLog:
     """The process-wide `AuditLog` of a state dir."""
-    path = state_dir(directory)
-    with _open_lock:
-        found = _open.get(path)
-        if found is None:
-            found = _open[path] = AuditLog(path)
-        return found
+    return AuditLog.shared(state_dir(directory))  # type: ignore[return-value]

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import os
 import secrets
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from permissions._sqlite import LazyDatabase
 from permissions.rules import Rule
 
 if TYPE_CHECKING:
-    import sqlite3
+    pass
 
 RULES_FILE = "permissions.db"
 AUDIT_FILE = "audit.db"
@@ -48,29 +46,13 @@ def state_dir(explicit: str | None = None) -> str:
     return os.path.join(base, "gatewright")
 
 
-def connect(path: str) -> sqlite3.Connection:
-    """Open a SQLite file shared between processes: WAL, a busy timeout, and owner-only permissions."""
-    from permissions._sqlite import open_shared
-
-    return open_shared(path)
-
-
-class RuleDatabase:
+class RuleDatabase(LazyDatabase):
     """The project and global rules under one state dir. Safe to share between sessions of one process."""
 
-    def __init__(self, directory: str) -> None:
-        self.path = os.path.join(directory, RULES_FILE)
-        self._conn: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+    schema = _SCHEMA
 
-    @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            if self._conn is None:
-                conn = connect(self.path)
-                conn.executescript(_SCHEMA)
-                self._conn = conn
-            yield self._conn
+    def __init__(self, directory: str) -> None:
+        super().__init__(os.path.join(directory, RULES_FILE))
 
     def add(self, rule: Rule) -> Rule:
         """Persist a project or global rule, giving it a short id that is easy to type (`p-3fa9c2`)."""
@@ -124,15 +106,6 @@ def _rule(row: tuple[Any, ...]) -> Rule:
                 project=row[7], created_at=row[8])
 
 
-_open: dict[str, RuleDatabase] = {}
-_open_lock = threading.Lock()
-
-
 def rule_database(directory: str | None = None) -> RuleDatabase:
     """The process-wide `RuleDatabase` of a state dir (one connection shared by every session)."""
-    path = state_dir(directory)
-    with _open_lock:
-        db = _open.get(path)
-        if db is None:
-            db = _open[path] = RuleDatabase(path)
-        return db
+    return RuleDatabase.shared(state_dir(directory))  # type: ignore[return-value]
