@@ -140,7 +140,6 @@ class AgentRuntime:
         self.system_prompt = system_prompt
         self.history: list[Message] = []
         self._scope: anyio.CancelScope | None = None
-        self._stream_emit: EventSink | None = None
         self._cancel_requested = False
         self.total_usage = Usage()
         self._rejections: list[str] = []  # what the user refused in the current step
@@ -184,9 +183,6 @@ class AgentRuntime:
         self._turn_message = self.history[-1]
         open_calls: dict[str, _CallSlot] = {}
         outcome: TurnOutcome | None = None
-        # Streamed text goes straight to the host's sink (the hot path); everything else passes the plan keeper.
-        self._stream_emit = emit
-        emit = self._keeping_plan(emit)
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
@@ -230,7 +226,6 @@ class AgentRuntime:
             thinking: list[str] = []
             calls: list[ToolCallRequest] = []
             finished: Finished | None = None
-            stream_emit = self._stream_emit or emit
             try:
                 # aclosing: a cancelled turn closes the provider's HTTP stream at once, not at garbage collection.
                 async with contextlib.aclosing(self.model.stream(request)) as stream:
@@ -238,11 +233,11 @@ class AgentRuntime:
                         if type(ev) is TextDelta:
                             if ev.text:
                                 text.append(ev.text)
-                                await stream_emit(TextChunk(ev.text))
+                                await emit(TextChunk(ev.text))
                         elif type(ev) is ThoughtDelta:
                             if ev.text:
                                 thinking.append(ev.text)
-                                await stream_emit(ThoughtChunk(ev.text))
+                                await emit(ThoughtChunk(ev.text))
                         elif isinstance(ev, ToolCallEvent):
                             calls.append(ev.call)
                         elif isinstance(ev, Finished):
@@ -368,7 +363,8 @@ class AgentRuntime:
         slot.record = CallRecord(cid, new_operation_id())
         ctx = ToolContext(self.env.session_id, cid, self.env.workspace, editor=self.env.editor,
                           state=self.env.state, progress=progress, started=started,
-                          operation_id=slot.record.operation_id, record=slot.record, emit=emit)
+                          operation_id=slot.record.operation_id, record=slot.record,
+                          emit=self._keeping_plan(emit))  # plans come from tools: keep the latest one
         try:
             result = await self.executor.execute(item, ctx)
         except ApprovalRejected as exc:
