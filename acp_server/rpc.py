@@ -23,7 +23,7 @@ from acp_server.errors import InternalError, MethodNotFound, RequestCancelled, R
 log = logging.getLogger("gatewright.rpc")
 
 MAX_INFLIGHT = 512
-WRITE_BUFFER = 4096
+WRITE_BUFFER = 4 << 20  # bytes of encoded frames waiting for the writer before senders wait (one frame always fits)
 
 
 class ByteReader(Protocol):
@@ -91,13 +91,75 @@ class _Inbound:
     cancelled_by_peer: bool = False
 
 
+class _Outbox:
+    """Encoded frames waiting for the one writer task.
+
+    A plain list the writer takes whole: handing a frame over is an append (the streaming hot path sends one frame
+    per token), and the writer joins everything waiting into one write. Senders wait only when `limit` bytes are
+    already waiting; a frame larger than that is still accepted when the box is empty, so nothing can wedge.
+    """
+
+    __slots__ = ("frames", "size", "limit", "closed", "_ready", "_room")
+
+    def __init__(self, limit: int) -> None:
+        self.frames: list[bytes] = []
+        self.size = 0
+        self.limit = limit
+        self.closed = False
+        self._ready: anyio.Event | None = None  # set when the writer sleeps on an empty box
+        self._room: anyio.Event | None = None  # set when senders wait for the writer to drain
+
+    def put(self, data: bytes) -> bool:
+        """Add a frame without suspending; False when the box is full (then `await wait_room()` and retry).
+        Once closed, frames are dropped (True): nothing is written any more."""
+        if self.closed:
+            return True
+        if self.size >= self.limit and self.frames:
+            return False
+        self.frames.append(data)
+        self.size += len(data)
+        if self._ready is not None:
+            self._ready.set()
+            self._ready = None
+        return True
+
+    async def wait_room(self) -> None:
+        if self._room is None:
+            self._room = anyio.Event()
+        await self._room.wait()
+
+    async def take(self) -> list[bytes] | None:
+        """Everything waiting (at least one frame); None once closed and drained."""
+        while not self.frames:
+            if self.closed:
+                return None
+            self._ready = ready = anyio.Event()
+            await ready.wait()
+        frames, self.frames, self.size = self.frames, [], 0
+        self._wake_senders()
+        return frames
+
+    def close(self) -> None:
+        """No more frames: the writer drains what is waiting, then stops; waiting senders are released."""
+        self.closed = True
+        if self._ready is not None:
+            self._ready.set()
+            self._ready = None
+        self._wake_senders()
+
+    def _wake_senders(self) -> None:
+        if self._room is not None:
+            self._room.set()
+            self._room = None
+
+
 class JsonRpcConnection:
     def __init__(self, dispatcher: Dispatcher, *, max_frame: int = wire.DEFAULT_MAX_FRAME,
                  recorder: Recorder | None = None) -> None:
         self.dispatcher = dispatcher
         self.max_frame = max_frame
         self.recorder = recorder
-        self._send, self._recv = anyio.create_memory_object_stream[bytes](WRITE_BUFFER)
+        self._outbox = _Outbox(WRITE_BUFFER)
         self._outbound: dict[tuple[str, Any], _Outbound] = {}
         self._inbound: dict[tuple[str, Any], list[_Inbound]] = {}
         self._next_id = 0
@@ -112,23 +174,11 @@ class JsonRpcConnection:
         Hot path (every streamed chunk). Not a checkpoint: a cancel requested by another task lands at the caller's
         next suspension, which on a single event loop is where it would have landed anyway.
         """
-        if self._writer_dead:
-            return True
-        try:
-            self._send.send_nowait(data)
-        except anyio.WouldBlock:
-            return False
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._writer_dead = True
-        return True
+        return self._writer_dead or self._outbox.put(data)
 
     async def _send_bytes(self, data: bytes) -> None:
-        if self._push(data):
-            return
-        try:
-            await self._send.send(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._writer_dead = True
+        while not self._push(data):
+            await self._outbox.wait_room()
 
     async def _emit(self, obj: dict[str, Any]) -> None:
         if self._writer_dead:
@@ -146,7 +196,7 @@ class JsonRpcConnection:
 
     def emit_encoded_nowait(self, data: bytes, frame: Callable[..., dict[str, Any]], *args: Any) -> bool:
         """`emit_encoded` without suspending: False when the write buffer is full (then await `emit_encoded`)."""
-        if not self._push(data):
+        if not (self._writer_dead or self._outbox.put(data)):
             return False
         if self.recorder is not None and not self._writer_dead:
             self.recorder.record("out", frame(*args))
@@ -208,6 +258,7 @@ class JsonRpcConnection:
 
         `initial` is input already read before serving (the start-up fast path); `eof` says the input ended there.
         """
+        self._writer_done = anyio.Event()  # before the writer task: shutdown may come before it first runs
         async with anyio.create_task_group() as tg:
             self._tg = tg
             tg.start_soon(self._writer_loop, writer)
@@ -231,38 +282,23 @@ class JsonRpcConnection:
                     # Cancelled handlers still answer (-32800, or `cancelled` for prompts) before the writer closes.
                     while self._inbound:
                         await anyio.sleep(0.005)
-                    await self._send.aclose()
-                    while not self._writer_done.is_set():
-                        await anyio.sleep(0.01)
+                    self._outbox.close()
+                    await self._writer_done.wait()
                 tg.cancel_scope.cancel()
 
     _writer_done: anyio.Event
 
     async def _writer_loop(self, writer: ByteWriter) -> None:
-        self._writer_done = anyio.Event()
         try:
-            async with self._recv:
-                while True:
-                    try:
-                        chunk = await self._recv.receive()
-                    except anyio.EndOfStream:
-                        return
-                    batch = [chunk]
-                    size = len(chunk)
-                    while size < (1 << 20):
-                        try:
-                            more = self._recv.receive_nowait()
-                        except (anyio.WouldBlock, anyio.EndOfStream):
-                            break
-                        batch.append(more)
-                        size += len(more)
-                    try:
-                        await writer.write(b"".join(batch))
-                    except OSError:
-                        log.info("the client closed its input; stopping")
-                        self._writer_dead = True
-                        return
+            while (frames := await self._outbox.take()) is not None:
+                try:
+                    await writer.write(frames[0] if len(frames) == 1 else b"".join(frames))
+                except OSError:
+                    log.info("the client closed its input; stopping")
+                    return
         finally:
+            self._writer_dead = True
+            self._outbox.close()
             self._writer_done.set()
 
     async def _reader_loop(self, reader: ByteReader, initial: bytes = b"", eof: bool = False) -> None:
