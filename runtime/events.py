@@ -10,12 +10,15 @@ from typing import Any, Literal
 ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
 
 
-@dataclass(frozen=True, slots=True)
+# The two chunk records are made once per streamed token (by the model, as its TextDelta/ThoughtDelta, and passed on
+# as they are), so they are not `frozen`: a frozen dataclass's __init__ assigns through object.__setattr__, which
+# costs more than the rest of the record (0.22 vs 0.13 µs). Treat them as immutable all the same.
+@dataclass(slots=True)
 class TextChunk:
     text: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ThoughtChunk:
     text: str
 

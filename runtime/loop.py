@@ -24,7 +24,6 @@ from runtime.events import (
     PlanUpdated,
     RuntimeEvent,
     TextChunk,
-    ThoughtChunk,
     ToolCallProgress,
     ToolCallStarted,
     UsageReported,
@@ -230,14 +229,15 @@ class AgentRuntime:
                 # aclosing: a cancelled turn closes the provider's HTTP stream at once, not at garbage collection.
                 async with contextlib.aclosing(self.model.stream(request)) as stream:
                     async for ev in stream:
+                        # A model's TextDelta/ThoughtDelta is the runtime's TextChunk/ThoughtChunk: passed on as is.
                         if type(ev) is TextDelta:
                             if ev.text:
                                 text.append(ev.text)
-                                await emit(TextChunk(ev.text))
+                                await emit(ev)
                         elif type(ev) is ThoughtDelta:
                             if ev.text:
                                 thinking.append(ev.text)
-                                await emit(ThoughtChunk(ev.text))
+                                await emit(ev)
                         elif isinstance(ev, ToolCallEvent):
                             calls.append(ev.call)
                         elif isinstance(ev, Finished):

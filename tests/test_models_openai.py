@@ -118,7 +118,7 @@ async def test_parallel_tool_calls_are_assembled_from_interleaved_fragments_by_i
 async def test_reasoning_content_deltas_become_thoughts_before_the_text(fp, model):
     fp.openai(Reply(frames=openai_stream("42", reasoning=["Let me ", "think."])))
     events = await collect(model())
-    assert [type(e).__name__ for e in events] == ["ThoughtDelta", "ThoughtDelta", "TextDelta", "Finished"]
+    assert [type(e) for e in events] == [ThoughtDelta, ThoughtDelta, TextDelta, Finished]
     assert "".join(e.text for e in events if isinstance(e, ThoughtDelta)) == "Let me think."
 
 

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from runtime.events import TextChunk, ThoughtChunk
+
 ModelStop = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
 
 
@@ -86,14 +88,10 @@ class ModelRequest:
 
 
 # ---- stream events ------------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class TextDelta:
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ThoughtDelta:
-    text: str
+# A streamed piece of text is one record from the model to the client: the runtime passes the model's delta on as
+# its own event (runtime.events), instead of copying it into a second record for every token.
+TextDelta = TextChunk
+ThoughtDelta = ThoughtChunk
 
 
 @dataclass(frozen=True, slots=True)

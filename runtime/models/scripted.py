@@ -6,8 +6,9 @@ session, so every session keeps its own position (`position` can be saved and re
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,30 +102,25 @@ def parse_script(raw: bytes | str, source: str = "<script>") -> Script:
     return Script(source, tuple(doc["responses"]))
 
 
-def split_text(text: str, chunks: int | None) -> list[str]:
-    """Split text into `chunks` pieces, or one piece per word (keeping the spaces) when not given."""
+_WORD = re.compile(r"\s*\S+|\s+")
+
+
+def split_text(text: str, chunks: int | None) -> Iterator[str]:
+    """Split text into `chunks` pieces, or one piece per word (each word with the whitespace before it; trailing
+    whitespace is a piece of its own) when not given. Lazy: the first piece is ready before the rest is split."""
     if not text:
-        return []
+        return
     if chunks is None:
-        pieces: list[str] = []
-        current = ""
-        for ch in text:
-            if ch.isspace() and current and not current[-1].isspace():
-                pieces.append(current)
-                current = ch
-            else:
-                current += ch
-        if current:
-            pieces.append(current)
-        return pieces
+        for m in _WORD.finditer(text):
+            yield m.group()
+        return
     n = min(chunks, len(text))
     size, extra = divmod(len(text), n)
-    out, start = [], 0
+    start = 0
     for i in range(n):
         end = start + size + (1 if i < extra else 0)
-        out.append(text[start:end])
+        yield text[start:end]
         start = end
-    return out
 
 
 class ScriptedModel:
