@@ -61,6 +61,25 @@ async def test_glob_sees_hidden_files_but_never_git(tmp_path, engine):
     assert "debug.log" not in res.raw_output["matches"] and "build/out.py" not in res.raw_output["matches"]
 
 
+@pytest.mark.parametrize("pattern", ["**/*", "**/HEAD", "**/config", "**/.git", "**/*.py"])
+async def test_glob_never_lists_git_directories_at_any_depth_nor_submodule_git_files(tmp_path, engine, pattern):
+    tree(tmp_path)
+    for rel, text in {"vendor/lib/.git/HEAD": "ref\n", "vendor/lib/.git/config": "[core]\n",
+                      "vendor/lib/.git/hooks/x.py": "x\n", "sub/.git": "gitdir: ../.git/modules/sub\n",
+                      "sub/config": "kept\n", "sub/HEAD": "kept\n", "lib.git/HEAD": "kept\n"}.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text)
+    res = await run("glob", {"pattern": pattern}, make_ctx(tmp_path))
+    matches = res.raw_output["matches"]
+    assert not [m for m in matches if ".git" in m.split("/")], matches
+    expected = {"**/HEAD": ["lib.git/HEAD", "sub/HEAD"], "**/config": ["sub/config"], "**/.git": [],
+                "**/*.py": ["a.py", "src/b.py", "src/deep/c.py"]}
+    if pattern in expected:
+        assert matches == expected[pattern]
+    else:
+        assert {"sub/config", "sub/HEAD", "lib.git/HEAD", ".github/ci.yml"} <= set(matches)
+
+
 async def test_glob_paths_are_relative_to_the_search_base(tmp_path, engine):
     tree(tmp_path)
     res = await run("glob", {"pattern": "**/*.py", "path": "src"}, make_ctx(tmp_path))
