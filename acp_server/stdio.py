@@ -3,8 +3,9 @@
 `guard_stdio` moves the protocol onto private descriptors (duplicated with close-on-exec, so child processes never
 inherit them) and points fd 1 at stderr and fd 0 at /dev/null. After that, a `print`, a C extension writing to fd 1
 or a child process writing to its inherited stdout lands on stderr, never in the protocol stream; anything reading
-stdin sees EOF. `FdReader` / `FdWriter` do blocking reads and writes in worker threads (never setting O_NONBLOCK on
-a descriptor shared with the editor).
+stdin sees EOF. `FdReader` does blocking reads in a worker thread; `FdWriter` writes into a pipe from the event loop
+while the pipe has room and hands the rest to a worker thread. Neither sets O_NONBLOCK on a descriptor shared with
+the editor.
 """
 
 from __future__ import annotations

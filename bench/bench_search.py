@@ -88,6 +88,10 @@ def measure(files: int, runs: int) -> list[tuple[str, float, float, float]]:
             ("glob **/*.py", tool(glob, {"pattern": "**/*.py"}), raw("--files", "--glob", "*.py")),
             ("glob pkg1/**/f1*.ts", tool(glob, {"pattern": "pkg1/**/f1*.ts"}), raw("--files", "--glob",
                                                                                   "pkg1/**/f1*.ts")),
+            # The same listing against rg applying the same rules as the tool (.gitignore outside a git repository,
+            # hidden files, a name filter that does not override ignores): what the tool adds around rg.
+            ("glob **/*.py vs rg with the tool's rules", tool(glob, {"pattern": "**/*.py"}),
+             raw("--files", "--hidden", "--no-require-git", "--type-add", "py:*.py", "--type", "py", "--null")),
         ]
         out = []
         for name, ours, theirs in cases:
