@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shlex
 import statistics
 import sys
 import time
@@ -19,17 +20,20 @@ from bench import figures  # noqa: E402
 from bench.figures import Row, ms, verdict  # noqa: E402
 
 
-def startup(runs: int) -> list[Row]:
+def startup(runs: int, peers: dict[str, list[str]]) -> list[Row]:
     from bench import startup as su
 
-    samples = su.measure(runs)
+    samples = su.measure(runs, peers=peers)
     med = {k: statistics.median(v) for k, v in samples.items()}
     gw, bare, sdk = med[su.GW], med[su.BARE], med[su.SDK]
+    peer_rows = [Row(f"  vs peer: {name}", ms(gw), f"{name}: {ms(med[name])}", f"{med[name] / gw:.1f}× faster",
+                     "faster", verdict(med[name] > gw)) for name in peers]
     return [
         Row("start-up: spawn → initialize answered", ms(gw), f"python -c pass: {ms(bare)}", f"{gw / bare:.2f}× bare",
             "< 100 ms", verdict(gw < 0.100)),
         Row("  vs the official SDK's echo agent", ms(gw), f"SDK echo: {ms(sdk)}", f"{sdk / gw:.1f}× faster",
             "≥ 5× faster", verdict(sdk / gw >= 5)),
+        *peer_rows,
     ]
 
 
@@ -47,10 +51,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="fewer runs and a 5,000-file tree (a smoke run)")
     ap.add_argument("--only", default="", help="comma-separated figure names")
+    ap.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
+                    help="another ACP agent to time at start-up next to gatewright (repeatable), e.g. "
+                         "claude-code-acp=bench/.peers/node_modules/.bin/claude-code-acp")
     opts = ap.parse_args()
+    peers: dict[str, list[str]] = {}
+    for spec in opts.peer:
+        name, sep, command = spec.partition("=")
+        if not sep or not name or not command.strip():
+            ap.error(f"--peer wants NAME=COMMAND, got {spec!r}")
+        peers[name] = shlex.split(command)
     q = opts.quick
     plan = {
-        "startup": lambda: startup(5 if q else 20),
+        "startup": lambda: startup(5 if q else 20, peers),
         "session_new": lambda: figures.bench_session_new(5 if q else 15),
         "streaming": lambda: figures.bench_streaming(3 if q else 7, 5_000 if q else 20_000),
         "approval": lambda: figures.bench_approval(10 if q else 100),

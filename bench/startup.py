@@ -36,7 +36,11 @@ def time_initialize(argv: list[str], env: dict[str, str]) -> float:
     elapsed = time.perf_counter() - start
     assert b'"protocolVersion"' in line, line
     p.stdin.close()
-    p.wait(10)
+    try:
+        p.wait(5)
+    except subprocess.TimeoutExpired:  # some peers keep running after their input ends
+        p.kill()
+        p.wait()
     p.stdout.close()
     return elapsed
 
@@ -52,8 +56,10 @@ GW = "gatewright acp (python -m acp_server)"
 SDK = "SDK echo agent (agent-client-protocol)"
 
 
-def measure(runs: int, console_script: bool = False) -> dict[str, list[float]]:
-    """Samples (seconds) per subject, interleaved run by run."""
+def measure(runs: int, console_script: bool = False,
+            peers: dict[str, list[str]] | None = None) -> dict[str, list[float]]:
+    """Samples (seconds) per subject, interleaved run by run. `peers`: other ACP agents (name → argv) measured the
+    same way, e.g. Zed's Claude Code adapter installed from npm."""
     state = tempfile.mkdtemp()
     # This checkout, not whatever `pip install -e` points at.
     env = dict(os.environ, GATEWRIGHT_STATE_DIR=state, PYTHONPATH=str(ROOT))
@@ -66,6 +72,8 @@ def measure(runs: int, console_script: bool = False) -> dict[str, list[float]]:
     }
     if script and console_script:
         subjects["gatewright acp (console script)"] = lambda: time_initialize([script, "acp"], env)
+    for name, argv in (peers or {}).items():
+        subjects[name] = lambda argv=argv: time_initialize(argv, env)
     samples: dict[str, list[float]] = {k: [] for k in subjects}
     for _ in range(2):  # warm the page cache and bytecode
         for fn in subjects.values():
