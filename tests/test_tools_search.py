@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from runtime.tools.base import ToolFailure
@@ -78,6 +80,21 @@ async def test_glob_never_lists_git_directories_at_any_depth_nor_submodule_git_f
         assert matches == expected[pattern]
     else:
         assert {"sub/config", "sub/HEAD", "lib.git/HEAD", ".github/ci.yml"} <= set(matches)
+
+
+@pytest.mark.parametrize("include", [None, "*.py", "**/*.py", "HEAD"])
+async def test_grep_never_reads_git_directories_with_or_without_include(tmp_path, engine, include):
+    tree(tmp_path)
+    for rel in ("vendor/lib/.git/hooks/x.py", "vendor/lib/.git/HEAD", ".git/y.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("TODO inside git\n")
+    (tmp_path / "vendor/lib/z.py").write_text("TODO outside\n")
+    args = {"pattern": "TODO", **({"include": include} if include else {})}
+    res = await run("grep", args, make_ctx(tmp_path))
+    paths = {m["path"] for m in res.raw_output["matches"]}
+    assert not [p for p in paths if ".git" in p.split(os.sep)], paths
+    if include != "HEAD":
+        assert str(tmp_path / "vendor/lib/z.py") in paths
 
 
 async def test_glob_paths_are_relative_to_the_search_base(tmp_path, engine):
