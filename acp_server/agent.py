@@ -6,6 +6,7 @@ params and answers with a result or a typed error; unknown session ids get `-320
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Mapping
@@ -19,6 +20,7 @@ from acp_server.params import obj, opt_list, req_str, str_list
 if TYPE_CHECKING:
     from acp_server.rpc import JsonRpcConnection
     from acp_server.session import AcpSession
+    from acp_server.session_methods import SessionLifecycle
     from runtime.models import ModelFactory
 
 log = logging.getLogger("gatewright.agent")
@@ -41,21 +43,29 @@ class GatewrightAgent:
         self.client_caps: dict[str, Any] = {}
         self.initialized = False
         self._prompt_tickets: dict[int, int] = {}  # id(params) of a prompt read but not started → cancel epoch then
-        self.requests: Mapping[str, Any] = {
+        self.notifications: Mapping[str, Any] = {
+            "session/cancel": self.cancel,
+        }
+
+    # Built at first use, i.e. once the connection serves: the `initialize` fast path (server.py) answers before
+    # the session machinery (and the SQLite store behind it) is even imported.
+    @functools.cached_property
+    def lifecycle(self) -> SessionLifecycle:
+        from acp_server.session_methods import SessionLifecycle
+
+        return SessionLifecycle(self)
+
+    @functools.cached_property
+    def requests(self) -> Mapping[str, Any]:  # type: ignore[override]
+        return {
             "initialize": self.initialize,
             "authenticate": self.authenticate,
             "session/new": self.new_session,
             "session/prompt": self.prompt,
             "session/set_mode": self.set_mode,
             "session/set_config_option": self.set_config_option,
+            **self.lifecycle.handlers(),
         }
-        self.notifications: Mapping[str, Any] = {
-            "session/cancel": self.cancel,
-        }
-        from acp_server.session_methods import SessionLifecycle
-
-        self.lifecycle = SessionLifecycle(self)
-        self.requests = {**self.requests, **self.lifecycle.handlers()}
 
     def attach(self, conn: JsonRpcConnection) -> None:
         self.conn = conn
