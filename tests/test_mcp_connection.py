@@ -8,7 +8,9 @@ import anyio
 import pytest
 
 from runtime.tools.base import ToolFailure, ToolResult
-from tests.mcp_helpers import alive, broken_entry, eventually, harness, http_server, stdio_entry
+from tests.mcp_helpers import SERVERS, alive, broken_entry, eventually, harness, http_server, stdio_entry
+
+LEGACY_SERVER = str(SERVERS / "legacy_server.py")
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -24,6 +26,29 @@ async def test_tools_are_listed_under_normalised_prefixed_names(tmp_path):
         assert len(weird) == 1 and len(weird[0]) <= 64
         assert all(set(n) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") for n in names)
         assert h.manager.status() == [("tickets", "ready", len(names))]
+        assert h.notices == []
+
+
+@pytest.mark.parametrize("legacy", [False, True], ids=["listen-subscription", "legacy-notification"])
+async def test_a_changed_tool_list_is_followed_added_and_removed_tools_included(tmp_path, legacy):
+    """2026-07-28 servers announce changes on a `subscriptions/listen` stream; older ones send a bare
+    `notifications/tools/list_changed` (tests/mcp_servers/legacy_server.py speaks only that protocol)."""
+    entry = stdio_entry("t")
+    if legacy:
+        entry["args"] = [LEGACY_SERVER]
+    async with harness(str(tmp_path)) as h:
+        h.start([entry])
+        await h.ready()
+        assert "mcp__t__sparkle" not in h.registry.names()
+        before = set(h.registry.names())
+        assert (await h.call("mcp__t__grow", {"name": "sparkle"})).output == "added sparkle"
+        assert await eventually(lambda: "mcp__t__sparkle" in h.registry.names())
+        assert set(h.registry.names()) == before | {"mcp__t__sparkle"}  # the other tools keep their names
+        assert (await h.call("mcp__t__sparkle", {})).output == "sparkle says hi"
+        assert h.manager.status() == [("t", "ready", len(before) + 1)]
+        await h.call("mcp__t__shrink", {"name": "sparkle"})
+        assert await eventually(lambda: "mcp__t__sparkle" not in h.registry.names())
+        assert set(h.registry.names()) == before
         assert h.notices == []
 
 

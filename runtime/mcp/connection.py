@@ -49,6 +49,10 @@ class ConnectionEvents(Protocol):
 
     async def on_stopped(self, conn: ServerConnection, reason: str) -> None: ...
 
+    async def on_tools_changed(self, conn: ServerConnection, tools: list[RemoteTool]) -> None:
+        """The server said its tool list changed (`notifications/tools/list_changed`); `tools` is the new list."""
+        ...
+
 
 _import_lock = threading.Lock()
 
@@ -81,6 +85,8 @@ class ServerConnection:
         self._closing = False
         self._timed_out = False
         self._scope: anyio.CancelScope | None = None
+        self._tools_changed = anyio.Event()
+        self._listed: list[RemoteTool] = []
 
     # ---- lifecycle -----------------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -142,10 +148,11 @@ class ServerConnection:
         async with contextlib.AsyncExitStack() as stack:
             transport = await self._open_transport(stack)
             self._transport = transport
-            client = Client(transport, cache=None,
+            client = Client(transport, cache=None, message_handler=self._on_message,
                             client_info=mcp_types.Implementation(name="gatewright", version=self.client_version))
             await stack.enter_async_context(client)
             tools = await _list_tools(client)
+            self._listed = tools
             self._client = client
             self.state = "ready"
             self.settled.set()
@@ -160,6 +167,52 @@ class ServerConnection:
                 waiters.start_soon(wake_on, self._wake)
                 if exited is not None:
                     waiters.start_soon(wake_on, exited)
+                waiters.start_soon(self._follow_tool_list, client)
+
+    async def _on_message(self, message: Any) -> None:
+        """Messages the SDK does not handle itself. Runs in the SDK's receive loop: only signal, never call back."""
+        note = getattr(message, "root", message)
+        if getattr(note, "method", None) == "notifications/tools/list_changed":
+            self._tools_changed.set()
+
+    async def _follow_tool_list(self, client: Any) -> None:
+        """List the tools again after every change the server announces (several in a row: once, after the last).
+
+        A 2026-07-28 server announces changes on a `subscriptions/listen` stream; an older one sends
+        `notifications/tools/list_changed` outright (`_on_message`). Both set the same event.
+        """
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._listen_for_changes, client)
+            await self._relist_on_change(client)
+
+    async def _listen_for_changes(self, client: Any) -> None:
+        try:
+            async with client.listen(tools_list_changed=True) as sub:
+                if not getattr(sub.honored, "tools_list_changed", False):
+                    return  # the server will not tell: its tools are the ones it listed at the start
+                # Events are not replayed: a change between the first listing and this acknowledgment would be
+                # lost, so list once more now.
+                self._tools_changed.set()
+                async for _event in sub:
+                    self._tools_changed.set()
+        except Exception as exc:  # no listen before 2026-07-28 (legacy notifications still arrive), or it dropped
+            log.debug("MCP server %s: no tool-change subscription: %s", self.name, _one_line(_leaf(exc)))
+
+    async def _relist_on_change(self, client: Any) -> None:
+        while True:
+            await self._tools_changed.wait()
+            self._tools_changed = anyio.Event()
+            try:
+                tools = await _list_tools(client)
+            except Exception as exc:  # the old tools stay; the next change notification tries again
+                log.warning("MCP server %s: listing its changed tools failed: %s", self.name,
+                            self._clean(_one_line(_leaf(exc))))
+                continue
+            if tools == self._listed:
+                continue
+            self._listed = tools
+            log.info("MCP server %s changed its tools: now %d", self.name, len(tools))
+            await self.events.on_tools_changed(self, tools)
 
     async def _open_transport(self, stack: contextlib.AsyncExitStack) -> Any:
         spec = self.spec

@@ -7,6 +7,10 @@ sees them, and removed when it stops. Every failure becomes a notice in the sess
 `turn_wait` seconds from the servers' start (`wait_ready`), so a prompt sent right after `session/new` sees the tools
 of servers that start reasonably fast, and a server that hangs delays at most the first turns, never all of them.
 
+A server that announces a changed tool list (on a 2026-07-28 `subscriptions/listen` stream, or with an older
+server's `notifications/tools/list_changed`) is listed again and its tools in the registry are replaced; the next
+model call sees the new set, and a call already running keeps the tool it started with.
+
 Mode and model changes do not touch connections; only `close` (session closed, agent exiting) ends them.
 """
 
@@ -79,6 +83,16 @@ class McpConnections:
     async def on_ready(self, conn: ServerConnection, tools: list[RemoteTool]) -> None:
         if self._closed:
             return
+        self._add_tools(conn, tools)
+
+    async def on_tools_changed(self, conn: ServerConnection, tools: list[RemoteTool]) -> None:
+        """The server's new tool list replaces its old one; the next model call sees it."""
+        if self._closed or conn.state != "ready":
+            return
+        self._remove_tools(conn.name)
+        self._add_tools(conn, tools)
+
+    def _add_tools(self, conn: ServerConnection, tools: list[RemoteTool]) -> None:
         names: list[str] = []
         offered = {t.name for t in tools}
         for remote in tools:

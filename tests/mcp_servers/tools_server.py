@@ -103,6 +103,26 @@ async def hang(marker: str) -> str:
     return "never"
 
 
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Adds a tool NAME at run time and tells the client its tool list changed."""
+
+    def added() -> str:
+        return f"{name} says hi"
+
+    server.add_tool(added, name=name, description="Added at run time.")
+    await ctx.notify_tools_changed()  # to `subscriptions/listen` subscribers
+    return f"added {name}"
+
+
+@server.tool()
+async def shrink(name: str, ctx: Context) -> str:
+    """Removes the tool NAME at run time and tells the client its tool list changed."""
+    server.remove_tool(name)
+    await ctx.notify_tools_changed()
+    return f"removed {name}"
+
+
 @server.tool(name="weird name!", annotations=ToolAnnotations(readOnlyHint=True))
 def weird() -> str:
     """A tool whose name needs normalising."""
