@@ -16,7 +16,9 @@ An approval binds to what was shown: after the answer the call is described agai
 (another path resolution, another diff) the question is asked again; the policy is checked once more just before
 the call runs (a switch to `read-only` while the question was open means the call does not run). Questions are
 asked one at a time; a call waiting for its turn to ask decides again when its turn comes, so an "always" answer
-given meanwhile resolves it without a question.
+given meanwhile resolves it without a question. An "always" answer remembered for the project or everywhere also
+settles the questions it decides that are open in other sessions of this process: they are withdrawn (the editor
+gets `$/cancel_request`) and the calls run, or are refused, as the new rule says.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 import anyio.lowlevel
 
-from permissions.gateway import PermissionGateway, PermissionOutcome, PermissionRequest
+from permissions.gateway import PermissionGateway, PermissionRequest
 from permissions.modes import ApprovalMode
 from permissions.options import Choice, build_choices
 from permissions.policy import CallFacts, Decision, decide
@@ -143,6 +145,32 @@ class _Approved:
 _UNSET: Any = object()
 
 
+@dataclass(eq=False)
+class _OpenQuestion:
+    """A question waiting for a human in this process, with how to decide its call again without asking."""
+
+    redecide: Callable[[], Decision]
+    scope: anyio.CancelScope
+
+
+# Every open question of every session in this agent process. A remembered answer (an "always" rule for the project
+# or everywhere) may decide questions open in other sessions too: those are withdrawn (the editor gets a
+# `$/cancel_request` for them) and their calls go on as the new rule says.
+_OPEN_QUESTIONS: set[_OpenQuestion] = set()
+_SETTLED: Any = object()  # `_request`'s answer for a question a rule decided while it was open
+
+
+def _settle_open_questions() -> None:
+    for question in list(_OPEN_QUESTIONS):
+        try:
+            decided = question.redecide().action != "ask"
+        except Exception:  # a question that cannot be re-decided stays with the human
+            log.warning("could not re-check an open question against a new rule", exc_info=True)
+            continue
+        if decided:
+            question.scope.cancel()
+
+
 class ToolApprovalDecorator(Generic[C, X, R]):
     def __init__(
         self,
@@ -232,10 +260,21 @@ class ToolApprovalDecorator(Generic[C, X, R]):
                 details=decision.asked_because,
             )
             t0 = time.monotonic()
-            outcome = await self._request(request)
+            outcome = await self._request(request, lambda facts=subject.facts: decide(facts, self.mode(), self.rules))
             ask_ms = int((time.monotonic() - t0) * 1000)
             asked = decision.reason
             user = Decision("ask", asked, by="user")
+            if outcome is _SETTLED:
+                # Another session's remembered answer decided this call while its question was open.
+                fresh = await self.describe(call, ctx)
+                final = decide(fresh.facts, self.mode(), self.rules)
+                if final.action == "allow":
+                    return _Approved(fresh, final, None, ask_ms, asked)
+                if final.action == "deny":
+                    self._record(fresh, ctx, final, "refused" if final.rule_id else "denied", ask_ms=ask_ms)
+                    self._refuse(final)
+                subject, decision = fresh, final
+                continue
             if outcome is None:
                 reason = f"no answer within {self.question_timeout:g} s to: {subject.title}"
                 self._record(subject, ctx, user, "timeout", ask_ms=ask_ms)
@@ -249,6 +288,7 @@ class ToolApprovalDecorator(Generic[C, X, R]):
             if choice is not None and choice.remember is not None:
                 self.rules.add(choice.action, subject.facts, choice.label, choice.remember, choice.match,
                                choice.directory)
+                _settle_open_questions()
             if choice is None or not choice.allow:
                 # An unknown option id is not an approval: fail closed.
                 oid = outcome.option_id or None
@@ -279,13 +319,21 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         self._record(subject, ctx, decision, "rejected")
         raise ApprovalRejected(reason, None, _meta("ask", "user", reason))
 
-    async def _request(self, request: PermissionRequest) -> PermissionOutcome | None:
-        """The gateway's answer, or None when the configured question timeout ran out (the question is withdrawn)."""
-        if self.question_timeout is None:
-            return await self.gateway.request(request)
-        with anyio.move_on_after(self.question_timeout):
-            return await self.gateway.request(request)
-        return None
+    async def _request(self, request: PermissionRequest, redecide: Callable[[], Decision]) -> Any:
+        """The gateway's answer; None when the configured question timeout ran out, `_SETTLED` when a rule remembered
+        meanwhile decides the call (in both cases the question is withdrawn)."""
+        question = _OpenQuestion(redecide, anyio.CancelScope())
+        _OPEN_QUESTIONS.add(question)
+        try:
+            with question.scope:
+                if self.question_timeout is None:
+                    return await self.gateway.request(request)
+                with anyio.move_on_after(self.question_timeout):
+                    return await self.gateway.request(request)
+                return None
+            return _SETTLED  # only reached when question.scope was cancelled by `_settle_open_questions`
+        finally:
+            _OPEN_QUESTIONS.discard(question)
 
     # ---- audit ---------------------------------------------------------------------------------------------------
     def _record(self, subject: ApprovalSubject, ctx: Any, decision: Decision, outcome: str, *,

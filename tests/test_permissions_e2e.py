@@ -111,6 +111,55 @@ def test_session_cancel_resolves_only_that_sessions_question(spawn, workspace, t
     assert not (workspace / "built.txt").exists() and (other / "built.txt").exists()
 
 
+def _two_sessions_one_answer(spawn, workspace, tmp_path, option: str):
+    """Two sessions of one project ask the same question; only the first is answered, with `option`."""
+    model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "done"}])
+    asked: dict[str, dict[str, Any]] = {}
+    both_asked = threading.Event()
+
+    def answer_only_the_first(msg: dict[str, Any]) -> Any:
+        asked[msg["params"]["sessionId"]] = msg
+        if len(asked) == 2:
+            both_asked.set()
+        both_asked.wait(20)
+        if msg is next(iter(asked.values())):
+            return _option(msg, option)
+        return never_answer(msg)  # the second question is left open: the rule must settle it
+
+    agent = spawn("--model", model, responder=answer_only_the_first)
+    agent.initialize()
+    sa, sb = agent.new_session(workspace), agent.new_session(workspace)
+    ra = agent.start_request("session/prompt", {"sessionId": sa, "prompt": [{"type": "text", "text": "a"}]})
+    rb = agent.start_request("session/prompt", {"sessionId": sb, "prompt": [{"type": "text", "text": "b"}]})
+    assert both_asked.wait(15)
+    results = agent.response(ra)["result"], agent.response(rb)["result"]
+    first, second = asked.values()
+    cancels = [f["params"]["requestId"] for f in agent.frames if f.get("method") == "$/cancel_request"]
+    assert cancels == [second["id"]], "the settled question is withdrawn at the client"
+    return agent, results, second["params"]["sessionId"]
+
+
+def test_always_reject_for_the_project_also_settles_the_same_question_open_in_another_session(
+        spawn, workspace, tmp_path):
+    agent, results, other = _two_sessions_one_answer(spawn, workspace, tmp_path, "reject_always_project")
+    assert [r["stopReason"] for r in results] == ["end_turn", "end_turn"]
+    statuses = [u["status"] for u in agent.updates(other) if u.get("toolCallId") == "b1" and u.get("status")]
+    assert statuses[-1] == "failed"
+    assert not (workspace / "built.txt").exists()
+
+
+def test_always_allow_for_the_project_also_settles_the_same_question_open_in_another_session(
+        spawn, workspace, tmp_path):
+    agent, results, other = _two_sessions_one_answer(spawn, workspace, tmp_path, "allow_always_project")
+    assert [r["stopReason"] for r in results] == ["end_turn", "end_turn"]
+    statuses = [u["status"] for u in agent.updates(other) if u.get("toolCallId") == "b1" and u.get("status")]
+    assert statuses[-1] == "completed"
+    (running,) = [u for u in agent.updates(other) if u.get("toolCallId") == "b1" and u.get("status") == "in_progress"]
+    meta = running["_meta"]["gatewright"]
+    assert meta["decision"] == "allow" and meta["by"].startswith("rule:p-")
+    assert (workspace / "built.txt").exists()
+
+
 def test_an_unanswered_question_times_out_as_a_rejection(spawn, workspace, tmp_path):
     model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "NEVER"}])
     agent = spawn("--model", model, responder=never_answer, env={"GATEWRIGHT_PERMISSION_TIMEOUT": "0.5"})
