@@ -56,7 +56,7 @@ class GatewrightAgent:
         return SessionLifecycle(self)
 
     @functools.cached_property
-    def requests(self) -> Mapping[str, Any]:  # type: ignore[override]
+    def requests(self) -> Mapping[str, Any]:
         return {
             "initialize": self.initialize,
             "authenticate": self.authenticate,

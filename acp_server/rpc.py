@@ -43,8 +43,11 @@ NotificationHandler = Callable[[Any], Awaitable[None] | None]
 
 
 class Dispatcher(Protocol):
-    requests: Mapping[str, RequestHandler]
-    notifications: Mapping[str, NotificationHandler]
+    @property
+    def requests(self) -> Mapping[str, RequestHandler]: ...
+
+    @property
+    def notifications(self) -> Mapping[str, NotificationHandler]: ...
 
     def cancel_request_hook(self, method: str, params: Any) -> bool:
         """Called on `$/cancel_request` for an in-flight request; True when the handler will answer by itself."""

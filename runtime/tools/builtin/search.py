@@ -460,7 +460,7 @@ class GrepTool(_SearchTool):
         return hits[:max_results], more, len(files)
 
     def _python(self, pattern: str, args: Mapping[str, Any], base: str, only: str | None,
-                max_results: int) -> tuple[list[tuple[str, int, str]], int, int]:
+                max_results: int) -> tuple[list[tuple[str, int, str]], bool, int]:
         try:
             rx = re.compile(pattern, re.IGNORECASE if args.get("caseInsensitive") else 0)
         except re.error as exc:
