@@ -165,6 +165,7 @@ class JsonRpcConnection:
         self._outbox = _Outbox(WRITE_BUFFER)
         self._outbound: dict[tuple[str, Any], _Outbound] = {}
         self._inbound: dict[tuple[str, Any], list[_Inbound]] = {}
+        self._drained: anyio.Event | None = None  # set when the last in-flight request has answered (shutdown)
         self._next_id = 0
         self._tg: anyio.abc.TaskGroup | None = None
         self.closed = anyio.Event()
@@ -276,20 +277,24 @@ class JsonRpcConnection:
                     await self.dispatcher.shutdown()
                     # Give in-flight handlers their chance to answer, then flush the writer briefly.
                     with anyio.move_on_after(0.3):
-                        while self._inbound:
-                            await anyio.sleep(0.01)
+                        await self._all_answered()
                 for entries in list(self._inbound.values()):
                     for entry in entries:
                         entry.scope.cancel()
                 with anyio.CancelScope(shield=True), anyio.move_on_after(0.5):
                     # Cancelled handlers still answer (-32800, or `cancelled` for prompts) before the writer closes.
-                    while self._inbound:
-                        await anyio.sleep(0.005)
+                    await self._all_answered()
                     self._outbox.close()
                     await self._writer_done.wait()
                 tg.cancel_scope.cancel()
 
     _writer_done: anyio.Event
+
+    async def _all_answered(self) -> None:
+        """Wait until no request of the client is in flight (every one has written its answer)."""
+        while self._inbound:
+            self._drained = anyio.Event()
+            await self._drained.wait()
 
     async def _writer_loop(self, writer: ByteWriter) -> None:
         try:
@@ -439,6 +444,8 @@ class JsonRpcConnection:
                     entries.remove(entry)
                 if not entries:
                     del self._inbound[key]
+            if not self._inbound and self._drained is not None:
+                self._drained.set()
             log.debug("%s answered in %.1f ms", frame.method, (time.perf_counter() - started) * 1000)
 
 
