@@ -10,10 +10,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from runtime.models.base import ModelClient, ModelError, ModelNotConfigured
 from runtime.models.config import ConfigError, ModelEntry, ModelsConfig, accepts_images, entry_for_spec, load_config
+from runtime.models.errors import ModelError, ModelNotConfigured
+
+if TYPE_CHECKING:  # not at run time: `initialize` is answered before the conversation records are imported
+    from runtime.models.base import ModelClient
 
 __all__ = ["ModelFactory", "ModelSpec", "ModelError", "ModelNotConfigured", "parse_model_spec", "NO_MODEL_MESSAGE",
            "ConfigError"]

@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from runtime.events import TextChunk, ThoughtChunk
+from runtime.models.errors import ModelError, ModelNotConfigured
+
+__all__ = ["ModelError", "ModelNotConfigured"]  # re-exported: they live in runtime.models.errors
 
 ModelStop = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
 
@@ -120,20 +123,6 @@ class Finished:
 
 
 ModelEvent = TextDelta | ThoughtDelta | ToolCallEvent | Finished
-
-
-class ModelError(Exception):
-    """A model call failed. `message` is one line, safe to show to the user (no secrets, no stack trace)."""
-
-    def __init__(self, message: str, *, auth: bool = False, retryable: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
-        self.auth = auth
-        self.retryable = retryable
-
-
-class ModelNotConfigured(ModelError):
-    pass
 
 
 class ModelClient(Protocol):

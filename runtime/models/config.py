@@ -30,9 +30,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from runtime.models.base import Usage
+if TYPE_CHECKING:
+    from runtime.models.base import Usage
 
 ProviderKind = Literal["openai", "anthropic"]
 

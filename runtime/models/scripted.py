@@ -11,21 +11,14 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from runtime.models.base import (
-    Finished,
-    ModelError,
-    ModelEvent,
-    ModelRequest,
-    TextDelta,
-    ThoughtDelta,
-    ToolCallEvent,
-    ToolCallRequest,
-    Usage,
-)
+from runtime.models.errors import ModelError
+
+if TYPE_CHECKING:
+    from runtime.models.base import ModelEvent, ModelRequest
 
 EXHAUSTED_TEXT = "(scripted model: no more responses)"
 SLICE_S = 0.001
@@ -137,9 +130,12 @@ class ScriptedModel:
         return f"scripted:{self.script.source}"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        # Imported here: the CLI imports this module (ScriptError) on the way to answering `initialize`.
+        # Imported here: the CLI imports this module (ScriptError) on the way to answering `initialize`, before
+        # anyio and the conversation records are needed.
         import anyio
         import anyio.lowlevel
+
+        from runtime.models.base import Finished, TextDelta, ThoughtDelta, ToolCallEvent, ToolCallRequest, Usage
 
         if self.position >= len(self.script.responses):
             self.position += 1

@@ -1,0 +1,36 @@
+"""What the `initialize` fast path imports: start-up is a benchmark figure (`python -m bench --only startup`), and
+every heavy module pulled in before the answer costs milliseconds on every editor launch. This checks the path, not
+a time: in a fresh interpreter, do what `gatewright acp --model scripted:PATH` does up to writing the answer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Needed later (the event loop, sessions, tools, providers), never to answer `initialize`.
+HEAVY = ("anyio", "asyncio", "sqlite3", "pydantic", "jsonschema", "mcp", "openai", "anthropic", "httpx",
+         "tree_sitter", "runtime.events", "runtime.models.base", "runtime.loop", "acp_server.session",
+         "acp_server.session_methods", "acp_server.rpc")
+
+
+def test_answering_initialize_imports_none_of_the_heavy_modules(tmp_path):
+    script = tmp_path / "model.json"
+    script.write_text('{"responses": [{"text": "hi"}]}')
+    code = f"""
+import sys
+from acp_server.cli import _check_options, build_parser
+import acp_server.server
+from acp_server.agent import AgentConfig, GatewrightAgent
+args = build_parser().parse_args(["acp", "--model", "scripted:{script}"])
+factory, mode = _check_options(args)
+agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory))
+answer = agent.initialize_sync({{"protocolVersion": 1, "clientCapabilities": {{}}}})
+assert answer["protocolVersion"] == 1, answer
+heavy = [m for m in {HEAVY!r} if m in sys.modules]
+assert not heavy, f"imported before the initialize answer: {{heavy}}"
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT,
+                   env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
