@@ -29,6 +29,7 @@ log = logging.getLogger("gatewright.mcp")
 State = Literal["starting", "ready", "failed", "stopped", "closed"]
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 MAX_TOOL_PAGES = 50
+LISTEN_RETRY_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,17 +187,28 @@ class ServerConnection:
             await self._relist_on_change(client)
 
     async def _listen_for_changes(self, client: Any) -> None:
-        try:
-            async with client.listen(tools_list_changed=True) as sub:
-                if not getattr(sub.honored, "tools_list_changed", False):
-                    return  # the server will not tell: its tools are the ones it listed at the start
-                # Events are not replayed: a change between the first listing and this acknowledgment would be
-                # lost, so list once more now.
-                self._tools_changed.set()
-                async for _event in sub:
+        from mcp.client.subscriptions import SubscriptionLost
+
+        while True:
+            try:
+                async with client.listen(tools_list_changed=True) as sub:
+                    if not getattr(sub.honored, "tools_list_changed", False):
+                        return  # the server will not tell: its tools are the ones it listed at the start
+                    # Events are not replayed: a change between the first listing (or a dropped stream) and this
+                    # acknowledgment would be lost, so list once more now.
                     self._tools_changed.set()
-        except Exception as exc:  # no listen before 2026-07-28 (legacy notifications still arrive), or it dropped
-            log.debug("MCP server %s: no tool-change subscription: %s", self.name, _one_line(_leaf(exc)))
+                    async for _event in sub:
+                        self._tools_changed.set()
+                    return  # the server ended the stream gracefully
+            except SubscriptionLost as exc:  # the stream dropped: listen again (for as long as the connection lives)
+                log.info("MCP server %s: tool-change subscription lost (%s); listening again", self.name,
+                         self._clean(_one_line(_leaf(exc))))
+            except Exception as exc:  # no listen before 2026-07-28 (such servers send notifications/tools/list_changed
+                # instead, see `_on_message`), or the server refused it: its tools stay as listed
+                log.debug("MCP server %s: no tool-change subscription: %s", self.name,
+                          self._clean(_one_line(_leaf(exc))))
+                return
+            await anyio.sleep(LISTEN_RETRY_S)
 
     async def _relist_on_change(self, client: Any) -> None:
         while True:
