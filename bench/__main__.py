@@ -52,7 +52,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer runs and a 5,000-file tree (a smoke run)")
     ap.add_argument("--only", default="", help="comma-separated figure names")
     ap.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
-                    help="another ACP agent to time at start-up next to gatewright (repeatable), e.g. "
+                    help="another ACP agent to measure at start-up and idle memory next to gatewright (repeatable), e.g. "
                          "claude-code-acp=bench/.peers/node_modules/.bin/claude-code-acp")
     opts = ap.parse_args()
     peers: dict[str, list[str]] = {}
@@ -68,7 +68,7 @@ def main() -> None:
         "streaming": lambda: figures.bench_streaming(3 if q else 7, 5_000 if q else 20_000),
         "approval": lambda: figures.bench_approval(10 if q else 100),
         "search": lambda: search(5_000 if q else 50_000, 3 if q else 7),
-        "memory": lambda: figures.bench_memory(2 if q else 5),
+        "memory": lambda: figures.bench_memory(2 if q else 5, peers=peers),
         "load": lambda: figures.bench_load(2 if q else 5, (20, 200) if q else (100, 1000)),
     }
     only = [x.strip() for x in opts.only.split(",") if x.strip()]

@@ -8,6 +8,7 @@ answered at once, from the reader thread, with the first `allow_once` option.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -125,6 +126,10 @@ class Client:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        try:  # its own session (start_new_session): whatever it started goes too (e.g. a peer's launched binary)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
         self._reader.join(2)
         if self.proc.stdout is not None:
             self.proc.stdout.close()

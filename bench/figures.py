@@ -282,7 +282,23 @@ def _settle(c: Client) -> None:
     time.sleep(0.3)
 
 
-def bench_memory(runs: int, sessions: int = 20) -> list[Row]:
+def _tree_rss_kb(pid: int) -> int:
+    """RSS of a process and its descendants (a peer's npm launcher runs the real agent as a child)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            total += rss_kb(p)
+            with open(f"/proc/{p}/task/{p}/children", encoding="ascii") as f:
+                todo.extend(int(c) for c in f.read().split())
+        except (OSError, RuntimeError):
+            continue
+    return total
+
+
+def bench_memory(runs: int, sessions: int = 20, peers: dict[str, list[str]] | None = None) -> list[Row]:
+    peers = peers or {}
+    peer_idle: dict[str, list[int]] = {name: [] for name in peers}
     wd = Workdir()
     try:
         script = wd.script("m", [{"text": "ok"}])
@@ -315,7 +331,18 @@ def bench_memory(runs: int, sessions: int = 20) -> list[Row]:
                 sdk.append(rss_kb(s.pid))
             finally:
                 s.close()
+            for name, argv in peers.items():
+                peer = Client(argv, cwd=ROOT, env=agent_env(str(wd.state)))
+                try:
+                    peer.initialize()
+                    time.sleep(0.5)
+                    peer_idle[name].append(_tree_rss_kb(peer.pid))
+                finally:
+                    peer.close()
         mi, m1, mm, mb, ms_ = (med(x) / 1024 for x in (idle, one, many, bare, sdk))
+        peer_rows = [Row(f"  vs peer: {name}", f"{mi:.1f} MB", f"{name}: {med(v) / 1024:.1f} MB",
+                         f"{med(v) / 1024 / mi:.2f}× ours", "smaller", verdict(mi < med(v) / 1024))
+                     for name, v in peer_idle.items()]
         return [
             Row("memory: idle RSS (after initialize)", f"{mi:.1f} MB",
                 f"bare python: {mb:.1f} MB; SDK echo: {ms_:.1f} MB", f"{mi / mb:.2f}× bare", "< 60 MB",
@@ -323,6 +350,7 @@ def bench_memory(runs: int, sessions: int = 20) -> list[Row]:
             Row(f"memory: {sessions} open sessions add", f"{mm - mi:.1f} MB",
                 f"of which the 1st: {m1 - mi:.1f} MB", f"{(mm - m1) / (sessions - 1) * 1024:.0f} KB/session after",
                 "< 40 MB", verdict(mm - mi < 40)),
+            *peer_rows,
         ]
     finally:
         wd.cleanup()

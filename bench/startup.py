@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -28,7 +29,7 @@ INIT = (json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
 def time_initialize(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                         cwd=ROOT)
+                         cwd=ROOT, start_new_session=True)
     assert p.stdin is not None and p.stdout is not None
     p.stdin.write(INIT)
     p.stdin.flush()
@@ -41,6 +42,10 @@ def time_initialize(argv: list[str], env: dict[str, str]) -> float:
     except subprocess.TimeoutExpired:  # some peers keep running after their input ends
         p.kill()
         p.wait()
+    try:  # and whatever it started (a peer's npm launcher runs the real agent as a child)
+        os.killpg(p.pid, signal.SIGKILL)
+    except OSError:
+        pass
     p.stdout.close()
     return elapsed
 
