@@ -52,7 +52,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer runs and a 5,000-file tree (a smoke run)")
     ap.add_argument("--only", default="", help="comma-separated figure names")
     ap.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
-                    help="another ACP agent to measure at start-up and idle memory next to gatewright (repeatable), e.g. "
+                    help="another ACP agent to measure at start-up and in idle memory next to gatewright "
+                         "(repeatable), e.g. "
                          "claude-code-acp=bench/.peers/node_modules/.bin/claude-code-acp")
     opts = ap.parse_args()
     peers: dict[str, list[str]] = {}
