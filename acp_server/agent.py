@@ -124,6 +124,17 @@ class GatewrightAgent:
                 return True
         return False
 
+    def warm_up(self) -> None:
+        """Import and open what the first `session/new` needs (the runtime, tools, permissions, the session store),
+        ahead of it. `server.py` calls this once the connection has been idle for a moment after `initialize`, so an
+        editor that opens its first thread later does not wait for it."""
+        import acp_server.journal
+        import acp_server.session  # noqa: F401
+        from runtime.tools.builtin import builtin_tools
+
+        builtin_tools()  # imports the tool modules
+        _ = self.lifecycle.store
+
     async def shutdown(self) -> None:
         for session in list(self.sessions.values()):
             await session.close()

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gatewright.server")
 
+WARM_UP_AFTER_S = 0.05  # idle time after serving starts before the first session's modules are loaded
+
 
 def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, state_dir: str | None = None) -> int:
     agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory, state_dir=state_dir))
@@ -106,7 +108,17 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
                         tg.cancel_scope.cancel()
                         return
 
+            async def warm_up() -> None:
+                # The first session/new imports the runtime (~100 ms). An editor usually sends it at once, and then
+                # this finds the work done or does it first; one that waits gets its first session without the wait.
+                await anyio.sleep(WARM_UP_AFTER_S)
+                try:
+                    agent.warm_up()
+                except Exception:  # the first session/new will meet (and report) the same problem
+                    log.warning("warming up for the first session failed", exc_info=True)
+
             tg.start_soon(on_signals)
+            tg.start_soon(warm_up)
             await conn.serve(FdReader(fds.read_fd), FdWriter(fds.write_fd), initial, eof)
             tg.cancel_scope.cancel()
 

@@ -82,6 +82,7 @@ def bench_session_new(runs: int) -> list[Row]:
         script = wd.script("m", [{"text": "ok"}])
         cold_mcp: list[float] = []
         cold_plain: list[float] = []
+        idle_first: list[float] = []
         warm_mcp: list[float] = []
         warm_plain: list[float] = []
         for r in range(max(3, runs // 3)):  # cold: the first session/new in a fresh process imports the runtime
@@ -93,6 +94,14 @@ def bench_session_new(runs: int) -> list[Row]:
                     (cold_mcp if with_mcp else cold_plain).append(dt)
                 finally:
                     c.close()
+            # An editor that opens its first thread a moment after `initialize`: the agent warmed up meanwhile.
+            c = wd.agent("--model", f"scripted:{script}")
+            try:
+                c.initialize()
+                time.sleep(0.5)
+                idle_first.append(_new_session(c, wd.ws)[1])
+            finally:
+                c.close()
         c = wd.agent("--model", f"scripted:{script}")
         try:
             c.initialize()
@@ -111,6 +120,8 @@ def bench_session_new(runs: int) -> list[Row]:
                 verdict(wm < 0.020)),
             Row("  first session/new of a process, 3 MCP", ms(cm), f"no MCP: {ms(cp)}", f"{cm / cp:.2f}×",
                 "(informational)", ""),
+            Row("  first session/new 0.5 s after initialize", ms(med(idle_first)), f"at once: {ms(cp)}",
+                f"{med(idle_first) / cp:.2f}×", "(informational)", ""),
         ]
     finally:
         wd.cleanup()
