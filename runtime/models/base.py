@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from runtime.events import TextChunk, ThoughtChunk
-from runtime.models.errors import ModelError, ModelNotConfigured
 
-__all__ = ["ModelError", "ModelNotConfigured"]  # re-exported: they live in runtime.models.errors
+# Re-exported (they live in runtime.models.errors, off the start-up path).
+from runtime.models.errors import ModelError as ModelError
+from runtime.models.errors import ModelNotConfigured as ModelNotConfigured
 
 ModelStop = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
 

@@ -42,11 +42,11 @@ def rg_binary() -> str | None:
     return None
 
 
-_RG_COMMON = ("--hidden", "--no-require-git", "--no-config", "--glob", "!.git", "--with-filename")
-# Listing files (glob) leaves `.git` out in Python instead of with rg's `--glob !.git`: any override glob is matched
-# against every path rg walks, which cost ~25% of a 50,000-file listing, while walking a `.git` directory's few
-# hundred entries (only names matching the pattern are printed) costs well under 1%.
+# What every rg call honours. `.git` is left out in Python where rg only lists names (glob, and grep with a name
+# filter) instead of with rg's `--glob !.git`: any override glob is matched against every path rg walks, which cost
+# ~25% of a 50,000-file listing, while walking a `.git` directory's few hundred entries costs well under 1%.
 _RG_LIST = ("--hidden", "--no-require-git", "--no-config")
+_RG_COMMON = (*_RG_LIST, "--glob", "!.git", "--with-filename")  # searching contents: .git is never read
 
 
 def _run_rg(args: list[str], cwd_fd: int, cwd: str, timeout: float = 60.0) -> subprocess.CompletedProcess[bytes]:
