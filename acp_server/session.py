@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -64,20 +64,10 @@ class AcpPermissionGateway:
     async def request(self, request: PermissionRequest) -> PermissionOutcome:
         from acp_server.rpc import ClientError, ConnectionClosed
 
-        tool_call: dict[str, Any] = {
-            "toolCallId": request.call_id,
-            "title": request.title,
-            "kind": request.kind,
-            "status": "pending",
-            "rawInput": request.raw_input,
-        }
-        if request.content:
-            tool_call["content"] = list(request.content)
-        if request.locations:
-            tool_call["locations"] = list(request.locations)
         params = {
             "sessionId": self.session_id,
-            "toolCall": tool_call,
+            "toolCall": pending_tool_call(request.call_id, request.title, request.kind, request.raw_input,
+                                          request.content, request.locations),
             "options": [{"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in request.options],
         }
         try:
@@ -115,19 +105,21 @@ def AcpToolApprovalDecorator(
                                  rules, audit)
 
 
+def pending_tool_call(call_id: str, title: str, kind: str, raw_input: Any, content: Sequence[Any] | None,
+                      locations: Sequence[Any] | None) -> dict[str, Any]:
+    """A tool call about to run, as the `tool_call` update announces it and a permission request shows it."""
+    out: dict[str, Any] = {"toolCallId": call_id, "title": title, "kind": kind, "status": "pending",
+                           "rawInput": raw_input}
+    if content:
+        out["content"] = list(content)
+    if locations:
+        out["locations"] = list(locations)
+    return out
+
+
 def tool_call_frame(ev: ToolCallStarted) -> dict[str, Any]:
-    upd: dict[str, Any] = {
-        "sessionUpdate": "tool_call",
-        "toolCallId": ev.call_id,
-        "title": ev.title,
-        "kind": ev.kind,
-        "status": "pending",
-        "rawInput": ev.raw_input,
-    }
-    if ev.locations:
-        upd["locations"] = list(ev.locations)
-    if ev.content:
-        upd["content"] = list(ev.content)
+    upd: dict[str, Any] = {"sessionUpdate": "tool_call",
+                           **pending_tool_call(ev.call_id, ev.title, ev.kind, ev.raw_input, ev.content, ev.locations)}
     if ev.meta:
         upd["_meta"] = ev.meta
     return upd
