@@ -21,8 +21,28 @@ def _option(msg: dict[str, Any], option_id: str) -> Any:
     return {"outcome": {"outcome": "selected", "optionId": option_id}}
 
 
-def _statuses(agent, call_id: str) -> list[str]:
-    return [u["status"] for u in agent.updates() if u.get("toolCallId") == call_id and u.get("status")]
+def _statuses(agent, call_id: str, sid: str | None = None) -> list[str]:
+    return [u["status"] for u in agent.updates(sid) if u.get("toolCallId") == call_id and u.get("status")]
+
+
+class _Questions:
+    """A responder that records each session's question and holds it until both sessions have asked."""
+
+    def __init__(self, answer) -> None:
+        self.asked: dict[str, dict[str, Any]] = {}
+        self.both_asked = threading.Event()
+        self.answer = answer
+
+    def __call__(self, msg: dict[str, Any]) -> Any:
+        self.asked[msg["params"]["sessionId"]] = msg
+        if len(self.asked) == 2:
+            self.both_asked.set()
+        return self.answer(msg)
+
+
+def _prompt_both(agent, sa: str, sb: str) -> tuple[Any, Any]:
+    return tuple(agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": t}]})
+                 for sid, t in ((sa, "a"), (sb, "b")))
 
 
 def _text(agent, sid: str | None = None) -> str:
@@ -85,23 +105,19 @@ def test_session_cancel_resolves_only_that_sessions_question(spawn, workspace, t
     other = tmp_path / "other"
     other.mkdir()
     model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "done"}])
-    asked: dict[str, dict[str, Any]] = {}
     release = threading.Event()
-    both_asked = threading.Event()
 
     def hold(msg: dict[str, Any]) -> Any:
-        asked[msg["params"]["sessionId"]] = msg
-        if len(asked) == 2:
-            both_asked.set()
         release.wait(20)
         return _option(msg, "allow_once")
 
-    agent = spawn("--model", model, responder=hold)
+    questions = _Questions(hold)
+    asked = questions.asked
+    agent = spawn("--model", model, responder=questions)
     agent.initialize()
     sa, sb = agent.new_session(workspace), agent.new_session(other)
-    ra = agent.start_request("session/prompt", {"sessionId": sa, "prompt": [{"type": "text", "text": "a"}]})
-    rb = agent.start_request("session/prompt", {"sessionId": sb, "prompt": [{"type": "text", "text": "b"}]})
-    assert both_asked.wait(15)
+    ra, rb = _prompt_both(agent, sa, sb)
+    assert questions.both_asked.wait(15)
     agent.notify("session/cancel", {"sessionId": sa})
     assert agent.response(ra)["result"]["stopReason"] == "cancelled"
     cancels = [f for f in agent.frames if f.get("method") == "$/cancel_request"]
@@ -114,26 +130,21 @@ def test_session_cancel_resolves_only_that_sessions_question(spawn, workspace, t
 def _two_sessions_one_answer(spawn, workspace, tmp_path, option: str):
     """Two sessions of one project ask the same question; only the first is answered, with `option`."""
     model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "done"}])
-    asked: dict[str, dict[str, Any]] = {}
-    both_asked = threading.Event()
 
     def answer_only_the_first(msg: dict[str, Any]) -> Any:
-        asked[msg["params"]["sessionId"]] = msg
-        if len(asked) == 2:
-            both_asked.set()
-        both_asked.wait(20)
-        if msg is next(iter(asked.values())):
+        questions.both_asked.wait(20)
+        if msg is next(iter(questions.asked.values())):
             return _option(msg, option)
         return never_answer(msg)  # the second question is left open: the rule must settle it
 
-    agent = spawn("--model", model, responder=answer_only_the_first)
+    questions = _Questions(answer_only_the_first)
+    agent = spawn("--model", model, responder=questions)
     agent.initialize()
     sa, sb = agent.new_session(workspace), agent.new_session(workspace)
-    ra = agent.start_request("session/prompt", {"sessionId": sa, "prompt": [{"type": "text", "text": "a"}]})
-    rb = agent.start_request("session/prompt", {"sessionId": sb, "prompt": [{"type": "text", "text": "b"}]})
-    assert both_asked.wait(15)
+    ra, rb = _prompt_both(agent, sa, sb)
+    assert questions.both_asked.wait(15)
     results = agent.response(ra)["result"], agent.response(rb)["result"]
-    first, second = asked.values()
+    first, second = questions.asked.values()
     cancels = [f["params"]["requestId"] for f in agent.frames if f.get("method") == "$/cancel_request"]
     assert cancels == [second["id"]], "the settled question is withdrawn at the client"
     return agent, results, second["params"]["sessionId"]
@@ -143,8 +154,7 @@ def test_always_reject_for_the_project_also_settles_the_same_question_open_in_an
         spawn, workspace, tmp_path):
     agent, results, other = _two_sessions_one_answer(spawn, workspace, tmp_path, "reject_always_project")
     assert [r["stopReason"] for r in results] == ["end_turn", "end_turn"]
-    statuses = [u["status"] for u in agent.updates(other) if u.get("toolCallId") == "b1" and u.get("status")]
-    assert statuses[-1] == "failed"
+    assert _statuses(agent, "b1", other)[-1] == "failed"
     assert not (workspace / "built.txt").exists()
 
 
@@ -152,8 +162,7 @@ def test_always_allow_for_the_project_also_settles_the_same_question_open_in_ano
         spawn, workspace, tmp_path):
     agent, results, other = _two_sessions_one_answer(spawn, workspace, tmp_path, "allow_always_project")
     assert [r["stopReason"] for r in results] == ["end_turn", "end_turn"]
-    statuses = [u["status"] for u in agent.updates(other) if u.get("toolCallId") == "b1" and u.get("status")]
-    assert statuses[-1] == "completed"
+    assert _statuses(agent, "b1", other)[-1] == "completed"
     (running,) = [u for u in agent.updates(other) if u.get("toolCallId") == "b1" and u.get("status") == "in_progress"]
     meta = running["_meta"]["gatewright"]
     assert meta["decision"] == "allow" and meta["by"].startswith("rule:p-")
