@@ -182,8 +182,11 @@ class AgentProcess:
         return self.result("session/new", {"cwd": str(cwd), "mcpServers": []})["sessionId"]
 
     def prompt(self, sid: str, text: str, timeout: float = 30) -> dict[str, Any]:
-        return self.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": text}]},
-                            timeout)
+        return self.request("session/prompt", _prompt_params(sid, text), timeout)
+
+    def start_prompt(self, sid: str, text: str) -> Any:
+        """Send a text prompt without waiting; returns its request id (`response(id)` waits for the answer)."""
+        return self.start_request("session/prompt", _prompt_params(sid, text))
 
     def updates(self, sid: str | None = None) -> list[dict[str, Any]]:
         return [f["params"]["update"] for f in list(self.frames)
@@ -244,6 +247,10 @@ class AgentProcess:
 
     def assert_clean(self) -> None:
         assert not self.schema_errors, self.schema_errors
+
+
+def _prompt_params(sid: str, text: str) -> dict[str, Any]:
+    return {"sessionId": sid, "prompt": [{"type": "text", "text": text}]}
 
 
 _NO_ANSWER = object()

@@ -55,7 +55,7 @@ def test_cancelling_while_a_child_waits_for_permission_ends_the_turn_and_nothing
     agent = spawn("--model", f"scripted:{child_write_script(tmp_path)}", responder=never_answer)
     agent.initialize()
     sid = agent.new_session(workspace)
-    rid = agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})
+    rid = agent.start_prompt(sid, "go")
     asked = agent.wait_for(lambda f: f.get("method") == "session/request_permission")
     assert asked["params"]["toolCall"]["toolCallId"] == "d1/w1"
     agent.notify("session/cancel", {"sessionId": sid})

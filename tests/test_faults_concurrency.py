@@ -76,8 +76,7 @@ def test_ten_sessions_with_parallel_tool_calls_at_once_never_mix_updates_approva
         with lock:
             decisions[sid] = "allow_once" if i % 2 == 0 else "reject_once"
         sessions.append((sid, ws))
-    rids = [agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})
-            for sid, _ in sessions]
+    rids = [agent.start_prompt(sid, "go") for sid, _ in sessions]
     answers = [agent.response(rid, timeout=60) for rid in rids]
     assert [a["result"]["stopReason"] for a in answers] == ["end_turn"] * N_SESSIONS
     ours = {sid for sid, _ in sessions}
@@ -116,7 +115,7 @@ def test_a_cancel_storm_ends_the_turn_once_with_cancelled_and_no_update_after_th
              ("$/cancel_request", {"requestId": None}), ("session/cancel", {})]
     for method, params in storm * 10:
         agent.notify(method, params)
-    rid = agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})
+    rid = agent.start_prompt(sid, "go")
     agent.wait_for(lambda f: f.get("method") == "session/update" and f["params"]["update"].get("status")
                    == "in_progress")  # the turn is really running
     for _ in range(100):
@@ -181,8 +180,7 @@ def test_cancelling_five_sessions_running_commands_at_once_cancels_each_and_leav
         ws = tmp_path / f"w{i}"
         ws.mkdir()
         sids.append(agent.new_session(ws))
-    rids = [agent.start_request("session/prompt", {"sessionId": s, "prompt": [{"type": "text", "text": "go"}]})
-            for s in sids]
+    rids = [agent.start_prompt(s, "go") for s in sids]
     for s in sids:
         agent.wait_for(lambda f, s=s: f.get("method") == "session/update" and f["params"]["sessionId"] == s
                        and f["params"]["update"].get("status") == "in_progress")

@@ -75,7 +75,7 @@ def start_long_bash_turn(spawn, workspace: Path, tmp_path: Path, *extra_calls: d
     agent = spawn("--model", f"scripted:{script}", "--mode", "auto")
     agent.initialize()
     sid = agent.new_session(workspace)
-    rid = agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})
+    rid = agent.start_prompt(sid, "go")
     agent.wait_for(lambda f: f.get("method") == "session/update" and f["params"]["update"].get("status")
                    == "in_progress" and f["params"]["update"].get("toolCallId") == "call_exec")
     return agent, rid, groups_with(marker)
@@ -116,7 +116,7 @@ def test_stdin_eof_during_a_slow_model_call_exits_0_within_2s(spawn, workspace, 
     agent = spawn("--model", f"scripted:{script}")
     agent.initialize()
     sid = agent.new_session(workspace)
-    agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})
+    agent.start_prompt(sid, "go")
     time.sleep(0.1)  # not a synchronisation: EOF is correct at any point, this only lets the turn begin
     start = time.monotonic()
     assert agent.close(timeout=5) == 0
@@ -133,7 +133,7 @@ def test_stdin_eof_while_a_bash_command_waits_for_approval_runs_nothing(spawn, w
     agent = spawn("--model", f"scripted:{script}", "--mode", "manual", responder=never_answer)
     agent.initialize()
     sid = agent.new_session(workspace)
-    agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})
+    agent.start_prompt(sid, "go")
     agent.wait_for(lambda f: f.get("method") == "session/request_permission")
     assert agent.close(timeout=5) == 0
     assert not (workspace / marker).exists()
@@ -170,7 +170,7 @@ def test_kill_9_of_the_agent_during_writes_leaves_the_old_or_a_new_file_never_a_
     agent = spawn("--model", f"scripted:{script}", "--mode", "auto")
     agent.initialize()
     sid = agent.new_session(workspace)
-    agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})
+    agent.start_prompt(sid, "go")
     agent.wait_for(lambda f: f.get("method") == "session/update" and f["params"]["update"].get("sessionUpdate")
                    == "tool_call", timeout=30)
     time.sleep(delay)  # varies where in the sequence of writes the kill lands

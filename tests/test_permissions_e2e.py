@@ -40,9 +40,6 @@ class _Questions:
         return self.answer(msg)
 
 
-def _prompt_both(agent, sa: str, sb: str) -> tuple[Any, Any]:
-    return tuple(agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": t}]})
-                 for sid, t in ((sa, "a"), (sb, "b")))
 
 
 def _text(agent, sid: str | None = None) -> str:
@@ -116,7 +113,7 @@ def test_session_cancel_resolves_only_that_sessions_question(spawn, workspace, t
     agent = spawn("--model", model, responder=questions)
     agent.initialize()
     sa, sb = agent.new_session(workspace), agent.new_session(other)
-    ra, rb = _prompt_both(agent, sa, sb)
+    ra, rb = agent.start_prompt(sa, "a"), agent.start_prompt(sb, "b")
     assert questions.both_asked.wait(15)
     agent.notify("session/cancel", {"sessionId": sa})
     assert agent.response(ra)["result"]["stopReason"] == "cancelled"
@@ -141,7 +138,7 @@ def _two_sessions_one_answer(spawn, workspace, tmp_path, option: str):
     agent = spawn("--model", model, responder=questions)
     agent.initialize()
     sa, sb = agent.new_session(workspace), agent.new_session(workspace)
-    ra, rb = _prompt_both(agent, sa, sb)
+    ra, rb = agent.start_prompt(sa, "a"), agent.start_prompt(sb, "b")
     assert questions.both_asked.wait(15)
     results = agent.response(ra)["result"], agent.response(rb)["result"]
     first, second = questions.asked.values()

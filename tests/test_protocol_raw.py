@@ -172,7 +172,7 @@ def test_stdin_eof_during_a_running_turn_and_a_pending_permission_exits_promptly
     agent = spawn("--model", f"scripted:{script}", responder=never_answer)
     agent.initialize()
     sid = agent.new_session(workspace)
-    agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})
+    agent.start_prompt(sid, "go")
     agent.wait_for(lambda f: f.get("method") == "session/request_permission")
     start = time.monotonic()
     assert agent.close(timeout=5) == 0
@@ -204,7 +204,7 @@ def test_cancel_request_for_a_prompt_ends_it_with_cancelled(spawn, workspace, tm
     agent = spawn("--model", f"scripted:{script}")
     agent.initialize()
     sid = agent.new_session(workspace)
-    rid = agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]})
+    rid = agent.start_prompt(sid, "go")
     time.sleep(0.2)  # let the turn start; the cancel is also correct before it starts
     agent.notify("$/cancel_request", {"requestId": rid})
     assert agent.response(rid, timeout=5)["result"]["stopReason"] == "cancelled"

@@ -38,7 +38,7 @@ def test_after_kill_9_mid_turn_the_session_loads_with_every_completed_step(spawn
     agent = spawn("--model", f"scripted:{model}", responder=never_answer)
     agent.initialize()
     sid = agent.new_session(workspace)
-    agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "Do the work"}]})
+    agent.start_prompt(sid, "Do the work")
     agent.wait_for(lambda f: f.get("method") == "session/request_permission")
     os.killpg(agent.proc.pid, signal.SIGKILL)  # no shutdown code runs; the reader thread then sees EOF
     agent.proc.wait(10)
@@ -66,8 +66,7 @@ def test_prompts_sent_while_busy_queue_in_order_and_cancel_resolves_the_queued_o
     agent = spawn("--model", f"scripted:{model}")
     agent.initialize()
     sid = agent.new_session(workspace)
-    ids = [agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": t}]})
-           for t in ("one", "two", "three")]
+    ids = [agent.start_prompt(sid, t) for t in ("one", "two", "three")]
     agent.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate") == "session_info_update")
     agent.notify("session/cancel", {"sessionId": sid})
     answers = [agent.response(i) for i in ids]
@@ -170,8 +169,7 @@ def test_cancel_request_for_a_queued_prompt_cancels_only_that_one(spawn, tmp_pat
     agent = spawn("--model", f"scripted:{model}")
     agent.initialize()
     sid = agent.new_session(workspace)
-    ids = [agent.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": t}]})
-           for t in ("one", "two", "three")]
+    ids = [agent.start_prompt(sid, t) for t in ("one", "two", "three")]
     agent.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate") == "session_info_update")
     agent.notify("$/cancel_request", {"requestId": ids[1]})
     stops = [agent.response(i)["result"]["stopReason"] for i in ids]
