@@ -35,6 +35,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import anyio
 import anyio.lowlevel
 
+from permissions.confinement import Confinement, confinement_for
 from permissions.gateway import PermissionGateway, PermissionRequest
 from permissions.modes import ApprovalMode
 from permissions.options import Choice, build_choices
@@ -98,7 +99,7 @@ R = TypeVar("R")
 
 
 class GrantableContext(Protocol):
-    def with_grants(self, paths: frozenset[str]) -> Any: ...
+    def with_grants(self, paths: frozenset[str], confinement: Confinement | None = None) -> Any: ...
 
 
 class Executor(Protocol[C, X, R]):  # type: ignore[misc]
@@ -221,8 +222,8 @@ class ToolApprovalDecorator(Generic[C, X, R]):
     # ---- running -------------------------------------------------------------------------------------------------
     async def _run(self, call: C, ctx: X, subject: ApprovalSubject, meta: dict[str, Any], seq: int | None) -> R:
         outside = frozenset(p.path for p in subject.facts.paths if p.klass != "inside")
-        if outside:
-            ctx = ctx.with_grants(outside)
+        # The sandbox of the call's processes follows from what was allowed, with the facts that were shown.
+        ctx = ctx.with_grants(outside, confinement_for(subject.facts, self.mode()))
         ctx = _with_started_meta(ctx, meta)
         t0 = time.monotonic()
         try:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import anyio
 import orjson
 
+from permissions.confinement import Confinement
 from runtime.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -90,9 +91,12 @@ class ToolContext:
     record: CallRecord | None = None
     # Session-level events a tool may send besides its own progress (e.g. the plan).
     emit: EventSink | None = None
+    # What the OS sandbox lets the processes this call starts do (set by the approval decorator from its decision).
+    confinement: Confinement = field(default_factory=Confinement)
 
-    def with_grants(self, paths: frozenset[str]) -> ToolContext:
-        return replace(self, grants=self.grants | paths)
+    def with_grants(self, paths: frozenset[str], confinement: Confinement | None = None) -> ToolContext:
+        return replace(self, grants=self.grants | paths,
+                       confinement=self.confinement if confinement is None else confinement)
 
 
 class Tool:
