@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gatewright.server")
 
-WARM_UP_AFTER_S = 0.05  # idle time after serving starts before the first session's modules are loaded
+WARM_UP_AFTER_S = 0.05  # how long no request must be in flight before a warm-up stage runs
+_IDLE_POLL_S = 0.01
 
 
 def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, state_dir: str | None = None) -> int:
@@ -109,13 +110,19 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
                         return
 
             async def warm_up() -> None:
-                # The first session/new imports the runtime (~100 ms). An editor usually sends it at once, and then
-                # this finds the work done or does it first; one that waits gets its first session without the wait.
-                await anyio.sleep(WARM_UP_AFTER_S)
-                try:
-                    agent.warm_up()
-                except Exception:  # the first session/new will meet (and report) the same problem
-                    log.warning("warming up for the first session failed", exc_info=True)
+                # What the first session/new and the first prompt need (the runtime, the model's HTTP stack, the
+                # tool-call path: ~150 ms of imports) is loaded while the connection idles: after `initialize`, or
+                # while the user types the first prompt. Each stage waits for a quiet moment, so a warm-up never
+                # runs ahead of a request that is waiting (which loads what it needs itself, and only that).
+                for stage in agent.warm_up_stages():
+                    quiet = 0.0
+                    while quiet < WARM_UP_AFTER_S:
+                        await anyio.sleep(_IDLE_POLL_S)
+                        quiet = 0.0 if conn.busy else quiet + _IDLE_POLL_S
+                    try:
+                        stage()
+                    except Exception:  # the request that needs it will meet (and report) the same problem
+                        log.warning("warming up failed", exc_info=True)
 
             tg.start_soon(on_signals)
             tg.start_soon(warm_up)

@@ -36,6 +36,8 @@ KEY = "sk-bench-not-a-real-key"
 TASK = "Read notes.txt, then write what it says to out.txt, then tell me you are done."
 GW_OPENAI = "gatewright (openai-compatible)"
 GW_ANTHROPIC = "gatewright (anthropic)"
+GW_TYPED = "gatewright (openai-compatible), prompt 0.5 s after session/new"
+TYPING_S = 0.5
 
 
 @dataclass
@@ -72,7 +74,9 @@ def _peak_sampler(pid: int, stop: threading.Event, out: list[int]) -> None:
             return
 
 
-def one_run(argv: list[str], env: dict[str, str], ws: Path, llm: MockLLM) -> Run:
+def one_run(argv: list[str], env: dict[str, str], ws: Path, llm: MockLLM, pause: float = 0.0) -> Run:
+    """One fresh process through the task. `pause`: seconds between the session/new answer and the prompt (a user
+    typing), 0 for a client that sends everything at once."""
     (ws / "notes.txt").write_text(NOTES, encoding="utf-8")
     llm.reset()
     t0 = time.perf_counter()
@@ -87,6 +91,8 @@ def one_run(argv: list[str], env: dict[str, str], ws: Path, llm: MockLLM) -> Run
         _, t_init = c.wait(rid, 60)
         answer, new_dt = c.request("session/new", {"cwd": str(ws), "mcpServers": []}, 60)
         sid = answer["result"]["sessionId"]
+        if pause:
+            time.sleep(pause)
         t_prompt = time.perf_counter()
         answer, prompt_dt = c.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": TASK}]},
                                       120)
@@ -116,7 +122,9 @@ def _codex_home(root: Path, url: str) -> Path:
     return home
 
 
-def measure(runs: int, peers: dict[str, list[str]] | None = None) -> dict[str, Samples]:
+def measure(runs: int, peers: dict[str, list[str]] | None = None, *, typed: bool = True) -> dict[str, Samples]:
+    """Samples per subject: gatewright on both providers, gatewright with a user's pause before the prompt (when
+    `typed`), and each peer (name → argv)."""
     root = Path(tempfile.mkdtemp(prefix="gw-first-")).resolve()
     ws = root / "ws"
     ws.mkdir()
@@ -131,19 +139,20 @@ def measure(runs: int, peers: dict[str, list[str]] | None = None) -> dict[str, S
                             DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
                             DISABLE_TELEMETRY="1", DO_NOT_TRACK="1")
             (root / "home").mkdir()
-            subjects: dict[str, tuple[list[str], dict[str, str]]] = {
-                GW_OPENAI: (gatewright_argv("--model", "openai:mock"), base),
-                GW_ANTHROPIC: (gatewright_argv("--model", "anthropic:mock"), base),
+            subjects: dict[str, tuple[list[str], dict[str, str], float]] = {
+                GW_OPENAI: (gatewright_argv("--model", "openai:mock"), base, 0.0),
+                GW_ANTHROPIC: (gatewright_argv("--model", "anthropic:mock"), base, 0.0),
             }
+            if typed:
+                subjects[GW_TYPED] = (gatewright_argv("--model", "openai:mock"), base, TYPING_S)
             for name, argv in (peers or {}).items():
-                subjects[name] = (argv, peer_env)
+                subjects[name] = (argv, peer_env, 0.0)
             samples = {name: Samples() for name in subjects}
             for i in range(runs + 1):  # the first round warms the page cache and bytecode, and is dropped
-                for name, (argv, env) in subjects.items():
-                    for f in ("out.txt",):
-                        (ws / f).unlink(missing_ok=True)
+                for name, (argv, env, pause) in subjects.items():
+                    (ws / "out.txt").unlink(missing_ok=True)
                     try:
-                        run = one_run(argv, env, ws, llm)
+                        run = one_run(argv, env, ws, llm, pause)
                     except Exception as exc:  # one broken peer must not hide the others
                         if i:
                             samples[name].failures.append(f"{type(exc).__name__}: {exc}"[:200])
