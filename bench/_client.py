@@ -121,13 +121,15 @@ class Client:
 
     def close_with_usage(self, timeout: float = 5) -> tuple[float, int] | None:
         """Close the agent's input (an editor going away) and reap it: (CPU seconds, peak RSS in KiB) of the process
-        and the descendants it reaped, from `wait4`; None when it had to be killed or was already reaped."""
+        and the descendants it reaped, from `wait4`. One still running `timeout` s later gets SIGTERM (its process
+        group), then SIGKILL; None when it was already reaped elsewhere."""
         try:
             self.proc.stdin.close()  # type: ignore[union-attr]
         except OSError:
             pass
         usage = None
         deadline = time.monotonic() + timeout
+        signals = [signal.SIGTERM, signal.SIGKILL]
         while self.proc.returncode is None:
             try:
                 pid, status, ru = os.wait4(self.proc.pid, os.WNOHANG)
@@ -138,9 +140,12 @@ class Client:
                 usage = (ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
                 break
             if time.monotonic() > deadline:
-                self.proc.kill()
-                self.proc.wait()
-                break
+                sig = signals.pop(0) if signals else signal.SIGKILL
+                try:
+                    os.killpg(self.proc.pid, sig)
+                except OSError:
+                    pass
+                deadline = time.monotonic() + 2
             time.sleep(0.005)
         try:  # its own session (start_new_session): whatever it started goes too (e.g. a peer's launched binary)
             os.killpg(self.proc.pid, signal.SIGKILL)

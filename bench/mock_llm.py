@@ -86,7 +86,7 @@ def _call_for(step: int, tools: list[tuple[str, dict[str, Any]]], ws: str) -> tu
             if step == 1:
                 args[_prop(schema, "content", "contents", "text", "file_text") or "content"] = OUT_TEXT
             return name, args
-    script = "cat notes.txt" if step == 0 else f"printf %s {shlex.quote(OUT_TEXT)} > out.txt"
+    script = "cat notes.txt" if step == 0 else f"printf '%s\\n' {shlex.quote(OUT_TEXT.strip())} > out.txt"
     for name, schema in tools:
         if name.lower() in ("shell", "exec_command", "bash", "run_shell_command", "shell_command", "local_shell"):
             key = _prop(schema, "command", "cmd")
@@ -224,6 +224,9 @@ class MockLLM:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # The status line and headers go out in one write and the body in another: with Nagle's algorithm the body
+    # would wait for the client's delayed ACK (40 ms on Linux) on every reply.
+    disable_nagle_algorithm = True
     llm: MockLLM
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -264,6 +264,7 @@ class FakeProviders:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stall per reply
     fake: FakeProviders
 
     def log_message(self, format: str, *args: Any) -> None:
