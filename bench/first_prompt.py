@@ -21,12 +21,14 @@ import os
 import shlex
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -39,15 +41,16 @@ GW_OPENAI = "gatewright (openai-compatible)"
 GW_ANTHROPIC = "gatewright (anthropic)"
 GW_TYPED = "gatewright (openai-compatible), prompt 0.5 s after session/new"
 GW_AGAIN = "gatewright (openai-compatible), second session of the process"
+BARE = "python -c pass"
 TYPING_S = 0.5
 
 
 @dataclass
 class Run:
-    initialize: float
-    session_new: float
+    initialize: float  # spawn → initialize answered (for the bare interpreter: spawn → exit)
+    session_new: float | None
     first_request: float | None  # prompt sent → first LLM request arrived; None: the agent never called the model
-    prompt: float  # prompt sent → answered
+    prompt: float | None  # prompt sent → answered
     requests: int
     cpu: float | None
     peak_rss_kb: int | None
@@ -81,16 +84,25 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
+def _hwm_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
 def _sample(pid: int) -> tuple[int, float]:
-    """(RSS KiB, CPU s) of a process tree: a Node launcher runs the real agent as a child, which `wait4` on the
-    launcher only counts if the launcher reaps it."""
+    """(peak RSS KiB, CPU s) of a process tree so far: the sum of each process's high-water mark (`VmHWM`; not
+    `wait4`'s maxrss, which counts the forking parent's pages before exec), and user + system time including reaped
+    children. A tree, because a Node launcher runs the real agent as a child that `wait4` on the launcher misses."""
     rss, cpu = 0, 0.0
     for p in _tree(pid):
         try:
             with open(f"/proc/{p}/stat", encoding="ascii", errors="replace") as f:
                 fields = f.read().rpartition(")")[2].split()
-            rss += int(fields[21]) * os.sysconf("SC_PAGE_SIZE") // 1024
             cpu += sum(int(x) for x in fields[11:15]) / _TICK  # utime stime cutime cstime
+            rss += _hwm_kb(p)
         except (OSError, IndexError, ValueError):
             continue
     return rss, cpu
@@ -144,11 +156,27 @@ def one_run(argv: list[str], env: dict[str, str], ws: Path, llm: MockLLM, pause:
         usage = c.close_with_usage(3)
     out = ws / "out.txt"
     done = out.exists() and out.read_text(encoding="utf-8", errors="replace").strip() == OUT_TEXT.strip()
-    cpu, maxrss = usage if usage is not None else (0.0, 0)
-    cpu = max(cpu, max((c for _, c in samples), default=0.0)) or None
-    peak = max([*(r for r, _ in samples), maxrss]) or None
+    cpu = max(usage[0] if usage else 0.0, max((c for _, c in samples), default=0.0)) or None
+    peak = max((r for r, _ in samples), default=0) or None
     new_dt, first, prompt_dt, requests, stop_reason = task
     return Run(t_init - t0, new_dt, first, prompt_dt, requests, cpu, peak, done, stop_reason)
+
+
+def bare_run() -> Run:
+    """The interpreter alone: what any CPython agent pays before its first line runs (CPU of `python -c pass`,
+    the peak RSS of one waiting on its input)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    _, _, ru = os.wait4(p.pid, 0)
+    p.returncode = 0
+    wall = time.perf_counter() - t0
+    w = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        time.sleep(0.2)
+        peak = _hwm_kb(w.pid)
+    finally:
+        w.communicate(b"")
+    return Run(wall, None, None, None, 0, ru.ru_utime + ru.ru_stime, peak, True, "")
 
 
 def _codex_home(root: Path, url: str) -> Path:
@@ -207,8 +235,10 @@ def measure(runs: int, peers: dict[str, list[str]] | None = None, *, typed: bool
                 # Agents run in the workspace: a command relative to where the bench was started is made absolute.
                 first = argv[0] if "/" not in argv[0] else os.path.abspath(argv[0])
                 subjects[name] = ([first, *argv[1:]], peer_env, 0.0, False)
-            samples = {name: Samples() for name in subjects}
+            samples = {name: Samples() for name in (BARE, *subjects)}
             for i in range(runs + 1):  # the first round warms the page cache and bytecode, and is dropped
+                if i:
+                    samples[BARE].runs.append(bare_run())
                 for name, (argv, env, pause, again) in subjects.items():
                     try:
                         run = one_run(argv, env, ws, llm, pause, again)
@@ -221,6 +251,62 @@ def measure(runs: int, peers: dict[str, list[str]] | None = None, *, typed: bool
             return samples
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def rows(samples: dict[str, Samples], peers: list[str]) -> list[Any]:
+    """The `python -m bench` rows: the first prompt of a fresh process against the same process's second session
+    (the hundredth prompt), and the whole 3-step task against each peer, all from the same run."""
+    from bench.figures import Row, ms, verdict
+
+    def m(name: str, attr: str) -> float:
+        value = samples[name].med(attr)
+        if value is None:
+            raise RuntimeError(f"{name}: no {attr} ({(samples[name].failures or ['no run'])[0]})")
+        return value
+
+    def mib(kb: float) -> str:
+        return f"{kb / 1024:.0f} MiB"
+
+    out: list[Any] = []
+    later = m(GW_AGAIN, "first_request")
+    for name, label in ((GW_OPENAI, "openai-compatible"), (GW_ANTHROPIC, "anthropic")):
+        first = m(name, "first_request")
+        out.append(Row(f"first prompt in a fresh process → first LLM request ({label})", ms(first),
+                       f"second session, same process: {ms(later)}", f"+{ms(first - later)}", "≤ 30 ms",
+                       verdict(first <= 0.030)))
+    if GW_TYPED in samples:
+        typed = m(GW_TYPED, "first_request")
+        out.append(Row(f"  the prompt typed {TYPING_S:g} s after session/new", ms(typed),
+                       f"sent at once: {ms(m(GW_OPENAI, 'first_request'))}", f"+{ms(typed - later)}",
+                       "(informational)", ""))
+    new, new_later = m(GW_OPENAI, "session_new"), m(GW_AGAIN, "session_new")
+    out.append(Row("  first session/new, sent as initialize is answered", ms(new),
+                   f"second session/new: {ms(new_later)}", f"+{ms(new - new_later)}", "≤ 30 ms",
+                   verdict(new <= 0.030)))
+    stop, stop_later = m(GW_OPENAI, "prompt"), m(GW_AGAIN, "prompt")
+    peer_stops = {p: m(p, "prompt") for p in peers if samples[p].runs}
+    out.append(Row("3-step task, fresh process: prompt → stop", ms(stop), f"second session: {ms(stop_later)}",
+                   f"{stop / stop_later:.1f}×", "below every peer",
+                   verdict(all(stop < v for v in peer_stops.values())) if peer_stops else ""))
+    cpu, bare_cpu = m(GW_OPENAI, "cpu"), m(BARE, "cpu")
+    out.append(Row("  CPU, spawn → exit (user + system)", f"{cpu:.2f} s", f"python -c pass: {bare_cpu:.2f} s",
+                   f"{cpu / bare_cpu:.1f}× bare", "≤ 0.5 s", verdict(cpu <= 0.5)))
+    rss, bare_rss = m(GW_OPENAI, "peak_rss_kb"), m(BARE, "peak_rss_kb")
+    out.append(Row("  peak RSS", mib(rss), f"python -c pass: {mib(bare_rss)}", f"{rss / bare_rss:.1f}× bare",
+                   "≤ 50 MiB", verdict(rss <= 50 * 1024)))
+    for p in peers:
+        if not samples[p].runs:
+            out.append(Row(f"  vs peer: {p}", "FAILED", (samples[p].failures or ["no run"])[0][:60], "", "", "n/a"))
+            continue
+        pc, pr = m(p, "cpu"), m(p, "peak_rss_kb")
+        out.append(Row(f"  vs peer: {p}, prompt → stop", ms(stop), f"{p}: {ms(peer_stops[p])}",
+                       f"{peer_stops[p] / stop:.1f}× faster", "faster", verdict(stop < peer_stops[p])))
+        codex = "codex" in p
+        out.append(Row(f"  vs peer: {p}, CPU", f"{cpu:.2f} s", f"{p}: {pc:.2f} s", f"{cpu / pc:.2f}× theirs",
+                       "≤ 0.7× theirs" if codex else "less", verdict(cpu <= 0.7 * pc if codex else cpu < pc)))
+        out.append(Row(f"  vs peer: {p}, peak RSS", mib(rss), f"{p}: {mib(pr)}", f"{rss / pr:.2f}× theirs",
+                       "smaller", verdict(rss < pr)))
+    return out
 
 
 def _ms(x: float | None) -> str:
