@@ -43,6 +43,7 @@ class ProviderModel:
                                             first_token_timeout=settings.first_token_timeout)
         self._client: httpx2.AsyncClient | None = None
         self._client_for: tuple[Any, ...] | None = None
+        self._replaced: list[httpx2.AsyncClient] = []  # clients built for earlier settings, closed by `aclose`
 
     @property
     def name(self) -> str:
@@ -88,6 +89,8 @@ class ProviderModel:
         if self._client is None or self._client_for != key:
             from runtime.models.http import make_client
 
+            if self._client is not None:
+                self._replaced.append(self._client)
             self._client = make_client(self.url, self._headers(), connect_timeout=self.settings.connect_timeout,
                                        idle_timeout=self.settings.idle_timeout)
             self._client_for = key
@@ -100,8 +103,9 @@ class ProviderModel:
 
     async def aclose(self) -> None:
         """Close pooled connections (kept-alive sockets would otherwise outlive the event loop)."""
-        client, self._client = self._client, None
-        if client is not None:
+        clients = [*self._replaced, *([self._client] if self._client is not None else [])]
+        self._client, self._replaced = None, []
+        for client in clients:
             await client.aclose()
 
     def _check_configured(self) -> None:
