@@ -18,7 +18,7 @@ from typing import Any, Literal
 import anyio
 import anyio.lowlevel
 
-from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
+from permissions.decorator import ApprovalCancelled, ApprovalDeclined, ApprovalDenied, ApprovalRejected
 from runtime.events import (
     EventSink,
     PlanUpdated,
@@ -55,6 +55,7 @@ from runtime.tools.base import (
     ToolRegistry,
     ToolResult,
     cap_output,
+    clear_call_scratch,
 )
 from runtime.tracing import META_KEY, CallRecord, check_output, find_trace, jsonable_trace, new_operation_id, wire_meta
 from runtime.workspace import PathError, Workspace
@@ -366,7 +367,10 @@ class AgentRuntime:
                           operation_id=slot.record.operation_id, record=slot.record,
                           emit=self._keeping_plan(emit))  # plans come from tools: keep the latest one
         try:
-            result = await self.executor.execute(item, ctx)
+            try:
+                result = await self.executor.execute(item, ctx)
+            finally:
+                clear_call_scratch(ctx.state, cid)
         except ApprovalRejected as exc:
             rejected.set()
             self._rejections.append(exc.reason)
@@ -374,11 +378,11 @@ class AgentRuntime:
                 if other is not slot and not other.started and other.scope is not None:
                     other.scope.cancel()
             await self._finish(slot, emit, "failed", f"not run: {exc.reason}", is_error=True,
-                               error_type="ApprovalRejected", meta=exc.meta)
+                               error_type="ApprovalRejected", meta=exc.meta, shown=refusal_for_user(exc))
             return
         except ApprovalDenied as exc:  # includes ApprovalDeclined: the model is told and the turn goes on
             await self._finish(slot, emit, "failed", exc.reason, is_error=True, error_type=exc.error_type,
-                               meta=exc.meta)
+                               meta=exc.meta, shown=refusal_for_user(exc))
             return
         except ToolFailure as exc:
             await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
@@ -409,13 +413,16 @@ class AgentRuntime:
 
     async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
                       *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None,
-                      meta: dict[str, Any] | None = None) -> None:
+                      meta: dict[str, Any] | None = None, shown: str | None = None) -> None:
+        """`text` is what the model reads; `shown`, when given, is what the user sees instead (a refusal is told to
+        the model as an instruction, and to the user as what happened)."""
         call = slot.call
         cid = call.id or ""
         if is_error and result is None:
             output = tool_error(error_type, text, call.name, cid)
-            content: tuple[dict[str, Any], ...] = ({"type": "content", "content": {"type": "text", "text": text}},)
-            raw_output: Any = {"error": text, "errorType": error_type}
+            seen = shown or text
+            content: tuple[dict[str, Any], ...] = ({"type": "content", "content": {"type": "text", "text": seen}},)
+            raw_output: Any = {"error": seen, "errorType": error_type}
         else:
             output = cap_output(text, self.options.max_tool_output_chars)
             content = result.content if result and result.content else (
@@ -463,6 +470,21 @@ class AgentRuntime:
             return tool is None or tool.effect(args if isinstance(args, dict) else {}) != "read"
         except Exception:  # an effect we cannot establish is not a read
             return True
+
+
+def refusal_for_user(exc: ApprovalRejected | ApprovalDenied) -> str:
+    """What the editor shows for a call that approval stopped: what happened, in the user's terms (the model gets
+    the instruction-style text in its TOOL_ERROR)."""
+    info = (exc.meta or {}).get(META_KEY, {}) if isinstance(exc.meta, dict) else {}
+    if isinstance(exc, ApprovalDeclined):
+        return "Declined: not run. The agent was told to try another way."
+    if isinstance(exc, ApprovalRejected):
+        if info.get("by") == "timeout":
+            return "Not run: the permission question was not answered in time."
+        if info.get("by") == "user" and "option" in info:  # the answer to the question was a rejection
+            return "Rejected: not run. The turn stopped here."
+        return f"Not run: {exc.reason}. The turn stopped here."
+    return f"Not run: {exc.reason}."
 
 
 def _merge_meta(traced: dict[str, Any] | None, approval: dict[str, Any] | None) -> dict[str, Any] | None:
