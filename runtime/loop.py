@@ -21,6 +21,7 @@ import anyio.lowlevel
 from permissions.decorator import ApprovalCancelled, ApprovalDeclined, ApprovalDenied, ApprovalRejected
 from runtime.events import (
     EventSink,
+    NoticeEvent,
     PlanUpdated,
     RuntimeEvent,
     TextChunk,
@@ -63,6 +64,7 @@ from runtime.workspace import PathError, Workspace
 log = logging.getLogger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+MODEL_FAILED = "The model call failed"  # the title of the notice a failed model call ends its turn with
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are gatewright, a careful coding agent working in the user's workspace through tools. Paths are relative "
@@ -248,8 +250,9 @@ class AgentRuntime:
                     raise AuthRequired(exc.message) from None
                 if text or thinking or calls:
                     self.history.append(AssistantMessage("".join(text), "".join(thinking)))
-                message = f"\n\n⚠ The model call failed: {exc.message}"
-                await emit(TextChunk(message))
+                # A notice, not model text: the ACP host shows it in the conversation ("⚠ The model call failed:
+                # …"), the terminal host on stderr.
+                await emit(NoticeEvent("error", MODEL_FAILED, exc.message))
                 return TurnOutcome("end_turn", error=exc.message, usage=self.total_usage)
             finished = finished or Finished("tool_use" if calls else "end_turn")
             self._add_usage(finished.usage)
