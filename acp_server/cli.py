@@ -116,11 +116,21 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    import json
-
     if args.perm_command not in ("list", "revoke"):
         sys.stderr.write("gatewright: permissions needs an action: `permissions list` or `permissions revoke ID`\n")
         return EXIT_USAGE
+    import sqlite3
+
+    try:
+        return _permissions(args)
+    except (OSError, sqlite3.Error) as exc:
+        sys.stderr.write(f"gatewright: cannot open the remembered rules in the state dir: {exc}\n")
+        return EXIT_USAGE
+
+
+def _permissions(args: argparse.Namespace) -> int:
+    import json
+
     from permissions.report import format_rules
     from permissions.store import rule_database
 

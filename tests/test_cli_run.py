@@ -159,6 +159,16 @@ def test_permissions_without_an_action_is_one_line(tmp_path):
     assert proc.stderr == "gatewright: permissions needs an action: `permissions list` or `permissions revoke ID`\n"
 
 
+@pytest.mark.parametrize("action", [["list"], ["revoke", "rule-1"]])
+def test_permissions_on_a_state_dir_that_cannot_be_opened_is_one_line(tmp_path, action):
+    (tmp_path / "file").write_text("not a directory")
+    proc = gw(tmp_path, "permissions", *action, "--state-dir", str(tmp_path / "file" / "state"))
+    no_traceback(proc)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("gatewright: cannot open the remembered rules in the state dir: ")
+    assert len(proc.stderr.splitlines()) == 1
+
+
 # ---- the turn's own outcomes --------------------------------------------------------------------------------------
 WRITE = {"tool_calls": [{"name": "write_file", "arguments": {"path": "out.txt", "content": "written\n"}}]}
 
