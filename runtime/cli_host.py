@@ -281,6 +281,13 @@ def _fanout(*sinks: Any):
     return emit
 
 
+def _stdout_to_devnull() -> None:
+    """After a broken pipe: later writes (and the flush at exit) go nowhere instead of raising."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def missing_key(factory: ModelFactory) -> str | None:
     """The one-line problem when the chosen provider needs a key that is not set (as its client would find at the
     first call: no key and no base URL of a server that may need none); None when nothing is missing."""
@@ -344,10 +351,19 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
     observers = tuple(o for o in (printer if json_events else None, recorder) if o is not None)
     runtime = build_runtime(cwd, model, [mode], TerminalGateway(observers=observers),
                             state_dir=resolve_state_dir(state_dir))
-    emit = _fanout(printer, recorder) if recorder is not None else printer
+    sink = _fanout(printer, recorder) if recorder is not None else printer
     if recorder is not None:
         recorder.prompt(prompt)
     result: dict[str, Any] = {}
+
+    async def emit(ev: RuntimeEvent) -> None:
+        try:
+            await sink(ev)
+        except BrokenPipeError:
+            # Whoever read the output went away (`gatewright run … | head`): stop the turn as an interruption.
+            _stdout_to_devnull()
+            result["interrupted"] = True
+            runtime.cancel()
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
@@ -374,8 +390,11 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
 
         kill_all_process_groups()
     if not json_events:
-        sys.stdout.write("\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _stdout_to_devnull()
     outcome = result.get("outcome")
     stop = getattr(outcome, "stop_reason", None)
     failure = result.get("auth") or getattr(outcome, "error", None)
@@ -396,7 +415,10 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
         code = EXIT_OK
     sys.stderr.flush()
     if json_events:
-        printer.finished(stop, code)
+        try:
+            printer.finished(stop, code)
+        except BrokenPipeError:
+            _stdout_to_devnull()
     if recorder is not None:
         recorder.finished(stop, code, result.get("auth"))
     return code

@@ -364,3 +364,21 @@ def test_a_permission_timeout_at_the_prompt_ends_the_run_without_any_key(tmp_pat
     assert term.wait(timeout=10) == 3, term.text  # nothing was typed: the question ran out of time
     assert "no answer within 0.5 s" in term.text and "Traceback" not in term.text
     assert not (tmp_path / "ws" / "out.txt").exists()
+
+
+@pytest.mark.parametrize("fmt", [[], ["--json"]])
+def test_a_reader_that_goes_away_stops_the_turn_without_a_traceback(tmp_path, fmt):
+    model = _script(tmp_path, [{"text": "word " * 200_000, "chunks": 20_000}, {"text": "never"}])
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", CLI, "run", *fmt, "--model", model, "talk"], cwd=ws,
+                            env=_env(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        assert proc.stdout.read(100)
+    finally:
+        proc.stdout.close()  # like `| head -c 100`
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(30) == 130 and "Traceback" not in err and "BrokenPipe" not in err, err
