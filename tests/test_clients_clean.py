@@ -106,6 +106,16 @@ def test_command_replies_render_as_markdown_with_their_lines_kept(spawn, tmp_pat
     assert "\n\n- `" in replies["permissions"] and "allow" in replies["permissions"]
 
 
+def test_the_advertised_command_descriptions_and_hints_are_plain_text(spawn, workspace):
+    agent = spawn()
+    agent.initialize()
+    agent.new_session(workspace)
+    update = agent.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate")
+                            == "available_commands_update")
+    for command in update["params"]["update"]["availableCommands"]:
+        assert "`" not in command["description"] and "`" not in command.get("input", {}).get("hint", "")
+
+
 def test_an_unknown_command_is_answered_locally_with_the_real_ones_and_never_reaches_the_model(
         spawn, tmp_path, workspace):
     model = write_script(tmp_path / "m.json", [{"text": "the first model answer"}])
