@@ -48,7 +48,8 @@ BUILTINS: tuple[Command, ...] = (
     Command("help", "List the available commands"),
     Command("mode", "Show or switch the approval mode", "safe | manual | auto | read-only"),
     Command("model", "Show or switch the model of this session", "model id"),
-    Command("permissions", "List remembered approval rules, or forget one with /permissions revoke ID", "revoke RULE_ID"),
+    Command("permissions", "List remembered approval rules, or forget one with /permissions revoke ID",
+            "revoke RULE_ID"),
     Command("compact", "Summarise the conversation so far into a checkpoint to free context"),
     Command("status", "Show this session: mode, model, context use and usage"),
 )
