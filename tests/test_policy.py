@@ -183,13 +183,32 @@ def test_the_real_table_covers_all_eight_tools_and_every_path_class():
     assert {k for _, _, k, _ in REAL_CALLS} == {"none", "inside", "outside", "protected"}
 
 
-def test_a_broken_rule_source_fails_closed():
+def test_a_broken_rule_source_fails_closed_in_every_mode():
+    """A rule source that fails might have held a rejection: the call asks even where the mode would allow it."""
+
     class Broken:
         def match(self, facts):
             raise OSError("database is locked")
 
-    assert decide(facts("write", "inside"), "safe", Broken()).action == "ask"  # type: ignore[arg-type]
-    assert decide(facts("write", "inside"), "auto", Broken()).action == "allow"
+    for mode in ("manual", "safe", "auto"):
+        decision = decide(facts("write", "inside"), mode, Broken())  # type: ignore[arg-type]
+        assert decision.action == "ask"
+        assert "could not be checked (database is locked)" in decision.asked_because[-1]
+    assert decide(facts("read", "inside"), "auto", Broken()).action == "ask"  # type: ignore[arg-type]
+    assert decide(facts("write", "inside"), "read-only", Broken()).action == "deny"  # type: ignore[arg-type]
+
+
+def test_a_rule_source_that_says_unknown_makes_the_call_ask_with_that_reason():
+    from permissions.policy import RulesUnknown
+
+    class Unknown:
+        def match(self, facts):
+            return RulesUnknown("the remembered rules cannot be read (/s/permissions.db: file is not a database)")
+
+    decision = decide(facts("execute", "none"), "auto", Unknown())  # type: ignore[arg-type]
+    assert decision.action == "ask" and decision.by == "mode:auto"
+    assert decision.reason == ("the remembered rules cannot be read (/s/permissions.db: file is not a database); "
+                               "a remembered rejection might cover this call")
 
 
 def test_decisions_name_what_decided_them():
