@@ -203,3 +203,38 @@ def test_decisions_of_an_acp_session_show_in_gatewright_audit(spawn, workspace, 
     (entry,) = [json.loads(line) for line in out.stdout.splitlines()]
     assert entry["call_id"] == "b1" and entry["decided_by"] == "user" and entry["option"] == "allow_once"
     assert entry["outcome"] == "completed" and entry["project"] == str(workspace)
+
+
+def test_where_approvals_are_remembered_is_a_session_config_option_kept_with_the_session(spawn, workspace, tmp_path):
+    from tests.permissions_helpers import run_gatewright
+
+    model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "built"}])
+    agent = spawn("--model", model, responder=lambda m: _option(m, "allow_always"))
+    agent.initialize()
+    created = agent.result("session/new", {"cwd": str(workspace), "mcpServers": []})
+    sid = created["sessionId"]
+    (remember,) = [o for o in created["configOptions"] if o["id"] == "remember"]
+    assert remember["name"] == "Remember approvals in" and remember["currentValue"] == "session"
+    assert [(v["value"], v["name"]) for v in remember["options"]] == [
+        ("session", "This session"), ("project", "This project"), ("global", "Everywhere")]
+    bad = agent.request("session/set_config_option", {"sessionId": sid, "configId": "remember", "value": "galaxy"})
+    assert bad["error"]["code"] == -32602
+    assert _remember(agent, sid, "global")["currentValue"] == "global"
+    agent.prompt(sid, "build")
+    (asked,) = agent.agent_requests
+    assert [o["name"] for o in asked["params"]["options"]] == [
+        "Allow once", "Always allow “touch built.txt” everywhere", "Reject once and stop",
+        "Reject, and let the agent try another way", "Always reject “touch built.txt” everywhere"]
+    agent.prompt(sid, "/permissions remember project")
+    assert "now remembered in this project" in _text(agent, sid)
+    pushed = [u for u in agent.updates(sid) if u["sessionUpdate"] == "config_option_update"][-1]
+    assert next(o for o in pushed["configOptions"] if o["id"] == "remember")["currentValue"] == "project"
+    assert agent.close() == 0
+    (rule,) = [json.loads(line) for line in run_gatewright("permissions", "list", "--json",
+                                                         state=str(tmp_path / "state")).stdout.splitlines()]
+    assert rule["scope"] == "global" and rule["action"] == "allow"
+
+    again = spawn("--model", model, responder=never_answer)
+    again.initialize()
+    loaded = again.result("session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []})
+    assert next(o for o in loaded["configOptions"] if o["id"] == "remember")["currentValue"] == "project"
