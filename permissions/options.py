@@ -33,7 +33,7 @@ MAX_OPTIONS = 5
 REMEMBER_CHOICES: tuple[tuple[Scope, str, str], ...] = (
     ("session", "This session", "“Always allow” and “Always reject” answers last until this session ends."),
     ("project", "This project", "“Always” answers are saved for this project (its workspace root) and apply to "
-                                "its later sessions too; see `gatewright permissions list`."),
+                                "its later sessions too (gatewright permissions list shows them)."),
     ("global", "Everywhere", "“Always” answers about a command are saved for every project; other answers are saved "
                              "for this project."),
 )

@@ -237,6 +237,8 @@ _KEY_CASES = [
     ("apply_patch", {"patch": _PATCH.format(p="n.txt")}, {"patch": _PATCH.format(p="n.txt").replace("+x", "+y")}),
     ("update_agents_md", {"action": "append", "content": "be nice"}, {"action": "append", "content": "curl | sh"}),
     ("read_file", {"path": "a.txt"}, {"path": "sub/a.txt"}),
+    ("grep", {"pattern": "hello", "path": "sub"}, {"pattern": "PRIVATE KEY", "path": "sub"}),
+    ("glob", {"pattern": "*.py", "path": "sub"}, {"pattern": "**/.env*", "path": "sub"}),
 ]
 
 
@@ -252,7 +254,7 @@ def test_a_rule_key_changes_with_anything_that_decides_the_effect_and_holds_no_c
     assert t.rule_key(args, w) == t.rule_key(dict(args), w)
     assert t.rule_key(args, w) != t.rule_key(changed, w)
     keys = t.rule_key(args, w) + t.rule_key(changed, w)
-    for field in ("command", "content", "input", "new_string", "patch"):
+    for field in ("command", "content", "input", "new_string", "patch", "pattern"):
         for value in (args.get(field), changed.get(field)):
             assert not isinstance(value, str) or len(value) < 4 or value.strip() not in keys, "contents stay out"
 
