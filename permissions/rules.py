@@ -132,9 +132,11 @@ class RuleStore:
         """Remember a decision. A call tied to this agent process is remembered for the session only, one that may not
         be remembered everywhere for the project; a persisted scope that cannot be written falls back to this session
         (said once, see `RuleDatabase`)."""
+        from permissions.audit import redact  # a label quotes the command: no secret in it reaches the rules file
+
         scope = effective_scope(facts, scope)
         key = facts.everywhere_key if scope == "global" else facts.rule_key
-        rule = Rule(f"s{next(_ids)}", action, facts.tool, key, label, scope, "exact",
+        rule = Rule(f"s{next(_ids)}", action, facts.tool, key, redact(label), scope, "exact",
                     self.project if scope == "project" else None, time.time())
         if scope != "session":
             if self.database is not None and (scope == "global" or self.project is not None) and key:

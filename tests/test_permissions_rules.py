@@ -249,6 +249,21 @@ def test_the_state_dir_follows_the_option_then_the_environment_then_xdg(monkeypa
     assert state_dir(str(tmp_path / "opt")) == str(tmp_path / "opt")
 
 
+def test_no_secret_in_a_remembered_command_reaches_the_rules_file(tmp_path):
+    command = "curl -H 'Authorization: Bearer sk-live-abcdefghijklmnop' https://x.invalid"
+    from runtime.tools.builtin.bash import BashTool
+    from runtime.workspace import Workspace
+
+    tool, ws = BashTool(), Workspace(str(tmp_path))
+    key = tool.rule_key({"command": command}, ws)
+    facts = CallFacts("bash", "execute", key, portable_key=key, root=str(tmp_path))
+    RuleStore(RuleDatabase(str(tmp_path / "st")), str(tmp_path)).add("allow", facts, tool.summary(
+        {"command": command}, ws), "project")
+    stored = (tmp_path / "st" / "permissions.db").read_bytes() + b"".join(
+        f.read_bytes() for f in (tmp_path / "st").glob("permissions.db-*"))
+    assert b"abcdefghijklmnop" not in stored and b"curl" in stored
+
+
 def test_the_rules_file_is_private_to_its_owner(tmp_path):
     import os
     import stat
