@@ -56,7 +56,8 @@ class McpTool(Tool):
         # and the arguments it receives (the model's and the pinned ones). "Always allow" covers that very call.
         spec = getattr(self.conn, "spec", None)
         server = {"name": self.conn.name, "transport": getattr(spec, "transport", None),
-                  "command": getattr(spec, "command", None), "args": list(getattr(spec, "args", ())), "url": getattr(spec, "url", None),
+                  "command": getattr(spec, "command", None), "args": list(getattr(spec, "args", ())),
+                  "url": getattr(spec, "url", None),
                   "env": sorted(name for name, _ in getattr(spec, "env", ())),
                   "headers": sorted(name for name, _ in getattr(spec, "headers", ()))}
         return f"{self.name}:{digest(server)}:{self.remote.name}:{digest(inject(args, self.pinned))}"
