@@ -108,6 +108,9 @@ class BashTool(Tool):
         return f"bash {action}" + (f" on {args['processId']}" if args.get("processId") else "")
 
     def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        from permissions.policy import SESSION_ONLY_KEY
+        from runtime.tools.base import digest
+
         action = self._action(args)
         if action in ("exec", "start") and isinstance(args.get("command"), str):
             a = _analysis(args["command"])
@@ -116,9 +119,15 @@ class BashTool(Tool):
                 where = ws.resolve(args.get("cwd") or ".").path
             except PathError:
                 where = str(args.get("cwd"))
-            # exec and start of the same command are one rule: approving either approves running it there.
-            return f"bash:run:{where}:{canonical}"
-        return f"bash:{action}:{args.get('processId', '')}"
+            # exec and start of the same command are one rule: approving either approves running it there. The
+            # command is kept as a digest: a secret in it never reaches the rules file.
+            return f"bash:run:{where}:{digest(canonical)}"
+        # Process ids (`proc_1`) restart in every agent process: these calls are remembered for this session only, and
+        # the key holds everything that decides the effect (for `write`, the input sent).
+        key = f"bash:{action}:{args.get('processId', '')}"
+        if action == "write":
+            key += f":{digest(args.get('input'))}"
+        return SESSION_ONLY_KEY + key
 
     def analyse(self, args: Mapping[str, Any], ws: Workspace) -> tuple[bool, tuple[str, ...]]:
         action = self._action(args)
