@@ -19,6 +19,7 @@ import anyio.abc
 
 from acp_server import wire
 from acp_server.errors import InternalError, MethodNotFound, RequestCancelled, RpcError, error_to_wire
+from runtime import secrets
 
 log = logging.getLogger("gatewright.rpc")
 
@@ -187,9 +188,15 @@ class JsonRpcConnection:
     async def _emit(self, obj: dict[str, Any]) -> None:
         if self._writer_dead:
             return
+        data = wire.encode(obj)
+        if secrets.json_has_secret(data):
+            # The last net under every frame but streamed chunks (see runtime.secrets): an error message, a tool
+            # title or arguments the model wrote, a notice. Checked on the encoded bytes, rebuilt only on a hit.
+            obj = secrets.redact(obj)
+            data = wire.encode(obj)
         if self.recorder is not None:
             self.recorder.record("out", obj)
-        await self._send_bytes(wire.encode(obj))
+        await self._send_bytes(data)
 
     async def notify(self, method: str, params: Any) -> None:
         await self._emit(wire.notification(method, params))

@@ -12,13 +12,14 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
 
 from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
+from runtime import secrets
 from runtime.events import (
     EventSink,
     PlanUpdated,
@@ -243,13 +244,15 @@ class AgentRuntime:
                         elif isinstance(ev, Finished):
                             finished = ev
             except ModelError as exc:
+                # A provider's error text may quote what it was sent (a key, a configured header).
+                reason = secrets.redact_text(exc.message)
                 if exc.auth:
-                    raise AuthRequired(exc.message) from None
+                    raise AuthRequired(reason) from None
                 if text or thinking or calls:
                     self.history.append(AssistantMessage("".join(text), "".join(thinking)))
-                message = f"\n\n⚠ The model call failed: {exc.message}"
+                message = f"\n\n⚠ The model call failed: {reason}"
                 await emit(TextChunk(message))
-                return TurnOutcome("end_turn", error=exc.message, usage=self.total_usage)
+                return TurnOutcome("end_turn", error=reason, usage=self.total_usage)
             finished = finished or Finished("tool_use" if calls else "end_turn")
             self._add_usage(finished.usage)
             if finished.usage.input_tokens or finished.usage.output_tokens:
@@ -412,6 +415,12 @@ class AgentRuntime:
                       meta: dict[str, Any] | None = None) -> None:
         call = slot.call
         cid = call.id or ""
+        # The one place a tool's result becomes what the model reads and what the editor and the store get: a
+        # secret the agent knows of (a key a file or /proc holds, an MCP server's own token) goes no further.
+        text = secrets.redact_text(text)
+        if result is not None and secrets.secret_values():
+            result = replace(result, content=secrets.redact(result.content), title=secrets.redact(result.title),
+                             raw_output=secrets.redact(result.raw_output), trace=secrets.redact(result.trace))
         if is_error and result is None:
             output = tool_error(error_type, text, call.name, cid)
             content: tuple[dict[str, Any], ...] = ({"type": "content", "content": {"type": "text", "text": text}},)

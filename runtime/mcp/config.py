@@ -128,6 +128,30 @@ def _url_secrets(url: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def register_secrets(spec: ServerSpec, environ: Mapping[str, str] | None = None) -> None:
+    """Put a server's secret values in the process-wide registry (`runtime.secrets`), before it starts: from then on
+    no child inherits them and no sink writes them.
+
+    Left out, because they are provably not secrets and redacting them would blank paths everywhere: an env value
+    the agent's own environment already holds under the same name (a `PATH` or `HOME` passed through), and a value
+    that names existing absolute paths (`/opt/tool`, a `PATH`-like list)."""
+    from runtime import secrets
+
+    if isinstance(spec, HttpServer):
+        secrets.register_headers(spec.headers, MIN_SECRET_LEN)
+        secrets.register_values(_url_secrets(spec.url), MIN_SECRET_LEN)
+        return
+    env = os.environ if environ is None else environ
+    secrets.register_values((v for k, v in spec.env
+                             if not (env.get(k) == v and not secrets.REGISTRY.is_secret_name(k)) and not _paths(v)),
+                            MIN_SECRET_LEN)
+
+
+def _paths(value: str) -> bool:
+    parts = [p for p in value.split(os.pathsep) if p]
+    return bool(parts) and all(os.path.isabs(p) and os.path.exists(p) for p in parts)
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
     """Replace every occurrence of a secret value; longest first, so a secret containing another goes whole."""
     for s in sorted({s for s in secrets if len(s) >= MIN_SECRET_LEN}, key=len, reverse=True):
