@@ -69,7 +69,8 @@ def _json_form(value: str) -> str:
 
 
 class SecretRegistry:
-    def __init__(self) -> None:
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._environ = os.environ if environ is None else environ  # this process's environment
         self._lock = threading.Lock()
         self._names: set[str] = set()
         self._values: set[str] = set()
@@ -79,7 +80,7 @@ class SecretRegistry:
     # ---- registering ---------------------------------------------------------------------------------------------
     def register_names(self, names: Iterable[str], environ: Mapping[str, str] | None = None) -> None:
         """Variables that hold secrets: stripped from children; the value each holds now is registered too."""
-        env = os.environ if environ is None else environ
+        env = self._environ if environ is None else environ
         names = [n for n in names if n]
         self._update(names, [v for n in names if len(v := env.get(n) or "") >= MIN_VALUE_LEN])
 
@@ -88,7 +89,7 @@ class SecretRegistry:
 
     def register_environment(self, environ: Mapping[str, str] | None = None) -> None:
         """This process's secret-looking variables (provider keys set for us, tokens), names and values."""
-        env = os.environ if environ is None else environ
+        env = self._environ if environ is None else environ
         names = [k for k in env if secret_looking(k)]
         self._update(names, [env[k] for k in names if len(env[k]) >= MIN_VALUE_LEN])
 
@@ -119,9 +120,9 @@ class SecretRegistry:
             if not self._environment_read:
                 # The first use also reads the environment, so no reader ever sees a registry without it.
                 self._environment_read = changed = True
-                env_names = [k for k in os.environ if secret_looking(k)]
+                env_names = [k for k in self._environ if secret_looking(k)]
                 self._names.update(env_names)
-                self._values.update(v for k in env_names if len(v := os.environ[k]) >= MIN_VALUE_LEN)
+                self._values.update(v for k in env_names if len(v := self._environ[k]) >= MIN_VALUE_LEN)
             new_names = set(names) - self._names
             new_values = {v for v in values if v} - self._values
             if new_names or new_values or changed:
@@ -153,7 +154,7 @@ class SecretRegistry:
                       extra_names: Iterable[str] = ()) -> dict[str, str]:
         """The environment a child process gets: `environ` (default: ours) without any secret."""
         snap = self._current()
-        env = os.environ if environ is None else environ
+        env = self._environ if environ is None else environ
         extra = set(extra_names)
         out: dict[str, str] = {}
         for k, v in env.items():
@@ -168,7 +169,7 @@ class SecretRegistry:
         """`env` for a process started in someone else's environment (an editor terminal): every secret variable we
         know of is set to the empty string, so the editor's own copy of it does not reach the command."""
         snap = self._current()
-        blank = {k for k in os.environ if k.startswith(OWN_PREFIX) or k in snap.names or secret_looking(k)}
+        blank = {k for k in self._environ if k.startswith(OWN_PREFIX) or secret_looking(k)}
         return {**env, **dict.fromkeys(sorted(blank | snap.names), "")}
 
     # ---- sinks ---------------------------------------------------------------------------------------------------
