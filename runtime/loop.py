@@ -351,6 +351,13 @@ class AgentRuntime:
         if isinstance(item, ToolFailure):
             await self._finish(slot, emit, "failed", item.message, is_error=True, error_type=item.error_type)
             return
+        hidden = await self._overwrites_a_hidden_secret(item)
+        if hidden is not None:
+            await self._finish(slot, emit, "failed", f"not run: {hidden} holds a secret that was shown to you as "
+                               f"{secrets.REDACTED}; writing {secrets.REDACTED} would destroy it. Change the file "
+                               "around that part (e.g. an edit whose old_string does not include it)",
+                               is_error=True, error_type="SecretHidden")
+            return
 
         async def started(meta: dict[str, Any] | None = None) -> None:
             # `meta`: why the approval layer let the call run (mode, rule or user), shown in the update's `_meta`.
@@ -409,6 +416,27 @@ class AgentRuntime:
             return
         await self._finish(slot, emit, "failed" if result.is_error else "completed", text,
                            is_error=result.is_error, result=result)
+
+    async def _overwrites_a_hidden_secret(self, call: ToolCall) -> str | None:
+        """A write carrying the redaction marker into a file that holds a registered secret: the model saw the file
+        redacted (see `_finish`), and writing back what it saw would replace the user's key with the marker.
+        Returns the file's display path. Only calls whose arguments hold the marker pay for a look at the file."""
+        if secrets.REDACTED not in call.raw_arguments and secrets.REDACTED not in str(call.arguments):
+            return None
+        tool = self.registry.get(call.name)
+        if tool is None:
+            return None
+        ws = self.env.workspace
+        for path, writes in tool.paths(call.arguments):
+            if not writes:
+                continue
+            try:
+                real = ws.resolve(path).path
+            except PathError:
+                continue
+            if await anyio.to_thread.run_sync(_file_has_secret, real):
+                return ws.display(real)
+        return None
 
     async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
                       *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None,
@@ -472,6 +500,14 @@ class AgentRuntime:
             return tool is None or tool.effect(args if isinstance(args, dict) else {}) != "read"
         except Exception:  # an effect we cannot establish is not a read
             return True
+
+
+def _file_has_secret(path: str, limit: int = 4 << 20) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return secrets.has_secret(f.read(limit))
+    except OSError:
+        return False
 
 
 def _merge_meta(traced: dict[str, Any] | None, approval: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -216,3 +216,32 @@ def test_an_authenticate_payload_and_a_key_pasted_into_a_prompt_are_kept_out_of_
     assert pasted not in replayed and "<redacted>" in replayed
     assert again.close() == 0
 
+
+
+@pytest.mark.req("gw:secrets:configured-key-variables")
+def test_writing_back_a_redacted_file_cannot_destroy_the_key_it_holds(spawn, workspace, tmp_path, tag):
+    """The model reads `.env` and sees the key as `<redacted>`; writing back what it saw (a whole-file write, or an
+    edit that puts the marker in) is refused without touching the file, and an edit around the key still works."""
+    key = f"corp-env-{tag}-{uuid.uuid4().hex}"
+    env_file = workspace / ".env"
+    env_file.write_text(f"CORP_LLM_KEY={key}\nDEBUG=0\n", encoding="utf-8")
+    script = write_script(tmp_path / "m.json", [
+        {"tool_calls": [{"id": "read", "name": "read_file", "arguments": {"path": ".env"}}]},
+        {"tool_calls": [{"id": "write", "name": "write_file", "arguments": {
+            "path": ".env", "content": "CORP_LLM_KEY=<redacted>\nDEBUG=1\n"}}]},
+        {"tool_calls": [{"id": "edit_in", "name": "edit", "arguments": {
+            "path": ".env", "old_string": "DEBUG=0", "new_string": "KEY_COPY=<redacted>\nDEBUG=0"}}]},
+        {"tool_calls": [{"id": "edit_around", "name": "edit", "arguments": {
+            "path": ".env", "old_string": "DEBUG=0", "new_string": "DEBUG=1"}}]},
+        {"text": "done"}])
+    agent = spawn("--model", f"scripted:{script}", "--mode", "auto",
+                  env={"CORP_LLM_KEY": key, "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "c.toml", "h" * 12))})
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    assert agent.prompt(sid, "turn debugging on", timeout=60)["result"]["stopReason"] == "end_turn"
+    done = finished(agent, sid)
+    assert "<redacted>" in text_of(done["read"]) and key not in text_of(done["read"])
+    assert done["write"]["status"] == "failed" and done["edit_in"]["status"] == "failed"
+    assert done["edit_around"]["status"] == "completed"
+    assert env_file.read_text(encoding="utf-8") == f"CORP_LLM_KEY={key}\nDEBUG=1\n"
+    assert agent.close() == 0
