@@ -19,7 +19,7 @@ Sinks redact values (`redact_text`, `redact` for JSON-like objects, `json_has_se
 tool results before the model or the editor sees them (runtime.loop), every frame but streamed text chunks on the
 wire (acp_server.rpc), the `--record` transcript, the session store, the audit log, and every log record
 (`install_log_filter`). Values shorter than `MIN_VALUE_LEN` are not registered: "true" or "1" would shred every
-line and protect nothing.
+line and protect nothing; nor are values that name existing absolute paths (`names_paths`).
 
 Streamed text chunks are not redacted on the wire: the model can only echo a value it was given, every tool result
 reaches it redacted, and a real provider streams a key across several chunks, which a per-chunk check cannot see. The
@@ -51,6 +51,13 @@ PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "cont
 def secret_looking(name: str) -> bool:
     upper = name.upper()
     return any(m in upper for m in NAME_MARKERS)
+
+
+def names_paths(value: str) -> bool:
+    """Whether a value is existing absolute paths (`/opt/tool`, a `PATH`-like list): configuration, not a secret, and
+    redacting it would blank a path in every tool result (`AWS_SHARED_CREDENTIALS_FILE` names a file)."""
+    parts = [p for p in value.split(os.pathsep) if p]
+    return bool(parts) and all(os.path.isabs(p) and os.path.exists(p) for p in parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +129,10 @@ class SecretRegistry:
                 self._environment_read = changed = True
                 env_names = [k for k in self._environ if secret_looking(k)]
                 self._names.update(env_names)
-                self._values.update(v for k in env_names if len(v := self._environ[k]) >= MIN_VALUE_LEN)
+                self._values.update(v for k in env_names
+                                    if len(v := self._environ[k]) >= MIN_VALUE_LEN and not names_paths(v))
             new_names = set(names) - self._names
-            new_values = {v for v in values if v} - self._values
+            new_values = {v for v in values if v and not names_paths(v)} - self._values
             if new_names or new_values or changed:
                 self._names |= new_names
                 self._values |= new_values

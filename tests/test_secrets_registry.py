@@ -133,3 +133,11 @@ def test_the_session_store_never_writes_a_registered_value(tmp_path):
     store.close()
     data = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     assert value.encode() not in data
+
+
+def test_a_secret_looking_variable_that_names_a_file_is_kept_from_children_but_its_path_is_not_redacted(tmp_path):
+    creds = tmp_path / "credentials"
+    creds.write_text("x", encoding="utf-8")
+    reg = SecretRegistry({"AWS_SHARED_CREDENTIALS_FILE": str(creds), "PATH": "/usr/bin"})
+    assert reg.child_environ() == {"PATH": "/usr/bin"}
+    assert reg.redact_text(f"reading {creds}") == f"reading {creds}"

@@ -132,9 +132,9 @@ def register_secrets(spec: ServerSpec, environ: Mapping[str, str] | None = None)
     """Put a server's secret values in the process-wide registry (`runtime.secrets`), before it starts: from then on
     no child inherits them and no sink writes them.
 
-    Left out, because they are provably not secrets and redacting them would blank paths everywhere: an env value
-    the agent's own environment already holds under the same name (a `PATH` or `HOME` passed through), and a value
-    that names existing absolute paths (`/opt/tool`, a `PATH`-like list)."""
+    Left out, because it is provably not a secret: an env value the agent's own environment already holds under the
+    same name (a `PATH` or `HOME` passed through; registering it would strip that variable from every child). Values
+    naming existing paths are left out by the registry itself."""
     from runtime import secrets
 
     if isinstance(spec, HttpServer):
@@ -142,14 +142,8 @@ def register_secrets(spec: ServerSpec, environ: Mapping[str, str] | None = None)
         secrets.register_values(_url_secrets(spec.url), MIN_SECRET_LEN)
         return
     env = os.environ if environ is None else environ
-    secrets.register_values((v for k, v in spec.env
-                             if not (env.get(k) == v and not secrets.REGISTRY.is_secret_name(k)) and not _paths(v)),
-                            MIN_SECRET_LEN)
-
-
-def _paths(value: str) -> bool:
-    parts = [p for p in value.split(os.pathsep) if p]
-    return bool(parts) and all(os.path.isabs(p) and os.path.exists(p) for p in parts)
+    passed_through = {k for k, v in spec.env if env.get(k) == v and not secrets.REGISTRY.is_secret_name(k)}
+    secrets.register_values((v for k, v in spec.env if k not in passed_through), MIN_SECRET_LEN)
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
