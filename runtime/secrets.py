@@ -22,8 +22,10 @@ wire (acp_server.rpc), the `--record` transcript, the session store, the audit l
 line and protect nothing; nor are values that name existing absolute paths (`names_paths`).
 
 Streamed text chunks are not redacted on the wire: the model can only echo a value it was given, every tool result
-reaches it redacted, and a real provider streams a key across several chunks, which a per-chunk check cannot see. The
-journal writes a message's chunks joined, so the store redacts whole values.
+reaches it redacted, and a real provider streams a key across several chunks, which a per-chunk check cannot see,
+while the check would double the cost of the hot path (measured: 0.2-0.4 µs per chunk with 3-10 values registered,
+against 0.33 µs for the whole `AcpSession.emit` of a chunk today). The journal writes a message's chunks joined, so
+the store redacts whole values; the transcript redacts each chunk's frame.
 """
 
 from __future__ import annotations
