@@ -125,23 +125,22 @@ class SecretRegistry:
 
     def _update(self, names: Iterable[str], values: Iterable[str]) -> None:
         with self._lock:
-            changed = False
-            if not self._environment_read:
+            first = not self._environment_read
+            if first:
                 # The first use also reads the environment, so no reader ever sees a registry without it.
-                self._environment_read = changed = True
                 env_names = [k for k in self._environ if secret_looking(k)]
-                self._names.update(env_names)
-                self._values.update(v for k in env_names
-                                    if len(v := self._environ[k]) >= MIN_VALUE_LEN and not names_paths(v))
+                names = [*names, *env_names]
+                values = [*values, *(v for k in env_names if len(v := self._environ[k]) >= MIN_VALUE_LEN)]
             new_names = set(names) - self._names
-            new_values = {v for v in values if v and not names_paths(v)} - self._values
-            if new_names or new_values or changed:
+            new_values = {v for v in set(values) - self._values if v and not names_paths(v)}
+            if new_names or new_values or first:
                 self._names |= new_names
                 self._values |= new_values
                 ordered = tuple(sorted(self._values, key=len, reverse=True))
                 forms = tuple(_json_form(v) for v in ordered)
                 self.snapshot = _Snapshot(frozenset(self._names), ordered, frozenset(ordered), forms,
                                           tuple(f.encode() for f in forms))
+            self._environment_read = True  # only now: a reader that sees it also sees the snapshot
         install_log_filter()
 
     def _current(self) -> _Snapshot:

@@ -245,3 +245,36 @@ def test_writing_back_a_redacted_file_cannot_destroy_the_key_it_holds(spawn, wor
     assert done["edit_around"]["status"] == "completed"
     assert env_file.read_text(encoding="utf-8") == f"CORP_LLM_KEY={key}\nDEBUG=1\n"
     assert agent.close() == 0
+
+
+@pytest.mark.req("gw:secrets:configured-key-variables")
+def test_a_file_the_editor_saves_for_us_keeps_its_key_exactly_while_the_transcript_does_not_have_it(spawn, workspace,
+                                                                                                    tmp_path, tag):
+    """With the editor's file system, an edit of `.env` around the key is read and saved through the editor: the
+    `fs/write_text_file` content must carry the key unchanged (the wire's redaction would otherwise save the marker
+    into the user's file), and the transcript still never has it."""
+    key = f"corp-fs-{tag}-{uuid.uuid4().hex}"
+    env_file = workspace / ".env"
+    env_file.write_text(f"CORP_LLM_KEY={key}\nDEBUG=0\n", encoding="utf-8")
+    script = write_script(tmp_path / "m.json", [
+        {"tool_calls": [{"name": "edit", "arguments": {"path": ".env", "old_string": "DEBUG=0",
+                                                       "new_string": "DEBUG=1"}}]}, {"text": "done"}])
+
+    def editor(msg: dict[str, Any]) -> Any:
+        if msg["method"] == "fs/read_text_file":
+            return {"content": Path(msg["params"]["path"]).read_text(encoding="utf-8")}
+        if msg["method"] == "fs/write_text_file":
+            Path(msg["params"]["path"]).write_text(msg["params"]["content"], encoding="utf-8")
+            return {}
+        return allow_once(msg)
+
+    record = tmp_path / "t.jsonl"
+    agent = spawn("--model", f"scripted:{script}", "--mode", "auto", "--record", str(record), responder=editor,
+                  env={"CORP_LLM_KEY": key, "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "c.toml", "h" * 12))})
+    agent.initialize({"fs": {"readTextFile": True, "writeTextFile": True}})
+    sid = agent.new_session(workspace)
+    assert agent.prompt(sid, "turn debugging on")["result"]["stopReason"] == "end_turn"
+    assert agent.close() == 0
+    assert [r["method"] for r in agent.agent_requests if r["method"].startswith("fs/")][-1] == "fs/write_text_file"
+    assert env_file.read_text(encoding="utf-8") == f"CORP_LLM_KEY={key}\nDEBUG=1\n"
+    assert key.encode() not in record.read_bytes()
