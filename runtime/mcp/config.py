@@ -5,7 +5,9 @@ Each entry of `session/new` / `session/load` / `session/resume` becomes a `Stdio
 never hides the other servers. `env` and `headers` are arrays of `{name, value}` pairs (ACP), not objects.
 
 Secrets: env values, header values and credentials in a URL are secrets. They live only in these records (whose
-`repr` hides them) and are scrubbed from any text shown to the user or logged, by `redact`. Pinned values are trusted
+`repr` hides them), are scrubbed from the messages this package builds (`redact`), and are put in the process-wide
+secret registry before the server starts (`register_secrets`), so no other child inherits them and no sink (logs,
+wire, transcript, store) writes them. Pinned values are trusted
 context, not secrets (a tenant, the workspace path); they are kept out of the model's view by `pinning` instead.
 """
 
