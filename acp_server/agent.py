@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from acp_server import __version__
 from acp_server.errors import AuthRequired, InvalidParams, ResourceNotFound
 from acp_server.params import obj, opt_list, req_str, str_list
+from runtime import secrets
 
 if TYPE_CHECKING:
     from acp_server.rpc import JsonRpcConnection
@@ -101,6 +102,8 @@ class GatewrightAgent:
 
     async def authenticate(self, params: Any) -> dict[str, Any]:
         p = obj(params)
+        # Whatever a client sends beyond the method id may be a credential: never inherited, logged or stored.
+        secrets.register_payload(p, skip=frozenset({"methodId"}))
         method = req_str(p, "methodId")
         factory = self.config.model_factory
         if factory is not None and method in {m["id"] for m in factory.auth_methods()}:

@@ -60,8 +60,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(level: str) -> None:
+    from runtime.secrets import install_log_filter
+
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(level).upper(), logging.WARNING),
                         format="gatewright %(levelname)s %(name)s: %(message)s")
+    install_log_filter()  # no record reaches stderr with a secret in it (keys known now and registered later)
 
 
 def _check_options(args: argparse.Namespace) -> tuple[object, str] | None:
@@ -74,7 +77,9 @@ def _check_options(args: argparse.Namespace) -> tuple[object, str] | None:
         mode = parse_mode(args.mode)
         factory = ModelFactory(parse_model_spec(args.model))
     except (ValueError, ScriptError) as exc:
-        sys.stderr.write(f"gatewright: {exc}\n")
+        from runtime.secrets import redact_text
+
+        sys.stderr.write(f"gatewright: {redact_text(str(exc))}\n")
         return None
     return factory, mode
 

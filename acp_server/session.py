@@ -225,7 +225,8 @@ class AcpSession:
         kind = type(ev)
         if kind is TextChunk or kind is ThoughtChunk:
             # The streaming hot path (every token): the frame is the session's constant prefix, the text encoded
-            # once, and a constant suffix; the same bytes `send_update` would produce for this update.
+            # once, and a constant suffix; the same bytes `send_update` would produce for this update, except that
+            # chunks are not redacted: the model sees every secret redacted, so it cannot echo one (runtime.secrets).
             update_kind = "agent_message_chunk" if kind is TextChunk else "agent_thought_chunk"
             text: str = ev.text  # type: ignore[union-attr]
             if self.journal is not None:

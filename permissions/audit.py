@@ -60,8 +60,13 @@ _FIELDS = ("seq", "ts", "session_id", "call_id", "tool", "summary", "decision", 
 
 
 def env_secret_values(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """Secret-looking environment values, and every value of the secret registry (configured key variables, MCP
+    values: `runtime.secrets`)."""
+    from runtime import secrets
+
     env = os.environ if environ is None else environ
-    return frozenset(v for k, v in env.items() if len(v) >= 6 and any(m in k.upper() for m in _SECRET_NAMES))
+    return frozenset(v for k, v in env.items() if len(v) >= 6 and any(m in k.upper() for m in _SECRET_NAMES)) \
+        | frozenset(secrets.secret_values())
 
 
 def redact(text: str, secrets: frozenset[str] | None = None) -> str:

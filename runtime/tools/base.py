@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,6 +19,7 @@ import anyio
 import orjson
 
 from permissions.confinement import Confinement
+from runtime import secrets
 from runtime.workspace import PathError, Workspace
 
 if TYPE_CHECKING:
@@ -290,11 +290,5 @@ def display_path(ws: Workspace, path: str) -> str:
 
 
 def environ_without_secrets(extra_secret_names: tuple[str, ...] = ()) -> dict[str, str]:
-    """The environment for child processes: the agent's own secrets (provider keys, tokens) removed."""
-    secret_markers = ("API_KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL", "PRIVATE_KEY")
-    out = {}
-    for k, v in os.environ.items():
-        if k.startswith("GATEWRIGHT_") or any(m in k.upper() for m in secret_markers) or k in extra_secret_names:
-            continue
-        out[k] = v
-    return out
+    """The environment for child processes: every secret the agent knows of removed (see `runtime.secrets`)."""
+    return secrets.child_environ(extra_names=extra_secret_names)

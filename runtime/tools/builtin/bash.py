@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from runtime import processes
+from runtime import processes, secrets
 from runtime.tools.base import (
     Effect,
     Tool,
@@ -267,7 +267,8 @@ class BashTool(Tool):
 
     async def _exec_terminal(self, command: str, cwd: str, timeout: float, ctx: ToolContext) -> ToolResult:
         editor: Any = ctx.editor
-        env = self._env(cwd)
+        # The editor starts the command in its own environment, which may hold our keys too: blank them there.
+        env = secrets.blank_secret_names(self._env(cwd))
         try:
             tid = await editor.create_terminal(SHELL, ["-c", command], cwd, env, TERMINAL_OUTPUT_LIMIT)
         except textio.EditorError as exc:
