@@ -39,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one prompt through the same runtime, approvals asked on the terminal")
     _add_common(run)
     run.add_argument("--cwd", default=None, help="workspace directory (default: the current directory)")
-    run.add_argument("prompt", nargs="+", help="the prompt")
+    run.add_argument("--json", action="store_true", help="one JSON object per event on stdout")
+    run.add_argument("prompt", nargs="+", help="the prompt; - reads it from stdin")
     sub.add_parser("demo", help="offline showcase: drive `gatewright acp` with a scripted model as an editor would")
     perms = sub.add_parser("permissions", help="list or revoke remembered permission rules (project and global)")
     perms_sub = perms.add_subparsers(dest="perm_command", metavar="ACTION")
@@ -97,6 +98,14 @@ def cmd_acp(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     _setup_logging(args.log_level)
+    try:
+        prompt = sys.stdin.read() if args.prompt == ["-"] else " ".join(args.prompt)
+    except (OSError, UnicodeDecodeError) as exc:
+        sys.stderr.write(f"gatewright: cannot read the prompt from stdin: {exc}\n")
+        return EXIT_USAGE
+    if not prompt.strip():
+        sys.stderr.write("gatewright: the prompt is empty\n")
+        return EXIT_USAGE
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
@@ -107,11 +116,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from runtime.cli_host import run_prompt
 
-    return run_prompt(" ".join(args.prompt), cwd=cwd, factory=factory, mode=mode,  # type: ignore[arg-type]
-                      state_dir=args.state_dir)
+    return run_prompt(prompt, cwd=cwd, factory=factory, mode=mode,  # type: ignore[arg-type]
+                      state_dir=args.state_dir, record=args.record, json_events=args.json)
 
 
 def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.perm_command not in ("list", "revoke"):
+        sys.stderr.write("gatewright: permissions needs an action: `permissions list` or `permissions revoke ID`\n")
+        return EXIT_USAGE
+    import sqlite3
+
+    try:
+        return _permissions(args)
+    except (OSError, sqlite3.Error) as exc:
+        sys.stderr.write(f"gatewright: cannot open the remembered rules in the state dir: {exc}\n")
+        return EXIT_USAGE
+
+
+def _permissions(args: argparse.Namespace) -> int:
     import json
 
     from permissions.report import format_rules
@@ -139,7 +161,6 @@ def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         sys.stderr.write(f"gatewright: the remembered rules cannot be read ({exc.reason}); until they can, every "
                          "tool call asks. Repair or remove the file.\n")
         return 1
-    parser.parse_args(["permissions", "--help"])
     return EXIT_USAGE
 
 
@@ -172,7 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "acp":
         return cmd_acp(args)
     if args.command == "run":
-        return cmd_run(args)
+        try:
+            return cmd_run(args)
+        except KeyboardInterrupt:  # Ctrl-C before the turn's own handler is in place
+            return EXIT_INTERRUPTED
     if args.command == "permissions":
         return cmd_permissions(args, parser)
     if args.command == "audit":

@@ -18,10 +18,11 @@ from typing import Any, Literal
 import anyio
 import anyio.lowlevel
 
-from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
+from permissions.decorator import ApprovalCancelled, ApprovalDeclined, ApprovalDenied, ApprovalRejected
 from runtime import secrets
 from runtime.events import (
     EventSink,
+    NoticeEvent,
     PlanUpdated,
     RuntimeEvent,
     TextChunk,
@@ -56,6 +57,7 @@ from runtime.tools.base import (
     ToolRegistry,
     ToolResult,
     cap_output,
+    clear_call_scratch,
 )
 from runtime.tracing import META_KEY, CallRecord, check_output, find_trace, jsonable_trace, new_operation_id, wire_meta
 from runtime.workspace import PathError, Workspace
@@ -63,6 +65,7 @@ from runtime.workspace import PathError, Workspace
 log = logging.getLogger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+MODEL_FAILED = "The model call failed"  # the title of the notice a failed model call ends its turn with
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are gatewright, a careful coding agent working in the user's workspace through tools. Paths are relative "
@@ -250,8 +253,9 @@ class AgentRuntime:
                     raise AuthRequired(reason) from None
                 if text or thinking or calls:
                     self.history.append(AssistantMessage("".join(text), "".join(thinking)))
-                message = f"\n\n⚠ The model call failed: {reason}"
-                await emit(TextChunk(message))
+                # A notice, not model text: the ACP host shows it in the conversation ("⚠ The model call failed:
+                # …"), the terminal host on stderr.
+                await emit(NoticeEvent("error", MODEL_FAILED, reason))
                 return TurnOutcome("end_turn", error=reason, usage=self.total_usage)
             finished = finished or Finished("tool_use" if calls else "end_turn")
             self._add_usage(finished.usage)
@@ -376,7 +380,10 @@ class AgentRuntime:
                           operation_id=slot.record.operation_id, record=slot.record,
                           emit=self._keeping_plan(emit))  # plans come from tools: keep the latest one
         try:
-            result = await self.executor.execute(item, ctx)
+            try:
+                result = await self.executor.execute(item, ctx)
+            finally:
+                clear_call_scratch(ctx.state, cid)
         except ApprovalRejected as exc:
             rejected.set()
             self._rejections.append(exc.reason)
@@ -384,11 +391,11 @@ class AgentRuntime:
                 if other is not slot and not other.started and other.scope is not None:
                     other.scope.cancel()
             await self._finish(slot, emit, "failed", f"not run: {exc.reason}", is_error=True,
-                               error_type="ApprovalRejected", meta=exc.meta)
+                               error_type="ApprovalRejected", meta=exc.meta, shown=refusal_for_user(exc))
             return
         except ApprovalDenied as exc:  # includes ApprovalDeclined: the model is told and the turn goes on
             await self._finish(slot, emit, "failed", exc.reason, is_error=True, error_type=exc.error_type,
-                               meta=exc.meta)
+                               meta=exc.meta, shown=refusal_for_user(exc))
             return
         except ToolFailure as exc:
             await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
@@ -440,7 +447,9 @@ class AgentRuntime:
 
     async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
                       *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None,
-                      meta: dict[str, Any] | None = None) -> None:
+                      meta: dict[str, Any] | None = None, shown: str | None = None) -> None:
+        """`text` is what the model reads; `shown`, when given, is what the user sees instead (a refusal is told to
+        the model as an instruction, and to the user as what happened)."""
         call = slot.call
         cid = call.id or ""
         # The one place a tool's result becomes what the model reads and what the editor and the store get: a
@@ -451,8 +460,9 @@ class AgentRuntime:
                              raw_output=secrets.redact(result.raw_output), trace=secrets.redact(result.trace))
         if is_error and result is None:
             output = tool_error(error_type, text, call.name, cid)
-            content: tuple[dict[str, Any], ...] = ({"type": "content", "content": {"type": "text", "text": text}},)
-            raw_output: Any = {"error": text, "errorType": error_type}
+            seen = shown or text
+            content: tuple[dict[str, Any], ...] = ({"type": "content", "content": {"type": "text", "text": seen}},)
+            raw_output: Any = {"error": seen, "errorType": error_type}
         else:
             output = cap_output(text, self.options.max_tool_output_chars)
             content = result.content if result and result.content else (
@@ -500,6 +510,21 @@ class AgentRuntime:
             return tool is None or tool.effect(args if isinstance(args, dict) else {}) != "read"
         except Exception:  # an effect we cannot establish is not a read
             return True
+
+
+def refusal_for_user(exc: ApprovalRejected | ApprovalDenied) -> str:
+    """What the editor shows for a call that approval stopped: what happened, in the user's terms (the model gets
+    the instruction-style text in its TOOL_ERROR)."""
+    info = (exc.meta or {}).get(META_KEY, {}) if isinstance(exc.meta, dict) else {}
+    if isinstance(exc, ApprovalDeclined):
+        return "Declined: not run. The agent was told to try another way."
+    if isinstance(exc, ApprovalRejected):
+        if info.get("by") == "timeout":
+            return "Not run: the permission question was not answered in time."
+        if info.get("by") == "user" and "option" in info:  # the answer to the question was a rejection
+            return "Rejected: not run. The turn stopped here."
+        return f"Not run: {exc.reason}. The turn stopped here."
+    return f"Not run: {exc.reason}."
 
 
 def _file_has_secret(path: str, limit: int = 4 << 20) -> bool:

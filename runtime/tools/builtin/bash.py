@@ -94,8 +94,8 @@ class BashTool(Tool):
             if not isinstance(cmd, str):
                 return "Run a command"
             where = args.get("cwd")
-            suffix = f" in `{display_path(ws, where)}`" if isinstance(where, str) and where not in ("", ".") else ""
-            return f"{'Run' if action == 'exec' else 'Start'} `{_short(cmd)}`{suffix}" + \
+            suffix = f" in {display_path(ws, where)}" if isinstance(where, str) and where not in ("", ".") else ""
+            return f"{'Run' if action == 'exec' else 'Start'} {_short(cmd)}{suffix}" + \
                 (" in the background" if action == "start" else "")
         return {"status": f"Check process {pid}", "logs": f"Read output of process {pid}",
                 "write": f"Send input to process {pid}", "stop": f"Stop process {pid}",
