@@ -945,6 +945,7 @@ _ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _FILE_TESTS = _names("-a -b -c -d -e -f -g -h -k -p -r -s -u -w -x -G -L -N -O -S")
 _FILE_COMPARISONS = _names("-nt -ot -ef")
 _INTEGER = re.compile(r"[-+]?[0-9]+", re.ASCII)
+_TEST_OPERATORS = _FILE_TESTS | _FILE_COMPARISONS | _ARITHMETIC_TESTS | _names("! ( ) -o -z -n = == != < > =~")
 
 
 def test_risk(tokens: Sequence[Word], *, conditional: bool) -> str | None:
@@ -983,7 +984,7 @@ def test_paths(tokens: Sequence[Word], *, conditional: bool = False) -> tuple[li
         elif t.text in _FILE_COMPARISONS:
             operands = [i - 1, i + 1]
         for k in operands:
-            if 0 <= k < len(tokens):
+            if 0 <= k < len(tokens) and not (tokens[k].exact and tokens[k].text in _TEST_OPERATORS):
                 place = path_text(tokens[k]) if tokens[k].exact else None
                 if place is None:
                     opaque = opaque or not tokens[k].fd_path
@@ -1241,7 +1242,7 @@ def _scan_operands(
         if pattern:
             pattern = False
             continue
-        if re.fullmatch(r"[0-9]+", t):
+        if re.fullmatch(r"[0-9]+", t) or _URL.match(t):
             continue
         place = path_text(a)
         if place is None:

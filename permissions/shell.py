@@ -378,9 +378,10 @@ class _Walk:
         """`[ ... ]` is the `[` builtin run on expanded words; `[[ ... ]]` a conditional bash parses itself."""
         if not _spaced_brackets(node):
             self.unparsed()  # to bash, `[x ]` runs a program called `[x`
-        tokens: list[Word] = []
+        pieces: list[tuple[Node, Word]] = []
         for child in node.children[1:-1]:
-            self.tokens(child, tokens, depth, scripts)
+            self.tokens(child, pieces, depth, scripts)
+        tokens = _join_pieces(pieces)
         if node.children[0].type == "[":
             self.simple([Word("[", True, True), *tokens, Word("]", True, True)], (), len(self.facts), scripts, depth)
             return
@@ -391,17 +392,17 @@ class _Walk:
             self.name(p, programs.READS)
         self.opaque = self.opaque or opaque
 
-    def tokens(self, node: Node, out: list[Word], depth: int, scripts: int) -> None:
-        """The words of a test expression in order, operators included."""
+    def tokens(self, node: Node, out: list[tuple[Node, Word]], depth: int, scripts: int) -> None:
+        """The pieces of a test expression in order, operators included (`_join_pieces` makes words of them)."""
         if depth > _MAX_NESTING:
             self.unparsed("is nested too deeply to analyse")
         elif node.type in _TEST_STRUCTURE:
             for child in node.children:
                 self.tokens(child, out, depth + 1, scripts)
         elif node.type == "test_operator" or not node.is_named:
-            out.append(Word(node.text.decode("utf-8", "replace") if node.text else "", True, True))
+            out.append((node, Word(node.text.decode("utf-8", "replace") if node.text else "", True, True)))
         elif node.type != "comment":
-            out.append(self.word(node, depth, scripts))
+            out.append((node, self.word(node, depth, scripts)))
 
     # -- commands and redirections -------------------------------------------------------------------------------
 
@@ -433,6 +434,8 @@ class _Walk:
                     self.walk(child, depth, scripts)
             return []
         ops = [c.type for c in node.children if not c.is_named]
+        if ops == ["<"] and any(c.type == "ERROR" and c.text == b">" for c in node.children):
+            ops = ["<>"]  # the parser does not know `<>` (it reports an error, so the command is unparsed anyway)
         targets = [c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "destination"]
         words = [self.word(t, depth, scripts) for t in targets]
         for child in node.named_children:
@@ -630,6 +633,30 @@ class _Walk:
                     flags["subst"] = True
                 out.append(("qexp", text))
                 self.walk(child, depth + 1, scripts)
+
+
+def _join_pieces(pieces: list[tuple[Node, Word]]) -> list[Word]:
+    """Words of a test expression as bash splits them: pieces with no space between them are one word (the parser
+    reads `~/x` as the operator `~` and `/x`, and `a=b` as a comparison; to bash each is one word)."""
+    words: list[Word] = []
+    group: list[tuple[Node, Word]] = []
+    for node, word in [*pieces, (None, None)]:
+        if group and (node is None or node.start_byte != group[-1][0].end_byte):
+            if len(group) == 1:
+                words.append(group[0][1])
+            else:
+                parts = [w for _, w in group]
+                text = "".join(w.text for w in parts)
+                tilde = not group[0][0].is_named and parts[0].text == "~" or parts[0].tilde
+                if all(w.exact for w in parts):
+                    words.append(Word(text, True, parts[0].option_safe, tilde=tilde))
+                else:
+                    splits = any(w.splits for w in parts)
+                    words.append(Word(text, False, False, any(w.subst for w in parts), True, splits, tilde))
+            group = []
+        if node is not None and word is not None:
+            group.append((node, word))
+    return words
 
 
 def _evaluates_arithmetic(node: Node) -> bool:
