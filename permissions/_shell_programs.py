@@ -1242,7 +1242,7 @@ def _scan_operands(
         if pattern:
             pattern = False
             continue
-        if re.fullmatch(r"[0-9]+", t) or _URL.match(t):
+        if (t.isascii() and t.isdigit()) or _URL.match(t):
             continue
         place = path_text(a)
         if place is None:

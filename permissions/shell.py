@@ -105,6 +105,8 @@ _LOOSE_WHITESPACE = re.compile(r"(?<!\\)\s")
 # `${!x}` and `${x:1}` evaluate arithmetic or names taken from data, `${x@P}` runs prompt expansion, `${x:=v}` assigns.
 _RISKY_EXPANSIONS = frozenset({"!", ":", "@", "=", ":="})
 _BRACE_EXPANSION = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
+_GLOB = re.compile(r"[*?()]|\[.*\]")
+_ESCAPED = re.compile(r"\\.", re.DOTALL)
 
 
 def _kinds(text: str) -> frozenset[str]:
@@ -211,9 +213,9 @@ class _Walk:
         tree = _parser().parse(data)
         self.trees.append(tree)
         root = tree.root_node
-        if root.has_error or _unexplained(root, data):
-            self.unparsed()
         nodes = _descendants(root)
+        if root.has_error or _unexplained(root, data, nodes):
+            self.unparsed()
         if dialect == "sh" and any(n.type in ("ansi_c_string", "translated_string") for n in nodes):
             self.unparsed("uses $'...' quoting, which sh does not read as bash does")
         if any(n.type in _REDIRECTS and _fd_variable_before(data, n.start_byte) for n in nodes):
@@ -571,7 +573,7 @@ class _Walk:
         self.pieces(node, pieces, flags, depth, scripts)
         source = node.text.decode("utf-8", "replace") if node.text else ""
         # Globs and brace expansions are judged on the whole word (`{"a",b}` expands), with quoted text masked.
-        shape = "".join(re.sub(r"\\.", "_", t, flags=re.DOTALL) if k == "raw" else "_" for k, t in pieces)
+        shape = "".join((_ESCAPED.sub("_", t) if "\\" in t else t) if k == "raw" else "_" for k, t in pieces)
         special = _special(shape)
         first_kind, first = next(((k, t) for k, t in pieces if t or k not in ("lit", "raw")), ("exp", ""))
         tilde = first_kind == "raw" and first.startswith("~")  # `~/x` is the home directory; `"~"/x` and `\~` not
@@ -697,11 +699,11 @@ def _literal_input(node: Node) -> str | None:
     return text if quoted or not re.search(r"[$`\\]", text) else None
 
 
-def _unexplained(root: Node, data: bytes) -> bool:
+def _unexplained(root: Node, data: bytes, nodes: list[Node]) -> bool:
     """True when the parser skipped text bash would read (`\\ ls` loses its backslash) or saw a comment bash
     would not (`}#x` is one word to bash)."""
     covered = bytearray(len(data))
-    for node in _descendants(root):
+    for node in nodes:
         if node.type == "heredoc_body":
             # Heredoc text between expansions is data, unless it hides an expansion the parser did not see.
             text = bytearray(data[node.start_byte : node.end_byte])
@@ -746,11 +748,11 @@ def _descendants(node: Node) -> list[Node]:
 
 def _special(shape: str) -> bool:
     """True when a word's unquoted characters (`shape`) hold glob or brace patterns the shell would expand."""
-    return bool(re.search(r"[*?()]|\[.*\]", shape) or _BRACE_EXPANSION.search(shape))
+    return bool(_GLOB.search(shape) or _BRACE_EXPANSION.search(shape))
 
 
 def _unescape(raw: str) -> str:
-    return re.sub(r"\\(.)", r"\1", raw.replace("\\\n", ""), flags=re.DOTALL)
+    return _ESCAPED.sub(lambda m: m[0][1], raw.replace("\\\n", "")) if "\\" in raw else raw
 
 
 def _contiguous(node: Node) -> bool:
