@@ -170,9 +170,10 @@ TRUSTED_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/")
 SENSITIVE_VARIABLES = _names(
     "PATH IFS ENV BASH_ENV SHELLOPTS BASHOPTS PS4 PROMPT_COMMAND HOME XDG_CONFIG_HOME PAGER MANPAGER EDITOR VISUAL "
     "RIPGREP_CONFIG_PATH GCONV_PATH SUDO_ASKPASS SSH_ASKPASS BROWSER ZDOTDIR FPATH CDPATH GLOBIGNORE TERMINFO "
-    "BASH_CMDS BASH_ALIASES EXECIGNORE LOCPATH"
+    "BASH_CMDS BASH_ALIASES EXECIGNORE LOCPATH TEXTDOMAIN TEXTDOMAINDIR"
 )
-"""`BASH_CMDS[ls]=./x` fills the command hash table, `EXECIGNORE` hides programs, `LOCPATH` supplies locales."""
+"""`BASH_CMDS[ls]=./x` fills the command hash table, `EXECIGNORE` hides programs, `LOCPATH` supplies locales,
+`TEXTDOMAINDIR` message catalogs (bash expands the translation of `$"..."`)."""
 _SENSITIVE_PREFIXES = ("LD_", "DYLD_", "GIT_", "PYTHON", "LESS", "PERL", "RUBY", "NODE_", "BASH_FUNC_")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=", re.ASCII)
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)

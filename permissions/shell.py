@@ -257,6 +257,9 @@ class _Walk:
                 self.unparsed()  # to bash, `{ls;}` runs a program called `{ls`
             if _evaluates_arithmetic(node):
                 self.deny("uses arithmetic evaluation")
+            if kind == "translated_string":
+                # bash expands the translation it finds in a message catalog (TEXTDOMAINDIR can be the workspace)
+                self.deny('translates a $"..." string, whose translation bash expands')
             if kind == "expansion" and any(c.type in _RISKY_EXPANSIONS for c in node.children):
                 self.deny("uses an assigning, indirect, substring or transforming expansion")
             self.children(node, d, scripts)
@@ -480,7 +483,10 @@ class _Walk:
         stdin, self.stdin = self.stdin, None
         words: list[Word] = []
         for i, child in enumerate(node.children):
-            if not child.is_named or child.type == "comment":
+            if not child.is_named:
+                self.unparsed()  # `echo $"x"`: the parser drops the `$` of a translated string
+                continue
+            if child.type == "comment":
                 continue
             if child.type == "variable_assignment":
                 self.assignment(child, depth, scripts)

@@ -193,3 +193,27 @@ def test_switching_to_a_multibyte_locale_is_not_read_only(tmp_path: Path) -> Non
 def test_commands_that_drop_the_read_only_environment_are_not_read_only(command: str) -> None:
     """The runtime disarms configured programs with `READ_ONLY_GIT_ENV`; a command that drops it proves nothing."""
     assert not analyze_command(command).read_only
+
+
+@pytest.mark.skipif(not (shutil.which("localedef") and shutil.which("msgfmt")), reason="needs localedef and msgfmt")
+def test_a_translated_string_is_not_read_only(tmp_path: Path) -> None:
+    """bash expands the translation of `$"..."` as if it were double-quoted text, and TEXTDOMAINDIR may point into
+    the workspace: a message catalog there translates `hello` to `$(touch M)`. Real bash creates the marker."""
+    locales = tmp_path / "locales"
+    locales.mkdir()
+    subprocess.run(["localedef", "-f", "UTF-8", "-i", "en_US", str(locales / "en_US.UTF-8")], capture_output=True,
+                   timeout=120)
+    if not (locales / "en_US.UTF-8").exists():
+        pytest.skip("could not compile the en_US.UTF-8 locale")
+    work = tmp_path / "work"
+    (work / "po" / "en_US" / "LC_MESSAGES").mkdir(parents=True)
+    (work / "e.po").write_text('msgid "hello"\nmsgstr "$(touch M)"\n')
+    subprocess.run(["msgfmt", "-o", str(work / "po" / "en_US" / "LC_MESSAGES" / "evil.mo"), str(work / "e.po")],
+                   check=True, timeout=60)
+    command = 'TEXTDOMAINDIR=./po TEXTDOMAIN=evil\necho $"hello"'
+    analysis = analyze_command(command)
+    assert not analysis.read_only
+    assert not analyze_command('echo $"hello"').read_only
+    subprocess.run([BASH, "-c", command], cwd=work, stdin=subprocess.DEVNULL, capture_output=True, timeout=20,
+                   env={"PATH": "/usr/bin:/bin", "LOCPATH": str(locales), "LC_ALL": "en_US.UTF-8"})
+    assert (work / "M").exists()
