@@ -712,7 +712,8 @@ _GIT_LISTINGS = {
     "notes": ("list", "show"),
     "reflog": ("show",),
 }
-"""Subcommands that only read when called with one of these arguments (or, except config, with none)."""
+"""Subcommands that only read when called with one of these arguments (or, for `_GIT_LISTS_BARE`, with none)."""
+_GIT_LISTS_BARE = _names("tag remote notes reflog")
 
 
 def _git_option_problem(sub: str, rest: Sequence[Word]) -> str | None:
@@ -784,7 +785,7 @@ def _git_inspects(sub: str, rest: Sequence[Word]) -> bool:
     if sub in _GIT_LISTINGS:
         first = next((a for a in rest if not (a.exact and a.text in ("-q", "--quiet"))), None)
         if first is None:
-            return sub != "config"
+            return sub in _GIT_LISTS_BARE  # a bare `git stash` stashes
         return first.exact and first.text in _GIT_LISTINGS[sub]
     return False
 
