@@ -4,6 +4,8 @@ This module knows programs, not shell syntax. It receives one simple command as 
 unquoted by the parser walk), strips wrappers such as `env`, `sudo` or `xargs`, and judges the program that remains:
 proven read-only or not, destructive, networked, an interpreter, or a runner of another command (`find -exec`,
 `bash -c`, `eval`). Anything it does not recognise is judged "not read-only": the allowlist is the only way in.
+It also knows which words of a program name files (`named_paths`), and the environment under which the git
+commands it proves read-only run no program a repository configures (`READ_ONLY_GIT_ENV`).
 """
 
 from __future__ import annotations

@@ -2,11 +2,14 @@
 
 This module owns the shell syntax: it parses a command line with tree-sitter-bash, splits it into every simple
 command it can reach (through pipes, lists, subshells, compound statements, command and process substitutions, and
-the literal bodies of `bash -c` and `eval`), tracks redirections and expansions, and renders a canonical form used
-as the identity of remembered rules. What each program does is judged in `permissions._shell_programs`.
+the literal bodies of `bash -c`, `eval` and heredocs fed to a shell), tracks redirections and expansions, collects
+the paths the command names, and renders a canonical form used as the identity of remembered rules. What each
+program does (and which of its words are files) is judged in `permissions._shell_programs`.
 
-It fails closed: a parse error, a construct it does not know, a dynamically built command or an internal error
-yields `read_only=False` and a reason. It is sans-I/O; tree-sitter is imported on first use, not at import time.
+It fails closed: a parse error, a construct it does not know, a dynamically built command, any place where bash
+would evaluate data as arithmetic or as an array subscript (`test -v 'a[$(cmd)]'`), or an internal error yields
+`read_only=False` and a reason. A proof of read-only holds for the environment `READ_ONLY_GIT_ENV` describes, which
+the runtime applies to every command proven read-only. It is sans-I/O; tree-sitter is imported on first use.
 """
 
 from __future__ import annotations
