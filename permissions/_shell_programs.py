@@ -1188,7 +1188,7 @@ _FIND_VALUES = _names(
     "-group -uid -gid -mtime -mmin -atime -amin -ctime -cmin -used -links -inum -maxdepth -mindepth -printf "
     "-context -regextype -fstype"
 )
-_FIND_FILES = _names("-newer -anewer -cnewer -samefile -fprint -fprint0 -fls -fprintf")
+_FIND_FILES = _names("-newer -anewer -cnewer -samefile -fprint -fprint0 -fls -fprintf -files0-from")
 
 
 def _scan_operands(
@@ -1318,7 +1318,7 @@ def _find_paths(args: Sequence[Word], out: list[tuple[str, str]]) -> bool:
 
 def _cd_paths(name: str, args: Sequence[Word], out: list[tuple[str, str]]) -> bool:
     """`cd dir` names the directory every later command of the line runs in: written unless the line is read-only."""
-    operands = [a for a in args if not (a.exact and a.text.startswith("-") and a.text != "-" and len(args) > 1)]
+    operands = [a for a in args if not (a.exact and re.fullmatch(r"-[LPe@]+", a.text))]
     if name == "popd" or (name == "pushd" and (not operands or operands[0].text[:1] in "+-")):
         return True  # the directory stack: nobody here knows it
     if not operands:
