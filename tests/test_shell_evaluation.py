@@ -45,6 +45,7 @@ ATTACKS = [
     (f"x={S}; for ((i=x; i<0; i++)); do :; done", True),
     (f"x={S}; let x", True),
     (f"x={S}; declare -i y=x", True),
+    (f"x={S}; typeset -i y=x", True),
     # subscripts, substrings and indirection in expansions
     (f"x={S}; echo ${{a[x]}}", True),
     (f"x={S}; : \"${{a[x]}}\"", True),
@@ -80,6 +81,8 @@ ATTACKS = [
     ("BASH_CMDS[ls]=/usr/bin/touch; ls M", True),
     ("source <(echo 'touch M')", True),
     (". /dev/stdin <<< 'touch M'", True),
+    ("shopt -s expand_aliases\nalias ls='touch M'\nls", True),
+    ("complete -C 'touch M' x", False),
     # changing which `ls` runs (the work dir holds a hostile ./ls, and 10/ls ... 20/ls for descriptor numbers)
     ("PATH[0]=.; ls", True),
     ("unset PATH; ls", True),
