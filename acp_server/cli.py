@@ -39,7 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one prompt through the same runtime, approvals asked on the terminal")
     _add_common(run)
     run.add_argument("--cwd", default=None, help="workspace directory (default: the current directory)")
-    run.add_argument("prompt", nargs="+", help="the prompt")
+    run.add_argument("--json", action="store_true", help="one JSON object per event on stdout")
+    run.add_argument("prompt", nargs="+", help="the prompt; - reads it from stdin")
     sub.add_parser("demo", help="offline showcase: drive `gatewright acp` with a scripted model as an editor would")
     perms = sub.add_parser("permissions", help="list or revoke remembered permission rules (project and global)")
     perms_sub = perms.add_subparsers(dest="perm_command", metavar="ACTION")
@@ -60,8 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(level: str) -> None:
+    from runtime.secrets import install_log_filter
+
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(level).upper(), logging.WARNING),
                         format="gatewright %(levelname)s %(name)s: %(message)s")
+    install_log_filter()  # no record reaches stderr with a secret in it (keys known now and registered later)
 
 
 def _check_options(args: argparse.Namespace) -> tuple[object, str] | None:
@@ -74,7 +78,9 @@ def _check_options(args: argparse.Namespace) -> tuple[object, str] | None:
         mode = parse_mode(args.mode)
         factory = ModelFactory(parse_model_spec(args.model))
     except (ValueError, ScriptError) as exc:
-        sys.stderr.write(f"gatewright: {exc}\n")
+        from runtime.secrets import redact_text
+
+        sys.stderr.write(f"gatewright: {redact_text(str(exc))}\n")
         return None
     return factory, mode
 
@@ -92,6 +98,14 @@ def cmd_acp(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     _setup_logging(args.log_level)
+    try:
+        prompt = sys.stdin.read() if args.prompt == ["-"] else " ".join(args.prompt)
+    except (OSError, UnicodeDecodeError) as exc:
+        sys.stderr.write(f"gatewright: cannot read the prompt from stdin: {exc}\n")
+        return EXIT_USAGE
+    if not prompt.strip():
+        sys.stderr.write("gatewright: the prompt is empty\n")
+        return EXIT_USAGE
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
@@ -102,34 +116,51 @@ def cmd_run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from runtime.cli_host import run_prompt
 
-    return run_prompt(" ".join(args.prompt), cwd=cwd, factory=factory, mode=mode,  # type: ignore[arg-type]
-                      state_dir=args.state_dir)
+    return run_prompt(prompt, cwd=cwd, factory=factory, mode=mode,  # type: ignore[arg-type]
+                      state_dir=args.state_dir, record=args.record, json_events=args.json)
 
 
 def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.perm_command not in ("list", "revoke"):
+        sys.stderr.write("gatewright: permissions needs an action: `permissions list` or `permissions revoke ID`\n")
+        return EXIT_USAGE
+    import sqlite3
+
+    try:
+        return _permissions(args)
+    except (OSError, sqlite3.Error) as exc:
+        sys.stderr.write(f"gatewright: cannot open the remembered rules in the state dir: {exc}\n")
+        return EXIT_USAGE
+
+
+def _permissions(args: argparse.Namespace) -> int:
     import json
 
     from permissions.report import format_rules
-    from permissions.store import rule_database
+    from permissions.store import RulesUnreadable, rule_database
 
     db = rule_database(args.state_dir)
-    if args.perm_command == "list":
-        rules = db.rules_for(os.path.realpath(args.project)) if args.project else db.all()
-        if args.json:
-            for r in rules:
-                sys.stdout.write(json.dumps({"id": r.id, "action": r.action, "tool": r.tool, "label": r.label,
-                                             "scope": r.scope, "match": r.match, "project": r.project,
-                                             "created_at": r.created_at}) + "\n")
-        else:
-            sys.stdout.write(format_rules(rules) + "\n")
-        return EXIT_OK
-    if args.perm_command == "revoke":
-        if db.revoke(args.rule_id):
-            sys.stdout.write(f"Revoked {args.rule_id}.\n")
+    try:
+        if args.perm_command == "list":
+            rules = db.rules_for(os.path.realpath(args.project)) if args.project else db.all()
+            if args.json:
+                for r in rules:
+                    sys.stdout.write(json.dumps({"id": r.id, "action": r.action, "tool": r.tool, "label": r.label,
+                                                 "scope": r.scope, "match": r.match, "project": r.project,
+                                                 "created_at": r.created_at}) + "\n")
+            else:
+                sys.stdout.write(format_rules(rules) + "\n")
             return EXIT_OK
-        sys.stderr.write(f"gatewright: no remembered rule {args.rule_id!r} (see `gatewright permissions list`)\n")
+        if args.perm_command == "revoke":
+            if db.revoke(args.rule_id):
+                sys.stdout.write(f"Revoked {args.rule_id}.\n")
+                return EXIT_OK
+            sys.stderr.write(f"gatewright: no remembered rule {args.rule_id!r} (see `gatewright permissions list`)\n")
+            return 1
+    except RulesUnreadable as exc:
+        sys.stderr.write(f"gatewright: the remembered rules cannot be read ({exc.reason}); until they can, every "
+                         "tool call asks. Repair or remove the file.\n")
         return 1
-    parser.parse_args(["permissions", "--help"])
     return EXIT_USAGE
 
 
@@ -139,8 +170,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from permissions.audit import audit_log
     from permissions.report import format_audit
 
-    entries = audit_log(args.state_dir).entries(limit=args.limit, session_id=args.session,
-                                                project=os.path.realpath(args.project) if args.project else None)
+    log = audit_log(args.state_dir)
+    try:
+        entries = log.entries(limit=args.limit, session_id=args.session,
+                              project=os.path.realpath(args.project) if args.project else None)
+    except Exception as exc:  # a corrupt or unreadable file: one clear line, not a traceback
+        from permissions._sqlite import describe_failure
+
+        sys.stderr.write(f"gatewright: the audit log {log.path} cannot be read ({describe_failure(exc)})\n")
+        return 1
     if args.json:
         for e in entries:
             sys.stdout.write(json.dumps(e.as_dict()) + "\n")
@@ -155,7 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "acp":
         return cmd_acp(args)
     if args.command == "run":
-        return cmd_run(args)
+        try:
+            return cmd_run(args)
+        except KeyboardInterrupt:  # Ctrl-C before the turn's own handler is in place
+            return EXIT_INTERRUPTED
     if args.command == "permissions":
         return cmd_permissions(args, parser)
     if args.command == "audit":

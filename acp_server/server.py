@@ -29,7 +29,11 @@ _IDLE_POLL_S = 0.01
 
 def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, state_dir: str | None = None) -> int:
     agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory, state_dir=state_dir))
-    recorder = _recorder(record, factory, mode) if record else None
+    try:
+        recorder = _recorder(record, factory, mode) if record else None
+    except OSError as exc:
+        sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}\n")
+        return 2
     max_frame = _max_frame()
     # Until the event loop installs its own handlers nothing is running yet, so termination is simply an exit.
     import signal

@@ -10,7 +10,7 @@ import re
 
 from permissions.decorator import ApprovalSubject
 from permissions.policy import CallFacts, PathFact
-from runtime.tools.base import ToolCall, ToolContext, ToolRegistry
+from runtime.tools.base import ToolCall, ToolContext, ToolRegistry, clear_call_scratch
 from runtime.workspace import PathError
 
 
@@ -41,6 +41,9 @@ def make_describer(registry: ToolRegistry):
             portable_key=portable_key(key, ws.cwd),
             root=ws.cwd,
         )
+        # A fresh description reads afresh: what the question shows is the file as it is now.
+        clear_call_scratch(ctx.state, ctx.call_id)
+        await tool.precheck(call.arguments, ctx)
         content = await tool.preview(call.arguments, ctx)
         return ApprovalSubject(
             facts=facts,

@@ -12,15 +12,17 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import anyio
 import anyio.lowlevel
 
-from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
+from permissions.decorator import ApprovalCancelled, ApprovalDeclined, ApprovalDenied, ApprovalRejected
+from runtime import secrets
 from runtime.events import (
     EventSink,
+    NoticeEvent,
     PlanUpdated,
     RuntimeEvent,
     TextChunk,
@@ -55,6 +57,7 @@ from runtime.tools.base import (
     ToolRegistry,
     ToolResult,
     cap_output,
+    clear_call_scratch,
 )
 from runtime.tracing import META_KEY, CallRecord, check_output, find_trace, jsonable_trace, new_operation_id, wire_meta
 from runtime.workspace import PathError, Workspace
@@ -62,6 +65,7 @@ from runtime.workspace import PathError, Workspace
 log = logging.getLogger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+MODEL_FAILED = "The model call failed"  # the title of the notice a failed model call ends its turn with
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are gatewright, a careful coding agent working in the user's workspace through tools. Paths are relative "
@@ -243,13 +247,16 @@ class AgentRuntime:
                         elif isinstance(ev, Finished):
                             finished = ev
             except ModelError as exc:
+                # A provider's error text may quote what it was sent (a key, a configured header).
+                reason = secrets.redact_text(exc.message)
                 if exc.auth:
-                    raise AuthRequired(exc.message) from None
+                    raise AuthRequired(reason) from None
                 if text or thinking or calls:
                     self.history.append(AssistantMessage("".join(text), "".join(thinking)))
-                message = f"\n\n⚠ The model call failed: {exc.message}"
-                await emit(TextChunk(message))
-                return TurnOutcome("end_turn", error=exc.message, usage=self.total_usage)
+                # A notice, not model text: the ACP host shows it in the conversation ("⚠ The model call failed:
+                # …"), the terminal host on stderr.
+                await emit(NoticeEvent("error", MODEL_FAILED, reason))
+                return TurnOutcome("end_turn", error=reason, usage=self.total_usage)
             finished = finished or Finished("tool_use" if calls else "end_turn")
             self._add_usage(finished.usage)
             if finished.usage.input_tokens or finished.usage.output_tokens:
@@ -348,6 +355,13 @@ class AgentRuntime:
         if isinstance(item, ToolFailure):
             await self._finish(slot, emit, "failed", item.message, is_error=True, error_type=item.error_type)
             return
+        hidden = await self._overwrites_a_hidden_secret(item)
+        if hidden is not None:
+            await self._finish(slot, emit, "failed", f"not run: {hidden} holds a secret that was shown to you as "
+                               f"{secrets.REDACTED}; writing {secrets.REDACTED} would destroy it. Change the file "
+                               "around that part (e.g. an edit whose old_string does not include it)",
+                               is_error=True, error_type="SecretHidden")
+            return
 
         async def started(meta: dict[str, Any] | None = None) -> None:
             # `meta`: why the approval layer let the call run (mode, rule or user), shown in the update's `_meta`.
@@ -366,7 +380,10 @@ class AgentRuntime:
                           operation_id=slot.record.operation_id, record=slot.record,
                           emit=self._keeping_plan(emit))  # plans come from tools: keep the latest one
         try:
-            result = await self.executor.execute(item, ctx)
+            try:
+                result = await self.executor.execute(item, ctx)
+            finally:
+                clear_call_scratch(ctx.state, cid)
         except ApprovalRejected as exc:
             rejected.set()
             self._rejections.append(exc.reason)
@@ -374,11 +391,11 @@ class AgentRuntime:
                 if other is not slot and not other.started and other.scope is not None:
                     other.scope.cancel()
             await self._finish(slot, emit, "failed", f"not run: {exc.reason}", is_error=True,
-                               error_type="ApprovalRejected", meta=exc.meta)
+                               error_type="ApprovalRejected", meta=exc.meta, shown=refusal_for_user(exc))
             return
         except ApprovalDenied as exc:  # includes ApprovalDeclined: the model is told and the turn goes on
             await self._finish(slot, emit, "failed", exc.reason, is_error=True, error_type=exc.error_type,
-                               meta=exc.meta)
+                               meta=exc.meta, shown=refusal_for_user(exc))
             return
         except ToolFailure as exc:
             await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
@@ -407,15 +424,45 @@ class AgentRuntime:
         await self._finish(slot, emit, "failed" if result.is_error else "completed", text,
                            is_error=result.is_error, result=result)
 
+    async def _overwrites_a_hidden_secret(self, call: ToolCall) -> str | None:
+        """A write carrying the redaction marker into a file that holds a registered secret: the model saw the file
+        redacted (see `_finish`), and writing back what it saw would replace the user's key with the marker.
+        Returns the file's display path. Only calls whose arguments hold the marker pay for a look at the file."""
+        if secrets.REDACTED not in call.raw_arguments and secrets.REDACTED not in str(call.arguments):
+            return None
+        tool = self.registry.get(call.name)
+        if tool is None:
+            return None
+        ws = self.env.workspace
+        for path, writes in tool.paths(call.arguments):
+            if not writes:
+                continue
+            try:
+                real = ws.resolve(path).path
+            except PathError:
+                continue
+            if await anyio.to_thread.run_sync(_file_has_secret, real):
+                return ws.display(real)
+        return None
+
     async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
                       *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None,
-                      meta: dict[str, Any] | None = None) -> None:
+                      meta: dict[str, Any] | None = None, shown: str | None = None) -> None:
+        """`text` is what the model reads; `shown`, when given, is what the user sees instead (a refusal is told to
+        the model as an instruction, and to the user as what happened)."""
         call = slot.call
         cid = call.id or ""
+        # The one place a tool's result becomes what the model reads and what the editor and the store get: a
+        # secret the agent knows of (a key a file or /proc holds, an MCP server's own token) goes no further.
+        text = secrets.redact_text(text)
+        if result is not None and secrets.secret_values():
+            result = replace(result, content=secrets.redact(result.content), title=secrets.redact(result.title),
+                             raw_output=secrets.redact(result.raw_output), trace=secrets.redact(result.trace))
         if is_error and result is None:
             output = tool_error(error_type, text, call.name, cid)
-            content: tuple[dict[str, Any], ...] = ({"type": "content", "content": {"type": "text", "text": text}},)
-            raw_output: Any = {"error": text, "errorType": error_type}
+            seen = shown or text
+            content: tuple[dict[str, Any], ...] = ({"type": "content", "content": {"type": "text", "text": seen}},)
+            raw_output: Any = {"error": seen, "errorType": error_type}
         else:
             output = cap_output(text, self.options.max_tool_output_chars)
             content = result.content if result and result.content else (
@@ -463,6 +510,29 @@ class AgentRuntime:
             return tool is None or tool.effect(args if isinstance(args, dict) else {}) != "read"
         except Exception:  # an effect we cannot establish is not a read
             return True
+
+
+def refusal_for_user(exc: ApprovalRejected | ApprovalDenied) -> str:
+    """What the editor shows for a call that approval stopped: what happened, in the user's terms (the model gets
+    the instruction-style text in its TOOL_ERROR)."""
+    info = (exc.meta or {}).get(META_KEY, {}) if isinstance(exc.meta, dict) else {}
+    if isinstance(exc, ApprovalDeclined):
+        return "Declined: not run. The agent was told to try another way."
+    if isinstance(exc, ApprovalRejected):
+        if info.get("by") == "timeout":
+            return "Not run: the permission question was not answered in time."
+        if info.get("by") == "user" and "option" in info:  # the answer to the question was a rejection
+            return "Rejected: not run. The turn stopped here."
+        return f"Not run: {exc.reason}. The turn stopped here."
+    return f"Not run: {exc.reason}."
+
+
+def _file_has_secret(path: str, limit: int = 4 << 20) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return secrets.has_secret(f.read(limit))
+    except OSError:
+        return False
 
 
 def _merge_meta(traced: dict[str, Any] | None, approval: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from runtime import processes
+from runtime import processes, secrets
 from runtime.tools.base import (
     Effect,
     Tool,
@@ -94,8 +94,8 @@ class BashTool(Tool):
             if not isinstance(cmd, str):
                 return "Run a command"
             where = args.get("cwd")
-            suffix = f" in `{display_path(ws, where)}`" if isinstance(where, str) and where not in ("", ".") else ""
-            return f"{'Run' if action == 'exec' else 'Start'} `{_short(cmd)}`{suffix}" + \
+            suffix = f" in {display_path(ws, where)}" if isinstance(where, str) and where not in ("", ".") else ""
+            return f"{'Run' if action == 'exec' else 'Start'} {_short(cmd)}{suffix}" + \
                 (" in the background" if action == "start" else "")
         return {"status": f"Check process {pid}", "logs": f"Read output of process {pid}",
                 "write": f"Send input to process {pid}", "stop": f"Stop process {pid}",
@@ -108,6 +108,9 @@ class BashTool(Tool):
         return f"bash {action}" + (f" on {args['processId']}" if args.get("processId") else "")
 
     def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        from permissions.policy import SESSION_ONLY_KEY
+        from runtime.tools.base import digest
+
         action = self._action(args)
         if action in ("exec", "start") and isinstance(args.get("command"), str):
             a = _analysis(args["command"])
@@ -116,9 +119,15 @@ class BashTool(Tool):
                 where = ws.resolve(args.get("cwd") or ".").path
             except PathError:
                 where = str(args.get("cwd"))
-            # exec and start of the same command are one rule: approving either approves running it there.
-            return f"bash:run:{where}:{canonical}"
-        return f"bash:{action}:{args.get('processId', '')}"
+            # exec and start of the same command are one rule: approving either approves running it there. The
+            # command is kept as a digest: a secret in it never reaches the rules file.
+            return f"bash:run:{where}:{digest(canonical)}"
+        # Process ids (`proc_1`) restart in every agent process: these calls are remembered for this session only, and
+        # the key holds everything that decides the effect (for `write`, the input sent).
+        key = f"bash:{action}:{args.get('processId', '')}"
+        if action == "write":
+            key += f":{digest(args.get('input'))}"
+        return SESSION_ONLY_KEY + key
 
     def analyse(self, args: Mapping[str, Any], ws: Workspace) -> tuple[bool, tuple[str, ...]]:
         action = self._action(args)
@@ -258,7 +267,8 @@ class BashTool(Tool):
 
     async def _exec_terminal(self, command: str, cwd: str, timeout: float, ctx: ToolContext) -> ToolResult:
         editor: Any = ctx.editor
-        env = self._env(cwd)
+        # The editor starts the command in its own environment, which may hold our keys too: blank them there.
+        env = secrets.blank_secret_names(self._env(cwd))
         try:
             tid = await editor.create_terminal(SHELL, ["-c", command], cwd, env, TERMINAL_OUTPUT_LIMIT)
         except textio.EditorError as exc:
