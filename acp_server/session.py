@@ -26,6 +26,7 @@ from permissions.modes import MODES, ApprovalMode
 from permissions.rules import RuleStore
 from permissions.store import rule_database
 from runtime.approval import make_describer
+from runtime.context import SandboxInfo, SessionContext
 from runtime.delegation import install_delegation
 from runtime.events import (
     NoticeEvent,
@@ -191,6 +192,8 @@ class AcpSession:
     active_prompt: Any = None  # the params of the prompt holding `turn_lock` (to tell it from queued ones)
     cancelled_prompts: list[Any] = field(default_factory=list)  # params of queued prompts cancelled by request
     mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
+    # The sandbox state the model is told about (runtime.context): a one-line description or a callable giving it.
+    sandbox: SandboxInfo = None
 
     def __post_init__(self) -> None:
         self._chunk_prefixes: dict[str, bytes] = {}
@@ -212,6 +215,7 @@ class AcpSession:
             environment=ToolEnvironment(self.id, self.workspace, editor=AcpEditorBridge.from_capabilities(
                 self.conn, self.id, self.client_caps)),
             options=self.options,
+            context=SessionContext(self.workspace.cwd, lambda: self.mode, self.sandbox),
         )
         install_delegation(self.runtime)
 

@@ -17,6 +17,7 @@ from permissions import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.rules import RuleStore
 from runtime.approval import make_describer
+from runtime.context import SandboxInfo, SessionContext
 from runtime.delegation import install_delegation
 from runtime.events import PlanUpdated, RuntimeEvent, TextChunk, ThoughtChunk, ToolCallProgress, ToolCallStarted
 from runtime.loop import AgentRuntime, AuthRequired, RuntimeOptions, ToolEnvironment
@@ -101,7 +102,7 @@ class TerminalPrinter:
 
 
 def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str = "cli",
-                  state_dir: str | None = None) -> AgentRuntime:
+                  state_dir: str | None = None, sandbox: SandboxInfo = None) -> AgentRuntime:
     """The same construction as the ACP host: registry, routing and retrying executors, approval decorator, runtime,
     subagents. With a state dir, the project's and the global remembered rules apply and decisions are audited."""
     workspace = Workspace(cwd)
@@ -117,7 +118,8 @@ def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str
     executor = ToolApprovalDecorator(RetryingExecutor(router, registry), gateway, make_describer(registry),
                                      lambda: mode_ref[0], rules, audit)
     runtime = AgentRuntime(model=model, registry=registry, executor=executor,
-                           environment=ToolEnvironment(session_id, workspace), options=options)
+                           environment=ToolEnvironment(session_id, workspace), options=options,
+                           context=SessionContext(workspace.cwd, lambda: mode_ref[0], sandbox))
     install_delegation(runtime)
     return runtime
 
