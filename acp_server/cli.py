@@ -30,9 +30,36 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", default=os.environ.get("GATEWRIGHT_LOG", "WARNING"), help=argparse.SUPPRESS)
 
 
+def version() -> str:
+    """The installed distribution's version (package metadata), else the source tree's (running from a checkout)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("gatewright")
+    except PackageNotFoundError:
+        from acp_server import __version__
+
+        return __version__
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: the metadata is read only when asked for (argparse's own action builds its text up front)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kw: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print `gatewright X.Y.Z` and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object,
+                 option_string: str | None = None) -> None:
+        sys.stdout.write(f"gatewright {version()}\n")
+        parser.exit(EXIT_OK)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gatewright",
                                      description="An ACP coding agent whose permissions you can trust.")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     acp = sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (what an editor launches)")
     _add_common(acp)
