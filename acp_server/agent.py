@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from acp_server.rpc import JsonRpcConnection
     from acp_server.session import AcpSession
     from acp_server.session_methods import SessionLifecycle
+    from permissions.rules import Rule
     from runtime.models import ModelFactory
 
 log = logging.getLogger("gatewright.agent")
@@ -33,6 +34,7 @@ class AgentConfig:
     mode: str = "safe"
     model_factory: ModelFactory | None = None
     state_dir: str | None = None
+    rules: tuple[Rule, ...] = ()  # the config file's allow/deny rules, in every session
 
 
 class GatewrightAgent:
@@ -172,7 +174,7 @@ class GatewrightAgent:
         session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
                              runtime_options(), model_id=factory.default_id if factory and model else None,
                              model_choices=factory.choices() if factory else (),
-                             state_dir=state_dir(self.config.state_dir))
+                             state_dir=state_dir(self.config.state_dir), configured_rules=self.config.rules)
         self.sessions[sid] = session
         if servers:
             from runtime.mcp import connect_servers  # lazy: sessions without MCP servers never load it

@@ -11,6 +11,7 @@ import argparse
 import logging
 import os
 import sys
+from dataclasses import dataclass
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -91,19 +92,31 @@ def _setup_logging(level: str) -> None:
                         format="gatewright %(levelname)s %(name)s: %(message)s")
 
 
-def _check_options(args: argparse.Namespace) -> tuple[object, str] | None:
-    """Validate model spec and mode; print a one-line error and return None on bad usage."""
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What `acp` and `run` start with, checked before anything runs."""
+
+    factory: object  # runtime.models.ModelFactory
+    mode: str
+    rules: tuple = ()  # permissions.rules.Rule: the config file's allow/deny
+
+
+def _check_options(args: argparse.Namespace) -> Checked | None:
+    """Read the config file and validate model spec and mode; print a one-line error and return None on bad usage
+    or configuration. The mode: --mode, else GATEWRIGHT_MODE, else the config's `[permissions] mode`, else safe."""
     from permissions.modes import parse_mode
+    from runtime.config import load
     from runtime.models import ModelFactory, parse_model_spec
     from runtime.models.scripted import ScriptError
 
     try:
-        mode = parse_mode(args.mode)
-        factory = ModelFactory(parse_model_spec(args.model))
+        config = load()
+        mode = parse_mode(args.mode or config.permissions.mode)
+        factory = ModelFactory(parse_model_spec(args.model), config=config.models)
     except (ValueError, ScriptError) as exc:
         sys.stderr.write(f"gatewright: {exc}\n")
         return None
-    return factory, mode
+    return Checked(factory, mode, config.permissions.rules)
 
 
 def cmd_acp(args: argparse.Namespace) -> int:
@@ -111,10 +124,10 @@ def cmd_acp(args: argparse.Namespace) -> int:
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
-    factory, mode = checked
     from acp_server.server import serve_stdio
 
-    return serve_stdio(factory, mode, record=args.record, state_dir=args.state_dir)  # type: ignore[arg-type]
+    return serve_stdio(checked.factory, checked.mode, record=args.record,  # type: ignore[arg-type]
+                       state_dir=args.state_dir, rules=checked.rules)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -122,15 +135,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
-    factory, mode = checked
     cwd = os.path.abspath(args.cwd or os.getcwd())
     if not os.path.isdir(cwd):
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
     from runtime.cli_host import run_prompt
 
-    return run_prompt(" ".join(args.prompt), cwd=cwd, factory=factory, mode=mode,  # type: ignore[arg-type]
-                      state_dir=args.state_dir)
+    return run_prompt(" ".join(args.prompt), cwd=cwd, factory=checked.factory,  # type: ignore[arg-type]
+                      mode=checked.mode, state_dir=args.state_dir, rules=checked.rules)  # type: ignore[arg-type]
 
 
 def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

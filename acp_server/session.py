@@ -23,7 +23,7 @@ from permissions.audit import audit_log
 from permissions.decorator import AuditSink
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES, ApprovalMode
-from permissions.rules import RuleStore
+from permissions.rules import Rule, RuleStore
 from permissions.store import rule_database
 from runtime.approval import make_describer
 from runtime.context import SandboxInfo, SessionContext
@@ -194,6 +194,7 @@ class AcpSession:
     mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
     # The sandbox state the model is told about (runtime.context): a one-line description or a callable giving it.
     sandbox: SandboxInfo = None
+    configured_rules: tuple[Rule, ...] = ()  # the config file's [permissions] allow/deny (runtime.config)
 
     def __post_init__(self) -> None:
         self._chunk_prefixes: dict[str, bytes] = {}
@@ -202,8 +203,10 @@ class AcpSession:
         audit = None
         if self.state_dir is not None:
             # Project rules are keyed by the resolved workspace root; both files are opened at first use.
-            self.rules = RuleStore(rule_database(self.state_dir), self.workspace.cwd)
+            self.rules = RuleStore(rule_database(self.state_dir), self.workspace.cwd, self.configured_rules)
             audit = audit_log(self.state_dir)
+        elif self.configured_rules:
+            self.rules = RuleStore(configured=self.configured_rules)
         router = RoutingToolExecutor(self.registry, self.options.tool_call_timeout_ms / 1000)
         # Retries sit under approval: an approved read is not asked again when a transient failure repeats it.
         executor = AcpToolApprovalDecorator(RetryingExecutor(router, self.registry), self.conn, self.id, self.registry,

@@ -92,13 +92,17 @@ class RuleStore:
     """The rules one session sees: its own in-memory rules plus, when a database is attached, the persisted rules of
     its project and the global ones.
 
-    `list()` and `revoke(rule_id)` are the API of the `/permissions` command and of `gatewright permissions`.
+    `configured` are the rules of the config file's `[permissions]` table: they apply like the others and are never
+    revoked here (the file is their source). `list()` and `revoke(rule_id)` are the API of the `/permissions`
+    command and of `gatewright permissions`.
     """
 
-    def __init__(self, database: RuleDatabase | None = None, project: str | None = None) -> None:
+    def __init__(self, database: RuleDatabase | None = None, project: str | None = None,
+                 configured: tuple[Rule, ...] = ()) -> None:
         self._rules: dict[str, Rule] = {}
         self.database = database
         self.project = project
+        self.configured = configured
 
     @property
     def persistent(self) -> bool:
@@ -139,7 +143,7 @@ class RuleStore:
             return []
 
     def match(self, facts: CallFacts) -> Rule | None:
-        return pick([*self._rules.values(), *self._persisted()], facts)
+        return pick([*self._rules.values(), *self._persisted(), *self.configured], facts)
 
     def revoke(self, rule_id: str) -> bool:
         if self._rules.pop(rule_id, None) is not None:
@@ -149,5 +153,6 @@ class RuleStore:
         return False
 
     def list(self) -> list[Rule]:
-        """This session's rules, then the project's and the global ones (newest last within each)."""
-        return [*self._rules.values(), *self._persisted()]
+        """This session's rules, then the project's and the global ones (newest last within each), then the config
+        file's."""
+        return [*self._rules.values(), *self._persisted(), *self.configured]

@@ -15,7 +15,7 @@ import anyio.to_thread
 
 from permissions import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
-from permissions.rules import RuleStore
+from permissions.rules import Rule, RuleStore
 from runtime.approval import make_describer
 from runtime.context import SandboxInfo, SessionContext
 from runtime.delegation import install_delegation
@@ -102,21 +102,22 @@ class TerminalPrinter:
 
 
 def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str = "cli",
-                  state_dir: str | None = None, sandbox: SandboxInfo = None) -> AgentRuntime:
+                  state_dir: str | None = None, sandbox: SandboxInfo = None,
+                  rules: tuple[Rule, ...] = ()) -> AgentRuntime:
     """The same construction as the ACP host: registry, routing and retrying executors, approval decorator, runtime,
     subagents. With a state dir, the project's and the global remembered rules apply and decisions are audited."""
     workspace = Workspace(cwd)
     registry = ToolRegistry(builtin_tools())
     options = RuntimeOptions()
     router = RoutingToolExecutor(registry, options.tool_call_timeout_ms / 1000)
-    rules, audit = RuleStore(), None
+    store, audit = RuleStore(configured=rules), None
     if state_dir is not None:
         from permissions.audit import audit_log
         from permissions.store import rule_database
 
-        rules, audit = RuleStore(rule_database(state_dir), workspace.cwd), audit_log(state_dir)
+        store, audit = RuleStore(rule_database(state_dir), workspace.cwd, rules), audit_log(state_dir)
     executor = ToolApprovalDecorator(RetryingExecutor(router, registry), gateway, make_describer(registry),
-                                     lambda: mode_ref[0], rules, audit)
+                                     lambda: mode_ref[0], store, audit)
     runtime = AgentRuntime(model=model, registry=registry, executor=executor,
                            environment=ToolEnvironment(session_id, workspace), options=options,
                            context=SessionContext(workspace.cwd, lambda: mode_ref[0], sandbox))
@@ -125,7 +126,7 @@ def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str
 
 
 def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMode,
-               state_dir: str | None = None) -> int:
+               state_dir: str | None = None, rules: tuple[Rule, ...] = ()) -> int:
     from runtime.models import NO_MODEL_MESSAGE
 
     model = factory.create()
@@ -134,7 +135,7 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
         return EXIT_FAILED
     from permissions.store import state_dir as resolve_state_dir
 
-    runtime = build_runtime(cwd, model, [mode], TerminalGateway(), state_dir=resolve_state_dir(state_dir))
+    runtime = build_runtime(cwd, model, [mode], TerminalGateway(), state_dir=resolve_state_dir(state_dir), rules=rules)
     printer = TerminalPrinter()
     result: dict[str, object] = {}
 

@@ -51,6 +51,16 @@ def _analysis(command: str) -> Any:
         return None
 
 
+def canonical_command(command: str) -> str:
+    """The identity of a command for rules: the shell analysis's canonical form (`npm  test` is `npm test`)."""
+    return getattr(_analysis(command), "canonical", None) or command.strip()
+
+
+def run_rule_key(where: str, canonical: str) -> str:
+    """The rule key of running a command (canonical form) in directory `where` (resolved, or a placeholder)."""
+    return f"bash:run:{where}:{canonical}"
+
+
 def _short(command: str, limit: int = 80) -> str:
     first = command.strip().splitlines()[0] if command.strip() else command
     more = first != command.strip()
@@ -110,14 +120,12 @@ class BashTool(Tool):
     def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
         action = self._action(args)
         if action in ("exec", "start") and isinstance(args.get("command"), str):
-            a = _analysis(args["command"])
-            canonical = getattr(a, "canonical", None) or args["command"].strip()
             try:
                 where = ws.resolve(args.get("cwd") or ".").path
             except PathError:
                 where = str(args.get("cwd"))
             # exec and start of the same command are one rule: approving either approves running it there.
-            return f"bash:run:{where}:{canonical}"
+            return run_rule_key(where, canonical_command(args["command"]))
         return f"bash:{action}:{args.get('processId', '')}"
 
     def analyse(self, args: Mapping[str, Any], ws: Workspace) -> tuple[bool, tuple[str, ...]]:
