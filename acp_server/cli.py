@@ -88,8 +88,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(level: str) -> None:
+    from runtime.secrets import install_log_filter
+
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(level).upper(), logging.WARNING),
                         format="gatewright %(levelname)s %(name)s: %(message)s")
+    install_log_filter()  # no record reaches stderr with a secret in it (keys known now and registered later)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +117,9 @@ def _check_options(args: argparse.Namespace) -> Checked | None:
         mode = parse_mode(args.mode or config.permissions.mode)
         factory = ModelFactory(parse_model_spec(args.model), config=config.models)
     except (ValueError, ScriptError) as exc:
-        sys.stderr.write(f"gatewright: {exc}\n")
+        from runtime.secrets import redact_text
+
+        sys.stderr.write(f"gatewright: {redact_text(str(exc))}\n")
         return None
     return Checked(factory, mode, config.permissions.rules)
 
@@ -149,24 +154,29 @@ def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     import json
 
     from permissions.report import format_rules
-    from permissions.store import rule_database
+    from permissions.store import RulesUnreadable, rule_database
 
     db = rule_database(args.state_dir)
-    if args.perm_command == "list":
-        rules = db.rules_for(os.path.realpath(args.project)) if args.project else db.all()
-        if args.json:
-            for r in rules:
-                sys.stdout.write(json.dumps({"id": r.id, "action": r.action, "tool": r.tool, "label": r.label,
-                                             "scope": r.scope, "match": r.match, "project": r.project,
-                                             "created_at": r.created_at}) + "\n")
-        else:
-            sys.stdout.write(format_rules(rules) + "\n")
-        return EXIT_OK
-    if args.perm_command == "revoke":
-        if db.revoke(args.rule_id):
-            sys.stdout.write(f"Revoked {args.rule_id}.\n")
+    try:
+        if args.perm_command == "list":
+            rules = db.rules_for(os.path.realpath(args.project)) if args.project else db.all()
+            if args.json:
+                for r in rules:
+                    sys.stdout.write(json.dumps({"id": r.id, "action": r.action, "tool": r.tool, "label": r.label,
+                                                 "scope": r.scope, "match": r.match, "project": r.project,
+                                                 "created_at": r.created_at}) + "\n")
+            else:
+                sys.stdout.write(format_rules(rules) + "\n")
             return EXIT_OK
-        sys.stderr.write(f"gatewright: no remembered rule {args.rule_id!r} (see `gatewright permissions list`)\n")
+        if args.perm_command == "revoke":
+            if db.revoke(args.rule_id):
+                sys.stdout.write(f"Revoked {args.rule_id}.\n")
+                return EXIT_OK
+            sys.stderr.write(f"gatewright: no remembered rule {args.rule_id!r} (see `gatewright permissions list`)\n")
+            return 1
+    except RulesUnreadable as exc:
+        sys.stderr.write(f"gatewright: the remembered rules cannot be read ({exc.reason}); until they can, every "
+                         "tool call asks. Repair or remove the file.\n")
         return 1
     parser.parse_args(["permissions", "--help"])
     return EXIT_USAGE
@@ -178,8 +188,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from permissions.audit import audit_log
     from permissions.report import format_audit
 
-    entries = audit_log(args.state_dir).entries(limit=args.limit, session_id=args.session,
-                                                project=os.path.realpath(args.project) if args.project else None)
+    log = audit_log(args.state_dir)
+    try:
+        entries = log.entries(limit=args.limit, session_id=args.session,
+                              project=os.path.realpath(args.project) if args.project else None)
+    except Exception as exc:  # a corrupt or unreadable file: one clear line, not a traceback
+        from permissions._sqlite import describe_failure
+
+        sys.stderr.write(f"gatewright: the audit log {log.path} cannot be read ({describe_failure(exc)})\n")
+        return 1
     if args.json:
         for e in entries:
             sys.stdout.write(json.dumps(e.as_dict()) + "\n")

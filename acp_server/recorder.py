@@ -1,12 +1,12 @@
 """Transcript recording (`--record FILE`): every frame, both directions, as JSON lines, secrets redacted.
 
-Redacted: environment values and headers of `mcpServers` entries, `authenticate` payloads beyond the method id,
-and any string that equals the value of a secret-looking environment variable of this process (provider keys).
+Redacted: environment values and headers of `mcpServers` entries and `authenticate` payloads beyond the method id
+(by their place in the frame), and every value in the secret registry (`runtime.secrets`: provider keys, configured
+key variables, MCP values, anything secret-looking in this process's environment) wherever it appears.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -14,15 +14,12 @@ from typing import Any
 
 import orjson
 
+from runtime import secrets as secret_registry
+
 REDACTED = "<redacted>"
-_SECRET_MARKERS = ("API_KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL", "PRIVATE_KEY")
 
 
-def secret_values() -> set[str]:
-    return {v for k, v in os.environ.items() if len(v) >= 8 and any(m in k.upper() for m in _SECRET_MARKERS)}
-
-
-def redact(msg: Any, secrets: set[str]) -> Any:
+def redact(msg: Any) -> Any:
     if isinstance(msg, dict):
         out: dict[str, Any] = {}
         for k, v in msg.items():
@@ -31,17 +28,14 @@ def redact(msg: Any, secrets: set[str]) -> Any:
             elif k in ("env", "headers") and isinstance(v, dict):
                 out[k] = dict.fromkeys(v, REDACTED)
             else:
-                out[k] = redact(v, secrets)
+                out[k] = redact(v)
         if msg.get("method") == "authenticate" and isinstance(msg.get("params"), dict):
             out["params"] = {k: (v if k == "methodId" else REDACTED) for k, v in msg["params"].items()}
         return out
     if isinstance(msg, list):
-        return [redact(v, secrets) for v in msg]
-    if isinstance(msg, str) and secrets:
-        for s in secrets:
-            if s in msg:
-                msg = msg.replace(s, REDACTED)
-        return msg
+        return [redact(v) for v in msg]
+    if isinstance(msg, str):
+        return secret_registry.redact_text(msg)
     return msg
 
 
@@ -64,18 +58,17 @@ class TranscriptRecorder:
         self._f = open(path, "ab", buffering=0)  # noqa: SIM115 - lives as long as the server
         self._t0: float | None = None
         self._lock = threading.Lock()
-        self._secrets = secret_values()
+        secret_registry.register_environment()  # what the environment holds now (tests set keys late)
         if meta is not None:
-            self._f.write(orjson.dumps({"meta": redact(meta, self._secrets)}) + b"\n")
+            self._f.write(orjson.dumps({"meta": redact(meta)}) + b"\n")
 
     def record(self, direction: str, msg: Any, raw: bytes | None = None) -> None:
         now = time.monotonic()
         if self._t0 is None:
             self._t0 = now
-        entry: dict[str, Any] = {"dir": direction, "t": round(now - self._t0, 4),
-                                 "msg": redact(msg, self._secrets)}
+        entry: dict[str, Any] = {"dir": direction, "t": round(now - self._t0, 4), "msg": redact(msg)}
         if raw is not None:
-            entry["raw"] = redact(redact_raw(raw.decode("utf-8", errors="replace")[:4096]), self._secrets)
+            entry["raw"] = secret_registry.redact_text(redact_raw(raw.decode("utf-8", errors="replace")[:4096]))
         with self._lock:
             self._f.write(orjson.dumps(entry) + b"\n")
 

@@ -77,8 +77,13 @@ class SessionLifecycle:
     @property
     def store(self) -> SessionStore:
         if self._store is None:
+            from permissions.store import state_dir, state_dir_problem
             from runtime.store import SessionStore
 
+            # An unwritable state dir is said once, in one line, for everything kept there (sessions, rules, audit).
+            if state_dir_problem(state_dir(self.agent.config.state_dir)) is not None:
+                self._store = SessionStore(":memory:")
+                return self._store
             try:
                 self._store = SessionStore.in_state_dir(self.agent.config.state_dir)
             except Exception as exc:

@@ -113,9 +113,10 @@ def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str
     store, audit = RuleStore(configured=rules), None
     if state_dir is not None:
         from permissions.audit import audit_log
-        from permissions.store import rule_database
+        from permissions.store import rule_database, state_dir_problem
 
-        store, audit = RuleStore(rule_database(state_dir), workspace.cwd, rules), audit_log(state_dir)
+        state_dir_problem(state_dir)  # an unwritable state dir is one line at start, not one per call
+        store, audit = RuleStore(rule_database(state_dir), workspace.cwd, configured=rules), audit_log(state_dir)
     executor = ToolApprovalDecorator(RetryingExecutor(router, registry), gateway, make_describer(registry),
                                      lambda: mode_ref[0], store, audit)
     runtime = AgentRuntime(model=model, registry=registry, executor=executor,

@@ -3,16 +3,17 @@
     [permissions]
     mode = "auto"                                   # the default approval mode (--mode / GATEWRIGHT_MODE win)
     allow = ["bash:npm test", "bash:make check"]    # run without asking
-    deny = ["bash:git push", "mcp__db__drop_table"] # refused without asking
+    deny = ["bash:git push"]                        # refused without asking
 
-Every entry is an exact rule, mapped onto the remembered-rule matching of `permissions.rules` (as an "everywhere"
-rule, so it applies in every project):
-- `bash:COMMAND`: running exactly that command (in its canonical form: `npm  test` is `npm test`, but
-  `npm test -- -x` or `npm test; rm x` is another command) with the workspace root as its working directory;
-- `mcp__SERVER__TOOL`: that MCP tool, whatever its arguments (what "always allow" of an MCP tool covers).
-Nothing else is accepted: an entry of another form, a non-string, an unknown key, or an `allow` command that
-gatewright would still ask about in `auto` mode (it could not fully parse it, or it downloads and runs code, deletes,
-sends data out…) is a `ConfigError` at start-up, never a rule silently dropped or widened. Deny beats allow.
+Every entry is an exact rule, mapped onto the remembered-rule matching of `permissions.rules` as an "everywhere"
+rule, so it applies in every project: `bash:COMMAND` is running exactly that command (in its canonical form:
+`npm  test` is `npm test`, but `npm test -- -x` or `npm test; rm x` is another command) with the workspace root as
+its working directory, which is what "always allow `npm test` everywhere" covers. Other tools have no such
+argument-independent identity (a remembered file edit or MCP call binds to its exact arguments), so they have no
+config form. Nothing else is accepted: an entry of another form, a non-string, an unknown key, or an `allow` command
+that gatewright would still ask about in `auto` mode (it could not fully parse it, or it downloads and runs code,
+deletes, sends data out…) is a `ConfigError` at start-up, never a rule silently dropped or widened. Deny beats
+allow.
 
 Checking `bash:` entries needs the shell parser (about 0.1 s to import), so it is only imported when the file has
 such entries.
@@ -96,15 +97,8 @@ def _rule(action: Literal["allow", "deny"], index: int, entry: str, where: str) 
     if kind == "bash" and sep:
         key, label = _bash_key(action, rest, at)
         return Rule(rule_id, action, "bash", key, f"{label} (config file)", "global", "exact")
-    if not sep and _is_mcp_tool(entry):
-        return Rule(rule_id, action, entry, entry, f"`{entry}` (config file)", "global", "exact")
     raise ConfigError(f"{at}: not a rule gatewright can match exactly; write \"bash:COMMAND\" (that exact command "
-                      "at the workspace root) or \"mcp__SERVER__TOOL\" (that MCP tool)")
-
-
-def _is_mcp_tool(name: str) -> bool:
-    parts = name.split("__")
-    return len(parts) == 3 and parts[0] == "mcp" and all(parts[1:]) and not any(c.isspace() for c in name)
+                      "at the workspace root)")
 
 
 def _bash_key(action: str, command: str, at: str) -> tuple[str, str]:

@@ -24,9 +24,10 @@ import os
 import platform
 import subprocess
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from runtime import instructions as ins
+from runtime import secrets
 from runtime.instructions import InstructionFile, Signature
 
 log = logging.getLogger("gatewright.context")
@@ -180,6 +181,7 @@ class SessionContext:
                 break
             f = ins.read_instruction(d, paths, top, budget)
             if f is not None:
+                f = replace(f, text=secrets.redact_text(f.text))  # a key pasted into AGENTS.md goes no further
                 files.append(f)
                 budget -= len(f.text.encode("utf-8"))
         self._chain = tuple(files)
@@ -256,8 +258,9 @@ class SessionContext:
             rel = self.display(f.path)
             scope = self.display(f.directory) + "/"
             cut = (f"\n[cut at {ins.MAX_FILE_BYTES // 1024} KiB: read {rel} for the rest]" if f.truncated else "")
+            text = secrets.redact_text(f.text)
             parts.append(f"<project-instructions file=\"{rel}\">\nInstructions for files under {scope} (from {rel}; "
-                         f"they add to the workspace's instructions and win where they disagree):\n\n{f.text}{cut}\n"
+                         f"they add to the workspace's instructions and win where they disagree):\n\n{text}{cut}\n"
                          "</project-instructions>")
         return ("\n\n" + "\n\n".join(parts)) if parts else ""
 

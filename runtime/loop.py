@@ -12,13 +12,14 @@ import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.lowlevel
 
 from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
+from runtime import secrets
 from runtime.events import (
     EventSink,
     PlanUpdated,
@@ -260,13 +261,15 @@ class AgentRuntime:
                         elif isinstance(ev, Finished):
                             finished = ev
             except ModelError as exc:
+                # A provider's error text may quote what it was sent (a key, a configured header).
+                reason = secrets.redact_text(exc.message)
                 if exc.auth:
-                    raise AuthRequired(exc.message) from None
+                    raise AuthRequired(reason) from None
                 if text or thinking or calls:
                     self.history.append(AssistantMessage("".join(text), "".join(thinking)))
-                message = f"\n\n⚠ The model call failed: {exc.message}"
+                message = f"\n\n⚠ The model call failed: {reason}"
                 await emit(TextChunk(message))
-                return TurnOutcome("end_turn", error=exc.message, usage=self.total_usage)
+                return TurnOutcome("end_turn", error=reason, usage=self.total_usage)
             finished = finished or Finished("tool_use" if calls else "end_turn")
             self._add_usage(finished.usage)
             if finished.usage.input_tokens or finished.usage.output_tokens:
@@ -365,6 +368,13 @@ class AgentRuntime:
         if isinstance(item, ToolFailure):
             await self._finish(slot, emit, "failed", item.message, is_error=True, error_type=item.error_type)
             return
+        hidden = await self._overwrites_a_hidden_secret(item)
+        if hidden is not None:
+            await self._finish(slot, emit, "failed", f"not run: {hidden} holds a secret that was shown to you as "
+                               f"{secrets.REDACTED}; writing {secrets.REDACTED} would destroy it. Change the file "
+                               "around that part (e.g. an edit whose old_string does not include it)",
+                               is_error=True, error_type="SecretHidden")
+            return
 
         async def started(meta: dict[str, Any] | None = None) -> None:
             # `meta`: why the approval layer let the call run (mode, rule or user), shown in the update's `_meta`.
@@ -444,11 +454,38 @@ class AgentRuntime:
             log.debug("nested instructions for %s failed", call.name, exc_info=True)
             return ""
 
+    async def _overwrites_a_hidden_secret(self, call: ToolCall) -> str | None:
+        """A write carrying the redaction marker into a file that holds a registered secret: the model saw the file
+        redacted (see `_finish`), and writing back what it saw would replace the user's key with the marker.
+        Returns the file's display path. Only calls whose arguments hold the marker pay for a look at the file."""
+        if secrets.REDACTED not in call.raw_arguments and secrets.REDACTED not in str(call.arguments):
+            return None
+        tool = self.registry.get(call.name)
+        if tool is None:
+            return None
+        ws = self.env.workspace
+        for path, writes in tool.paths(call.arguments):
+            if not writes:
+                continue
+            try:
+                real = ws.resolve(path).path
+            except PathError:
+                continue
+            if await anyio.to_thread.run_sync(_file_has_secret, real):
+                return ws.display(real)
+        return None
+
     async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
                       *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None,
                       meta: dict[str, Any] | None = None, note: str = "") -> None:
         call = slot.call
         cid = call.id or ""
+        # The one place a tool's result becomes what the model reads and what the editor and the store get: a
+        # secret the agent knows of (a key a file or /proc holds, an MCP server's own token) goes no further.
+        text = secrets.redact_text(text)
+        if result is not None and secrets.secret_values():
+            result = replace(result, content=secrets.redact(result.content), title=secrets.redact(result.title),
+                             raw_output=secrets.redact(result.raw_output), trace=secrets.redact(result.trace))
         if is_error and result is None:
             output = tool_error(error_type, text, call.name, cid)
             content: tuple[dict[str, Any], ...] = ({"type": "content", "content": {"type": "text", "text": text}},)
@@ -501,6 +538,14 @@ class AgentRuntime:
             return tool is None or tool.effect(args if isinstance(args, dict) else {}) != "read"
         except Exception:  # an effect we cannot establish is not a read
             return True
+
+
+def _file_has_secret(path: str, limit: int = 4 << 20) -> bool:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return secrets.has_secret(f.read(limit))
+    except OSError:
+        return False
 
 
 def _merge_meta(traced: dict[str, Any] | None, approval: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -294,3 +294,20 @@ def test_the_terminal_host_builds_the_same_context(tmp_path):
     runtime = build_runtime(str(tmp_path), None, ["read-only"], gateway=None)
     prompt = runtime.current_system_prompt()
     assert prompt.startswith(DEFAULT_SYSTEM_PROMPT) and "terminal rule" in prompt and "`read-only`" in prompt
+
+
+def test_a_registered_secret_in_an_agents_md_never_reaches_the_prompt(tmp_path):
+    import secrets as pysecrets
+
+    from runtime import secrets
+
+    value = "sk-agents-md-" + pysecrets.token_hex(8)
+    secrets.register_values([value])
+    (tmp_path / "AGENTS.md").write_text(f"Use the key {value} for the staging API.\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "AGENTS.md").write_text(f"Also {value}.\n")
+    ctx = _context(tmp_path)
+    prompt = ctx.system_prompt("B")
+    assert value not in prompt and "Use the key <redacted> for the staging API." in prompt
+    note = ctx.attachments([str((tmp_path / "sub" / "x.py").resolve())], {})
+    assert "Also <redacted>." in note and value not in note

@@ -127,6 +127,16 @@ class ModelsConfig:
     def model(self, model_id: str) -> ModelEntry | None:
         return next((m for m in self.models if m.id == model_id), None)
 
+    def key_variables(self) -> tuple[str, ...]:
+        """Every variable a provider reads its key from, the built-in ones included whether used or not."""
+        names = dict.fromkeys(_BUILTIN_KEY_ENV.values())
+        names.update(dict.fromkeys(p.api_key_env for p in self.providers.values() if p.api_key_env))
+        return tuple(names)
+
+    def header_items(self) -> tuple[tuple[str, str], ...]:
+        """The providers' configured headers (they may carry credentials)."""
+        return tuple((k, v) for p in self.providers.values() for k, v in p.headers.items())
+
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env

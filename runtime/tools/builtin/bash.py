@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from runtime import processes
+from runtime import processes, secrets
 from runtime.tools.base import (
     Effect,
     Tool,
@@ -58,7 +58,9 @@ def canonical_command(command: str) -> str:
 
 def run_rule_key(where: str, canonical: str) -> str:
     """The rule key of running a command (canonical form) in directory `where` (resolved, or a placeholder)."""
-    return f"bash:run:{where}:{canonical}"
+    from runtime.tools.base import digest
+
+    return f"bash:run:{where}:{digest(canonical)}"
 
 
 def _short(command: str, limit: int = 80) -> str:
@@ -118,15 +120,24 @@ class BashTool(Tool):
         return f"bash {action}" + (f" on {args['processId']}" if args.get("processId") else "")
 
     def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        from permissions.policy import SESSION_ONLY_KEY
+        from runtime.tools.base import digest
+
         action = self._action(args)
         if action in ("exec", "start") and isinstance(args.get("command"), str):
             try:
                 where = ws.resolve(args.get("cwd") or ".").path
             except PathError:
                 where = str(args.get("cwd"))
-            # exec and start of the same command are one rule: approving either approves running it there.
+            # exec and start of the same command are one rule: approving either approves running it there. The
+            # command is kept as a digest: a secret in it never reaches the rules file.
             return run_rule_key(where, canonical_command(args["command"]))
-        return f"bash:{action}:{args.get('processId', '')}"
+        # Process ids (`proc_1`) restart in every agent process: these calls are remembered for this session only, and
+        # the key holds everything that decides the effect (for `write`, the input sent).
+        key = f"bash:{action}:{args.get('processId', '')}"
+        if action == "write":
+            key += f":{digest(args.get('input'))}"
+        return SESSION_ONLY_KEY + key
 
     def analyse(self, args: Mapping[str, Any], ws: Workspace) -> tuple[bool, tuple[str, ...]]:
         action = self._action(args)
@@ -266,7 +277,8 @@ class BashTool(Tool):
 
     async def _exec_terminal(self, command: str, cwd: str, timeout: float, ctx: ToolContext) -> ToolResult:
         editor: Any = ctx.editor
-        env = self._env(cwd)
+        # The editor starts the command in its own environment, which may hold our keys too: blank them there.
+        env = secrets.blank_secret_names(self._env(cwd))
         try:
             tid = await editor.create_terminal(SHELL, ["-c", command], cwd, env, TERMINAL_OUTPUT_LIMIT)
         except textio.EditorError as exc:

@@ -61,15 +61,7 @@ class EditTool(Tool):
         return f"Edit `{display_path(ws, p)}`" if isinstance(p, str) else "Edit file"
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
-        return f"edits to `{display_path(ws, str(args.get('path', '')))}`"
-
-    def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
-        # "Always allow" for an edit binds to the file, not to one exact replacement.
-        p = args.get("path")
-        try:
-            return "edit:" + ws.resolve(p).path if isinstance(p, str) else super().rule_key(args, ws)
-        except PathError:
-            return super().rule_key(args, ws)
+        return f"this edit to `{display_path(ws, str(args.get('path', '')))}`"
 
     async def _compute(self, args: Mapping[str, Any], ctx: ToolContext) -> tuple[textio.TextFile, Replacement]:
         resolved = textio.resolve(ctx, args["path"])

@@ -196,7 +196,7 @@ class WriteFileTool(Tool):
         return f"{verb} `{display_path(ws, p)}`"
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
-        return f"writing `{display_path(ws, str(args.get('path', '')))}`"
+        return f"writing this content to `{display_path(ws, str(args.get('path', '')))}`"
 
     async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> tuple[dict[str, Any], ...]:
         p, content = args.get("path"), args.get("content")

@@ -23,7 +23,7 @@ from typing import Any
 import anyio
 
 from runtime.processes import child_cwd
-from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, display_path
+from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, digest, display_path
 from runtime.tools.builtin import textio
 from runtime.workspace import PathError, ResolvedPath, Workspace
 
@@ -242,12 +242,14 @@ class _SearchTool(Tool):
         return []
 
     def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        # The directory searched and what is searched for (the label names the pattern): another pattern is another
+        # call, since it decides what reaches the model.
         p = args.get("path") or "."
         try:
             where = ws.resolve(p).path if isinstance(p, str) else "?"
         except PathError:
             where = "?"
-        return f"{self.name}:{where}"
+        return f"{self.name}:{where}:{digest(args)}"
 
 
 class GlobTool(_SearchTool):
