@@ -139,3 +139,28 @@ def test_entries_for_other_tools_are_refused_not_widened():
     for entry in ("mcp__github__list_issues", "write_file", "edit:src/", "bash", "*"):
         with pytest.raises(ConfigError, match="not a rule gatewright can match exactly"):
             parse_permissions({"deny": [entry]}, "c")
+
+
+def test_with_an_unreadable_rules_file_a_configured_rejection_still_decides_and_an_approval_does_not(tmp_path):
+    from permissions.policy import CallFacts, RulesUnknown, decide
+    from permissions.rules import RuleStore
+    from permissions.store import RuleDatabase
+    from runtime.approval import portable_key
+    from runtime.tools.builtin.bash import BashTool
+    from runtime.workspace import Workspace
+
+    ws = Workspace(str(tmp_path))
+
+    def facts(command: str) -> CallFacts:
+        key = BashTool().rule_key({"command": command}, ws)
+        return CallFacts("bash", "execute", key, portable_key=portable_key(key, ws.cwd), root=ws.cwd)
+
+    configured = parse_permissions({"allow": ["bash:make check"], "deny": ["bash:make deploy"]}, "c").rules
+    (tmp_path / "permissions.db").write_bytes(b"this is not a database" * 100)
+    rules = RuleStore(RuleDatabase(str(tmp_path)), ws.cwd, configured=configured)
+    assert decide(facts("make  deploy"), "auto", rules).action == "deny"
+    assert isinstance(rules.match(facts("make check")), RulesUnknown)
+    assert decide(facts("make check"), "auto", rules).action == "ask"
+    readable = RuleStore(configured=configured)
+    assert decide(facts("make check"), "safe", readable).action == "allow"
+    assert decide(facts("make check -j2"), "safe", readable).action == "ask"
