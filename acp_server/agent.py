@@ -334,6 +334,9 @@ def convert_prompt(blocks: list[Any], *, accepts_images: bool) -> tuple[list[Any
             else:
                 notes.append("(The current model does not take images; the attached image was not sent to it.)\n\n")
         elif kind == "audio":
+            # Checked like an image: the block is stored and replayed on `session/load` as the client sent it.
+            if not isinstance(b.get("data"), str) or not isinstance(b.get("mimeType"), str):
+                raise InvalidParams(f"Invalid params: prompt[{i}] audio needs \"data\" and \"mimeType\"")
             notes.append("(The current model does not take audio; the attached audio was not sent to it.)\n\n")
         else:
             raise InvalidParams(f"Invalid params: prompt[{i}] has unknown content type {kind[:50]!r}")

@@ -179,3 +179,15 @@ def test_cancel_request_for_a_queued_prompt_cancels_only_that_one(spawn, tmp_pat
     stops = [agent.response(i)["result"]["stopReason"] for i in ids]
     assert stops == ["end_turn", "cancelled", "end_turn"]
     assert text_of(replayed(agent, sid)) == "first donethird done"
+
+
+def test_an_audio_block_without_a_mime_type_is_refused_so_a_load_never_replays_an_invalid_frame(spawn, tmp_path,
+                                                                                              workspace):
+    model = write_script(tmp_path / "m.json", [{"text": "ok"}])
+    agent = spawn("--model", f"scripted:{model}")
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    answer = agent.request("session/prompt", {"sessionId": sid,
+                                              "prompt": [{"type": "audio", "data": "x", "mimeType": None}]})
+    assert answer["error"]["code"] == -32602
+    assert "result" in load(agent, sid, workspace)  # the fixture checks every replayed frame against the schema
