@@ -201,7 +201,8 @@ def error_body(api: str, status: int, message: str) -> dict[str, Any]:
 class FakeProviders:
     """`with FakeProviders() as fp:` — queue replies with `fp.openai(...)` / `fp.anthropic(...)`."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[str, str] | None = None) -> None:
+        self.tls = tls  # (certificate, key) PEM files: serve https
         self.queues: dict[str, deque[Reply]] = {OPENAI_PATH: deque(), ANTHROPIC_PATH: deque()}
         self.requests: list[Recorded] = []
         self.disconnects: list[float] = []
@@ -226,7 +227,7 @@ class FakeProviders:
     def url(self) -> str:
         assert self._server is not None
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
     # lifecycle
     def __enter__(self) -> FakeProviders:
@@ -237,6 +238,12 @@ class FakeProviders:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if self.tls is not None:
+            import ssl
+
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*self.tls)
+            self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True)
         self._thread.start()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
+import subprocess
 import time
 from typing import Any
 
@@ -347,6 +348,36 @@ async def test_requests_go_through_the_proxy_named_in_the_environment(fp, make, 
     events = await collect(make("openai", base_url="http://models.invalid:8080/v1"))
     assert texts(events) == "via the proxy"
     assert fp.requests_to(OPENAI_PATH)[0].target == "http://models.invalid:8080/v1/chat/completions"
+
+
+@pytest.fixture
+def certificate(tmp_path):
+    """A self-signed certificate for 127.0.0.1 (the openssl command line)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    try:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out",
+                        str(cert)], check=True, capture_output=True, timeout=60)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"openssl cannot make a certificate here: {exc}")
+    return str(cert), str(key)
+
+
+@pytest.mark.asyncio
+async def test_https_trusts_the_ca_named_by_ssl_cert_file_and_refuses_an_unknown_one_without_retrying(
+        make, certificate, monkeypatch):
+    for var in ("SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    with FakeProviders(tls=certificate) as tls:
+        tls.openai(Reply(frames=openai_stream("never sent")))
+        with pytest.raises(ModelError) as info:
+            await collect(make("openai", base_url=tls.url + "/v1"))
+        assert info.value.message.startswith("openai failed: the server's TLS certificate is not trusted (")
+        assert "SSL_CERT_FILE" in info.value.message and "attempts" not in info.value.message  # not retried
+        assert tls.requests == []
+        monkeypatch.setenv("SSL_CERT_FILE", certificate[0])
+        events = await collect(make("openai", base_url=tls.url + "/v1"))
+        assert texts(events) == "never sent"
 
 
 # ---- keys --------------------------------------------------------------------------------------------------------

@@ -181,6 +181,10 @@ def classify(exc: BaseException, secrets: tuple[str, ...] = ()) -> Failure:
     timeout = next((_TIMEOUTS[n] for n in names if n in _TIMEOUTS), None)
     if timeout is not None or names & {"TimeoutException", "TimeoutError"}:
         return Failure("timeout", timeout or "timed out")
+    if "CERTIFICATE_VERIFY_FAILED" in str(exc) or "SSLCertVerificationError" in _cause_names(exc):
+        # Not transient: retrying cannot make the certificate trusted.
+        return Failure("client", one_line(redact(f"the server's TLS certificate is not trusted ({exc}); for a "
+                                                 "private CA set SSL_CERT_FILE", secrets)))
     if names & {"SSEError", "DecodingError"}:
         return Failure("malformed", one_line(redact(str(exc) or type(exc).__name__, secrets)))
     if names & {"TransportError", "ConnectionError", "OSError"}:
@@ -190,6 +194,16 @@ def classify(exc: BaseException, secrets: tuple[str, ...] = ()) -> Failure:
     if names & {"JSONDecodeError", "ValueError", "KeyError", "TypeError", "AttributeError"}:
         return Failure("malformed", one_line(redact(f"{type(exc).__name__}: {exc}", secrets)))
     return Failure("client", one_line(redact(f"{type(exc).__name__}: {exc}", secrets)))
+
+
+def _cause_names(exc: BaseException) -> set[str]:
+    out: set[str] = set()
+    seen = 0
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and seen < 8:
+        out |= {c.__name__ for c in type(cause).__mro__}
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return out
 
 
 def describe(f: Failure, label: str, attempts: int, auth_hint: str = "", url: str = "") -> str:
