@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from acp_server import __version__, wire
@@ -115,27 +116,36 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
                         tg.cancel_scope.cancel()
                         return
 
-            async def warm_up() -> None:
-                # What the first session/new and the first prompt need (the runtime, the model's HTTP stack, the
-                # tool-call path: ~150 ms of imports) is loaded while the connection idles: after `initialize`, or
-                # while the user types the first prompt. Each stage waits for a quiet moment, so a warm-up never
-                # runs ahead of a request that is waiting (which loads what it needs itself, and only that).
-                for stage in agent.warm_up_stages():
-                    quiet = 0.0
-                    while quiet < WARM_UP_AFTER_S:
-                        await anyio.sleep(_IDLE_POLL_S)
-                        quiet = 0.0 if conn.busy else quiet + _IDLE_POLL_S
-                    try:
-                        stage()
-                    except Exception:  # the request that needs it will meet (and report) the same problem
-                        log.warning("warming up failed", exc_info=True)
-
             tg.start_soon(on_signals)
-            tg.start_soon(warm_up)
+            tg.start_soon(warm_up_when_idle, agent.warm_up_stages(), lambda: conn.busy)
             await conn.serve(FdReader(fds.read_fd), FdWriter(fds.write_fd), initial, eof)
             tg.cancel_scope.cancel()
 
     anyio.run(main)
+
+
+async def warm_up_when_idle(stages: Sequence[Callable[[], None]], busy: Callable[[], bool], *,
+                            quiet: float = WARM_UP_AFTER_S, poll: float = _IDLE_POLL_S,
+                            sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
+    """Run each warm-up stage once no request has been in flight for `quiet` seconds.
+
+    What the first session/new and the first prompt need (the runtime, the model's HTTP stack, the tool-call path:
+    ~150 ms of imports) is loaded while the connection idles: after `initialize`, or while the user types the first
+    prompt. A warm-up therefore never runs ahead of a request that is waiting (which loads what it needs itself, and
+    only that); a stage that fails is logged, and the request that needs it meets (and reports) the same problem.
+    """
+    import anyio
+
+    sleep = sleep or anyio.sleep
+    for stage in stages:
+        calm = 0.0
+        while calm < quiet:
+            await sleep(poll)
+            calm = 0.0 if busy() else calm + poll
+        try:
+            stage()
+        except Exception:
+            log.warning("warming up failed", exc_info=True)
 
 
 def _recorder(record: str, factory: ModelFactory, mode: str) -> Any:
