@@ -149,9 +149,8 @@ def _status_kind(status: int) -> FailureKind:
     return "client"
 
 
-# httpx2's exceptions, by class name (this module must not import httpx2: it is on no start-up path, but the
-# failure vocabulary should not need the HTTP library to be loaded).
-_URL_ERRORS = frozenset({"UnsupportedProtocol", "InvalidURL", "LocalProtocolError"})
+# httpx2's exceptions, by class name: the failure vocabulary does not import the HTTP library.
+_URL_ERRORS = frozenset({"UnsupportedProtocol", "InvalidURL"})
 _TIMEOUTS = {"ConnectTimeout": "connecting timed out", "ReadTimeout": "no data within the idle timeout",
              "WriteTimeout": "sending the request timed out", "PoolTimeout": "no free connection in time"}
 
@@ -178,6 +177,8 @@ def classify(exc: BaseException, secrets: tuple[str, ...] = ()) -> Failure:
         return Failure(kind, detail, {"rate_limit": 429, "auth": 401}.get(kind, code))
     if names & _URL_ERRORS:
         return Failure("client", one_line(redact(f"the URL cannot be used ({exc})", secrets)))
+    if "LocalProtocolError" in names:  # e.g. a configured header value httpx2 refuses to send
+        return Failure("client", one_line(redact(f"the request cannot be sent ({exc})", secrets)))
     timeout = next((_TIMEOUTS[n] for n in names if n in _TIMEOUTS), None)
     if timeout is not None or names & {"TimeoutException", "TimeoutError"}:
         return Failure("timeout", timeout or "timed out")
