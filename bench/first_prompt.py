@@ -204,15 +204,16 @@ def _vibe_home(root: Path, url: str) -> Path:
     return home
 
 
-def measure(runs: int, peers: dict[str, list[str]] | None = None, *, typed: bool = True) -> dict[str, Samples]:
+def measure(runs: int, peers: dict[str, list[str]] | None = None, *, typed: bool = True, ttft: float = 0.0,
+            per_chunk: float = 0.0) -> dict[str, Samples]:
     """Samples per subject: gatewright on both providers, gatewright's second session in one process (the
     "hundredth prompt" baseline), gatewright with a user's pause before the prompt (when `typed`), and each peer
-    (name → argv)."""
+    (name → argv). `ttft` and `per_chunk` (seconds) make the mock answer like a real provider."""
     root = Path(tempfile.mkdtemp(prefix="gw-first-")).resolve()
     ws = root / "ws"
     ws.mkdir()
     try:
-        with MockLLM(str(ws)) as llm:
+        with MockLLM(str(ws), ttft=ttft, per_chunk=per_chunk) as llm:
             base = agent_env(str(root / "state"))
             base.update(OPENAI_BASE_URL=f"{llm.url}/v1", OPENAI_API_KEY=KEY, ANTHROPIC_BASE_URL=llm.url,
                         ANTHROPIC_API_KEY=KEY)
@@ -337,12 +338,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND")
+    ap.add_argument("--ttft", type=float, default=0.0, metavar="MS", help="the mock's time to first token")
+    ap.add_argument("--per-chunk", type=float, default=0.0, metavar="MS", help="the mock's delay between chunks")
     args = ap.parse_args()
     peers = {}
     for spec in args.peer:
         name, _, command = spec.partition("=")
         peers[name] = shlex.split(command)
-    samples = measure(args.runs, peers)
+    samples = measure(args.runs, peers, ttft=args.ttft / 1000, per_chunk=args.per_chunk / 1000)
     print(table(samples))
     for name, s in samples.items():
         for f in s.failures:
