@@ -136,7 +136,7 @@ class SessionLifecycle:
         session = AcpSession(new_id or rec.id, cwd, list(rec.additional_dirs), mode, agent.conn, model,
                              agent.client_caps, runtime_options(), model_id=model_id if model else None,
                              model_choices=factory.choices() if factory else (), title=rec.title,
-                             state_dir=state_dir(agent.config.state_dir))
+                             state_dir=state_dir(agent.config.state_dir), configured_rules=agent.config.rules)
         epoch, stored = self.store.context(rec.id)
         session.runtime.history = _repaired(stored)
         restore_state(session, rec.state)

@@ -59,7 +59,10 @@ def make_describer(registry: ToolRegistry):
     return describe
 
 
+WORKSPACE_PLACEHOLDER = "<workspace>"
+
+
 def portable_key(rule_key: str, root: str) -> str:
     """The rule key with the workspace root replaced by a placeholder, by path components (what an "everywhere"
     rule binds to: `npm test` at the root of any project, not in one directory)."""
-    return re.sub(re.escape(root) + r"(?=/|:|\s|$)", "<workspace>", rule_key)
+    return re.sub(re.escape(root) + r"(?=/|:|\s|$)", WORKSPACE_PLACEHOLDER, rule_key)

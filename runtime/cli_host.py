@@ -25,8 +25,9 @@ import anyio
 
 from permissions import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
-from permissions.rules import RuleStore
+from permissions.rules import Rule, RuleStore
 from runtime.approval import make_describer
+from runtime.context import SandboxInfo, SessionContext
 from runtime.delegation import install_delegation
 from runtime.events import (
     NoticeEvent,
@@ -157,24 +158,26 @@ class TerminalPrinter:
 
 
 def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str = "cli",
-                  state_dir: str | None = None) -> AgentRuntime:
+                  state_dir: str | None = None, sandbox: SandboxInfo = None,
+                  rules: tuple[Rule, ...] = ()) -> AgentRuntime:
     """The same construction as the ACP host: registry, routing and retrying executors, approval decorator, runtime,
     subagents. With a state dir, the project's and the global remembered rules apply and decisions are audited."""
     workspace = Workspace(cwd)
     registry = ToolRegistry(builtin_tools())
     options = RuntimeOptions()
     router = RoutingToolExecutor(registry, options.tool_call_timeout_ms / 1000)
-    rules, audit = RuleStore(), None
+    store, audit = RuleStore(configured=rules), None
     if state_dir is not None:
         from permissions.audit import audit_log
         from permissions.store import rule_database, state_dir_problem
 
         state_dir_problem(state_dir)  # an unwritable state dir is one line at start, not one per call
-        rules, audit = RuleStore(rule_database(state_dir), workspace.cwd), audit_log(state_dir)
+        store, audit = RuleStore(rule_database(state_dir), workspace.cwd, configured=rules), audit_log(state_dir)
     executor = ToolApprovalDecorator(RetryingExecutor(router, registry), gateway, make_describer(registry),
-                                     lambda: mode_ref[0], rules, audit)
+                                     lambda: mode_ref[0], store, audit)
     runtime = AgentRuntime(model=model, registry=registry, executor=executor,
-                           environment=ToolEnvironment(session_id, workspace), options=options)
+                           environment=ToolEnvironment(session_id, workspace), options=options,
+                           context=SessionContext(workspace.cwd, lambda: mode_ref[0], sandbox))
     install_delegation(runtime)
     return runtime
 
@@ -324,7 +327,8 @@ def _with_url(message: str, model: Any) -> tuple[str, str | None]:
 
 
 def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMode,
-               state_dir: str | None = None, record: str | None = None, json_events: bool = False) -> int:
+               state_dir: str | None = None, record: str | None = None, json_events: bool = False,
+               rules: tuple[Rule, ...] = ()) -> int:
     from runtime.models import NO_MODEL_MESSAGE
 
     # Configuration first: nothing is called, asked or written before these are known to be right.
@@ -351,7 +355,7 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
     printer: Any = JsonPrinter() if json_events else TerminalPrinter()
     observers = tuple(o for o in (printer if json_events else None, recorder) if o is not None)
     runtime = build_runtime(cwd, model, [mode], TerminalGateway(observers=observers),
-                            state_dir=resolve_state_dir(state_dir))
+                            state_dir=resolve_state_dir(state_dir), rules=rules)
     sink = _fanout(printer, recorder) if recorder is not None else printer
     if recorder is not None:
         recorder.prompt(prompt)

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from runtime.tracing import CallRecord
 
 Effect = Literal["read", "write", "execute", "other"]
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas" / "tools"
+# The argument schemas ship inside the package (package data), so a wheel or `pipx install` finds them too.
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 
 def digest(value: Any) -> str:
