@@ -33,8 +33,7 @@ def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, 
     try:
         recorder = _recorder(record, factory, mode) if record else None
     except OSError as exc:
-        sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}
-")
+        sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}\n")
         return 2
     max_frame = _max_frame()
     # Until the event loop installs its own handlers nothing is running yet, so termination is simply an exit.
