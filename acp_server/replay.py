@@ -428,7 +428,7 @@ def _agent_argv(seg: Segment, tmp: Path, n: int, model_override: str | None, liv
     return argv
 
 
-def _agent_env(tmp: Path) -> dict[str, str]:
+def _agent_env(tmp: Path, seg: Segment) -> dict[str, str]:
     env = dict(os.environ)
     for name in CLEARED_ENV:
         env.pop(name, None)
@@ -437,9 +437,25 @@ def _agent_env(tmp: Path) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     env["GATEWRIGHT_STATE_DIR"] = str(tmp / "state")
     config = tmp / "config.toml"
-    config.write_text("", encoding="utf-8")
+    config.write_text(_config_text(seg.meta.get("permissions")), encoding="utf-8")
     env["GATEWRIGHT_CONFIG"] = str(config)
     return env
+
+
+def _config_text(permissions: Any) -> str:
+    """The config file of the check: only the recording's `[permissions]` allow/deny rules (they change what is
+    asked), never the models or providers of this machine."""
+    if not permissions:
+        return ""
+    if not isinstance(permissions, dict) or not all(
+            isinstance(v, list) and all(isinstance(x, str) for x in v) for v in permissions.values()) or (
+            set(permissions) - {"allow", "deny"}):
+        raise TranscriptError("meta.permissions must be {\"allow\": [...], \"deny\": [...]} lists of rules")
+    lines = ["[permissions]"]
+    for key in ("allow", "deny"):
+        if permissions.get(key):
+            lines.append(f"{key} = [{', '.join(json.dumps(x) for x in permissions[key])}]")
+    return "\n".join(lines) + "\n"
 
 
 def check(transcript: Transcript, *, workdir: str | Path | None = None, workspace: str | None = None,
@@ -472,7 +488,7 @@ def check(transcript: Transcript, *, workdir: str | Path | None = None, workspac
             argv = _agent_argv(seg, tmp, n, model, live)
             cwd = next(iter(live.roots.values()), str(tmp))
             os.makedirs(cwd, exist_ok=True)
-            agent = _Agent(argv, cwd, _agent_env(tmp))
+            agent = _Agent(argv, cwd, _agent_env(tmp, seg))
             try:
                 base, stall = _drive(seg, agent, live, idle, requests)
                 code = agent.close()
