@@ -787,6 +787,9 @@ def run_check(path: str, *, workspace: str | None = None, model: str | None = No
         last = describe(result.expected[d.index - 1].msg, {**result.requests, **_recorded_requests(transcript)})
         out.write(f"  (frames 1–{d.index} matched; the last: {last})\n")
     out.write(d.detail.rstrip("\n") + "\n")
+    if workspace is None and not any(seg.meta.get("workspace_files") for seg in transcript.segments):
+        out.write("note: the check started from an empty workspace (the transcript carries no files); if the "
+                  "recording read or changed files, give a copy of them with --workspace DIR\n")
     tail = [ln for ln in result.stderr.splitlines() if ln.strip()][-15:]
     if tail:
         out.write("agent stderr (last lines):\n" + "\n".join("  " + ln for ln in tail) + "\n")

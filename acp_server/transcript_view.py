@@ -65,6 +65,8 @@ class _View:
     # ---- output --------------------------------------------------------------------------------------------------
     def say(self, text: str, style: str = "", indent: int = 0, markdown: bool = False) -> None:
         self.flush()
+        if not text and (not self.lines or not self.lines[-1].text):
+            return  # one blank line between parts is enough
         pad = " " * indent
         for ln in (text.splitlines() or [""]):
             self.lines.append(Line(pad + ln, style, markdown))

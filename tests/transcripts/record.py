@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.harness import AgentProcess, allow_once, reject_once
-from tests.transcript_replay import WORKSPACE, substitute
+from acp_server.transcript import STATE, WORKSPACE, substitute_path
 
 HERE = Path(__file__).resolve().parent
 FILES = {"README.md": "# sample\n\nA sample project.\n", "src/app.py": "print('app')\n"}
@@ -144,8 +144,10 @@ def record(name: str) -> Path:
             obj = json.loads(line)
             if "meta" in obj:
                 obj["meta"]["workspace_files"] = FILES
-                obj["meta"].pop("model", None)
-            lines.append(json.dumps(substitute(obj, str(ws), WORKSPACE), ensure_ascii=False))
+                for volatile in ("model", "python", "platform"):  # a temporary path; this machine's facts
+                    obj["meta"].pop(volatile, None)
+            obj = substitute_path(substitute_path(obj, str(tmp / "state"), STATE), str(ws), WORKSPACE)
+            lines.append(json.dumps(obj, ensure_ascii=False))
         dest = HERE / f"{name}.jsonl"
         dest.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return dest
