@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.harness import AgentProcess, allow_once, reject_once
 from acp_server.transcript import STATE, WORKSPACE, substitute_path
+from tests.harness import AgentProcess, allow_once, reject_once
 
 HERE = Path(__file__).resolve().parent
 FILES = {"README.md": "# sample\n\nA sample project.\n", "src/app.py": "print('app')\n"}
@@ -91,9 +91,11 @@ WRITE = {"name": "write_file", "arguments": {"path": "notes.txt", "content": "he
 SCENARIOS: dict[str, tuple[Callable[[AgentProcess, Path], None], list[dict[str, Any]]]] = {
     "01_handshake_and_errors": (handshake_and_errors, []),
     "02_approve_and_write": (approve_and_write, [
-        {"thinking": "Read first.", "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},
+        {"thinking": "Read first.",
+         "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},
         {"text": "Adding it now.", "tool_calls": [
-            {"id": "w1", "name": "write_file", "arguments": {"path": "src/greet.py", "content": "def greet():\n    return 'hi'\n"}}]},
+            {"id": "w1", "name": "write_file",
+             "arguments": {"path": "src/greet.py", "content": "def greet():\n    return 'hi'\n"}}]},
         {"text": "Created src/greet.py.", "usage": {"input_tokens": 120, "output_tokens": 14}},
     ]),
     "03_reject_write": (reject_write, [
