@@ -277,16 +277,27 @@ def untrusted_actions(transcript: Transcript, roots: list[str] | None = None) ->
                     what = s.get("command") or s.get("url") or "?"
                     found.append(f"starts the MCP server {s.get('name', '?')!r} ({what}) (line {e.line})")
     for seg in transcript.segments:
+        in_editor = _editor_runs_commands(seg)
         for i, response in enumerate(scripted_responses(seg.meta)):
             for call in response.get("tool_calls") or []:
                 if isinstance(call, dict):
-                    why = _call_risk(call, roots, has_mcp)
+                    why = _call_risk(call, roots, has_mcp, in_editor)
                     if why:
                         found.append(f"{why} (scripted response {i})")
     return found
 
 
-def _call_risk(call: dict[str, Any], roots: list[str], has_mcp: bool) -> str | None:
+def _editor_runs_commands(seg: Segment) -> bool:
+    """True when every `initialize` of the recording advertised `terminal`: then `bash` exec runs in the editor's
+    terminal (`terminal/*`), which the check answers from the recording, so nothing runs here."""
+    caps = [e.msg.get("params", {}).get("clientCapabilities") for e in seg.entries
+            if e.dir == "in" and is_request(e.msg) and e.msg["method"] == "initialize"
+            and isinstance(e.msg.get("params"), dict)]
+    return seg.host != RUN_HOST and bool(caps) and all(isinstance(c, dict) and c.get("terminal") is True
+                                                       for c in caps)
+
+
+def _call_risk(call: dict[str, Any], roots: list[str], has_mcp: bool, in_editor: bool) -> str | None:
     name, args = call.get("name"), call.get("arguments")
     if isinstance(args, str):
         try:
@@ -296,8 +307,8 @@ def _call_risk(call: dict[str, Any], roots: list[str], has_mcp: bool) -> str | N
     if not isinstance(args, dict):
         return None
     if name == "bash":
-        action = args.get("action", "exec")
-        if action in PROCESS_FREE_BASH:
+        action = args.get("action") or "exec"
+        if action in PROCESS_FREE_BASH or (action == "exec" and in_editor):
             return None
         what = args.get("command") if action in ("exec", "start") else f"input to process {args.get('processId')}"
         return f"runs a command: {what!r}"

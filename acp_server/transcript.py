@@ -225,6 +225,10 @@ class Normaliser:
     def frame(self, msg: Any) -> Any:
         if is_request(msg):  # an agent request: its id is volatile
             msg = {**msg, "id": self.name("REQ", msg["id"])}
+            params = msg.get("params")
+            if msg["method"] == "terminal/create" and isinstance(params, dict) and "env" in params:
+                # The agent's own environment, handed on to the editor's terminal: this machine's, not the code's.
+                msg["params"] = {**params, "env": "<ENVIRONMENT>"}
         return self.value(msg)
 
 
