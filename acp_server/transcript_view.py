@@ -93,7 +93,7 @@ class _View:
         first, *rest = body.splitlines() or [""]
         self.lines.append(Line(f"  {tag}{glyph}{first}", style, kind == "agent_message_chunk"))
         for ln in rest:
-            self.lines.append(Line(f"     {' ' * len(tag)}{ln}", style, kind == "agent_message_chunk"))
+            self.lines.append(Line(f"     {' ' * len(tag)}{ln}".rstrip(), style, kind == "agent_message_chunk"))
 
     def tag(self, sid: Any) -> str:
         if not self.multi_session or not isinstance(sid, str):
@@ -125,7 +125,8 @@ class _View:
             facts.append("`gatewright run`" + (f" in {m['cwd']}" if m.get("cwd") else ""))
         model = m.get("model")
         if m.get("scripted_model") is not None:
-            facts.append(f"scripted model ({_count_responses(m['scripted_model'])} responses, in the file)")
+            n = _count_responses(m["scripted_model"])
+            facts.append(f"scripted model ({n} response{'' if n == '1' else 's'}, in the file)")
         elif model:
             facts.append(f"model {model}")
         if m.get("mode"):

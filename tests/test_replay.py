@@ -372,3 +372,35 @@ def test_workspace_files_of_a_transcript_cannot_escape_the_workspace(tmp_path):
     with pytest.raises(ValueError, match="not a relative path inside the workspace"):
         check(parse(text), workdir=tmp_path / "w")
     assert not (tmp_path / "escaped.txt").exists()
+
+
+def test_recordings_appended_to_one_file_are_checked_in_turn_and_a_later_one_loads_an_earlier_session(tmp_path):
+    """`--record` appends: an editor that recorded two runs of the agent into one file, the second loading the
+    session of the first, replays as two agents on one state dir, with the first run's session id mapped."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    script = tmp_path / "m.json"
+    script.write_text(json.dumps({"responses": [{"text": "First answer."}]}))
+    record = tmp_path / "both.jsonl"
+    sid = None
+    for run in range(2):
+        agent = AgentProcess("--record", str(record), "--model", f"scripted:{script}", cwd=ws,
+                             state_dir=tmp_path / "state")
+        try:
+            agent.initialize()
+            if run == 0:
+                sid = agent.new_session(ws)
+                agent.prompt(sid, "Hello there")
+            else:
+                agent.result("session/load", {"sessionId": sid, "cwd": str(ws), "mcpServers": []})
+            assert agent.close() == 0
+        finally:
+            if agent.proc.poll() is None:
+                agent.kill()
+    transcript = load(record)
+    assert len(transcript.segments) == 2
+    shown = render_text(transcript)
+    assert "── recording 2 of 2" in shown and f"→ session/load {sid} in {ws}" in shown
+    assert "👤 Hello there" in shown  # the loaded conversation, as the agent replayed it
+    result = check(transcript, workdir=tmp_path / "check", idle=15)
+    assert result.ok, (result.divergence.summary, result.divergence.detail)
