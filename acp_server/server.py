@@ -14,7 +14,7 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acp_server import __version__, wire
+from acp_server import wire
 from acp_server.agent import AgentConfig, GatewrightAgent
 from acp_server.errors import RpcError, error_to_wire
 from acp_server.stdio import READ_CHUNK, guard_stdio
@@ -33,7 +33,7 @@ def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, 
                 rules: tuple[Rule, ...] = ()) -> int:
     agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory, state_dir=state_dir, rules=rules))
     try:
-        recorder = _recorder(record, factory, mode) if record else None
+        recorder = _recorder(record, factory, mode, state_dir) if record else None
     except OSError as exc:
         sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}\n")
         return 2
@@ -148,18 +148,10 @@ async def warm_up_when_idle(stages: Sequence[Callable[[], None]], busy: Callable
             log.warning("warming up failed", exc_info=True)
 
 
-def _recorder(record: str, factory: ModelFactory, mode: str) -> Any:
-    from acp_server.recorder import TranscriptRecorder
+def _recorder(record: str, factory: ModelFactory, mode: str, state_dir: str | None) -> Any:
+    from acp_server.recorder import TranscriptRecorder, transcript_meta
 
-    meta: dict[str, Any] = {"gatewright": __version__, "model": str(factory.spec) if factory.spec else None,
-                            "mode": mode}
-    if factory.spec is not None and factory.spec.provider == "scripted":
-        try:
-            with open(factory.spec.name, encoding="utf-8") as f:
-                meta["scripted_model"] = f.read()
-        except OSError:
-            pass
-    return TranscriptRecorder(record, meta)
+    return TranscriptRecorder(record, transcript_meta(factory, mode, state_dir=state_dir))
 
 
 def _max_frame() -> int:
