@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from acp_server import wire
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gatewright.server")
 
-WARM_UP_AFTER_S = 0.05  # idle time after serving starts before the first session's modules are loaded
+WARM_UP_AFTER_S = 0.05  # how long no request must be in flight before a warm-up stage runs
+_IDLE_POLL_S = 0.01
 
 
 def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, state_dir: str | None = None,
@@ -114,21 +116,36 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
                         tg.cancel_scope.cancel()
                         return
 
-            async def warm_up() -> None:
-                # The first session/new imports the runtime (~100 ms). An editor usually sends it at once, and then
-                # this finds the work done or does it first; one that waits gets its first session without the wait.
-                await anyio.sleep(WARM_UP_AFTER_S)
-                try:
-                    agent.warm_up()
-                except Exception:  # the first session/new will meet (and report) the same problem
-                    log.warning("warming up for the first session failed", exc_info=True)
-
             tg.start_soon(on_signals)
-            tg.start_soon(warm_up)
+            tg.start_soon(warm_up_when_idle, agent.warm_up_stages(), lambda: conn.busy)
             await conn.serve(FdReader(fds.read_fd), FdWriter(fds.write_fd), initial, eof)
             tg.cancel_scope.cancel()
 
     anyio.run(main)
+
+
+async def warm_up_when_idle(stages: Sequence[Callable[[], None]], busy: Callable[[], bool], *,
+                            quiet: float = WARM_UP_AFTER_S, poll: float = _IDLE_POLL_S,
+                            sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
+    """Run each warm-up stage once no request has been in flight for `quiet` seconds.
+
+    What the first session/new and the first prompt need (the runtime, the model's HTTP stack, the tool-call path:
+    ~150 ms of imports) is loaded while the connection idles: after `initialize`, or while the user types the first
+    prompt. A warm-up therefore never runs ahead of a request that is waiting (which loads what it needs itself, and
+    only that); a stage that fails is logged, and the request that needs it meets (and reports) the same problem.
+    """
+    import anyio
+
+    sleep = sleep or anyio.sleep
+    for stage in stages:
+        calm = 0.0
+        while calm < quiet:
+            await sleep(poll)
+            calm = 0.0 if busy() else calm + poll
+        try:
+            stage()
+        except Exception:
+            log.warning("warming up failed", exc_info=True)
 
 
 def _recorder(record: str, factory: ModelFactory, mode: str, state_dir: str | None) -> Any:
