@@ -1,0 +1,97 @@
+"""The few Linux system calls the sandbox needs and the standard library lacks, as prepared ctypes function objects.
+
+Everything here is resolved once in the agent (the parent): the child side of a spawn runs between `fork` and
+`exec` in a copy of a threaded process, where importing or resolving symbols could deadlock on a lock another
+thread held at the fork. The child only calls these objects.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+
+# Syscall numbers of the Landlock calls: one table for every architecture with the generic syscall table, which
+# both x86_64 and aarch64 follow for these (asm-generic/unistd.h, arch/x86/entry/syscalls/syscall_64.tbl).
+_LANDLOCK_NR = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446), "riscv64": (444, 445, 446),
+                "ppc64le": (444, 445, 446), "s390x": (444, 445, 446), "loongarch64": (444, 445, 446)}
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_NOATIME = 1024
+MS_NODIRATIME = 2048
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+MS_RELATIME = 1 << 21
+
+# statvfs f_flag bits (ST_*) → the mount flags a remount inside a user namespace must keep: the kernel refuses to
+# clear a flag the outer mount has locked.
+ST_TO_MS = ((os.ST_RDONLY, MS_RDONLY), (os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV),
+            (os.ST_NOEXEC, MS_NOEXEC), (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME),
+            (os.ST_RELATIME, MS_RELATIME))
+
+
+class Libc:
+    """Bound libc entry points with errno capture. Build once with `libc()`."""
+
+    def __init__(self) -> None:
+        lib = ctypes.CDLL(None, use_errno=True)
+        self.syscall = lib.syscall
+        self.syscall.restype = ctypes.c_long
+        self.prctl = lib.prctl
+        self.prctl.restype = ctypes.c_int
+        self.prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
+        self.unshare = lib.unshare
+        self.unshare.restype = ctypes.c_int
+        self.unshare.argtypes = (ctypes.c_int,)
+        self.mount = lib.mount
+        self.mount.restype = ctypes.c_int
+        self.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p)
+        self.get_errno = ctypes.get_errno
+        # libc's fork, not os.fork: used only in single-threaded children, where Python's at-fork hooks already ran.
+        self.fork = lib.fork
+        self.fork.restype = ctypes.c_int
+        self.fork.argtypes = ()
+        nrs = _LANDLOCK_NR.get(platform.machine())
+        self.landlock_nrs = nrs  # None: an architecture whose numbers we have not checked: no Landlock
+
+    def landlock_create_ruleset(self, attr: object, size: int, flags: int) -> int:
+        assert self.landlock_nrs is not None
+        return int(self.syscall(ctypes.c_long(self.landlock_nrs[0]), attr, ctypes.c_size_t(size),
+                                ctypes.c_uint32(flags)))
+
+    def landlock_add_rule(self, ruleset_fd: int, rule_type: int, attr: object) -> int:
+        assert self.landlock_nrs is not None
+        return int(self.syscall(ctypes.c_long(self.landlock_nrs[1]), ctypes.c_int(ruleset_fd),
+                                ctypes.c_int(rule_type), attr, ctypes.c_uint32(0)))
+
+
+_LIBC: Libc | None = None
+
+
+def libc() -> Libc:
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = Libc()
+    return _LIBC
+
+
+def check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
