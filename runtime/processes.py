@@ -1,12 +1,18 @@
-"""Every child process the agent starts: foreground `exec` runs, per-session background processes, and their groups.
+"""Every child process the agent starts: foreground `exec` runs, per-session background processes, MCP servers.
 
-Children run in their own session (process group, `start_new_session`). Each group is registered here so that a
-timeout, a cancelled prompt, a closed session and the agent's exit can kill the whole group, grandchildren included.
+`spawn` starts each one through `runtime.sandbox`: confined by its `SandboxSpec` where the system allows, and
+contained either way. Where namespaces work, everything the command starts lives in a pid namespace that ends with
+it (`setsid` and double forks included); elsewhere its process group is killed, and what left the group is found by
+the spawn's marker (`runtime.sandbox.orphans`). Each group and namespace is registered here so that a timeout, a
+cancelled prompt, a closed session and the agent's exit end them all.
 
 - `run_exec` runs one command to completion with stdin closed, head+tail capped output and a timeout; whatever the
-  outcome (exit, timeout, anyio cancellation) no member of its group survives it.
+  outcome (exit, timeout, anyio cancellation) no process it started survives it.
 - `ProcessTable` holds one session's background processes (`start`/`status`/`logs`/`write`/`stop`/`list`): output
   goes to a ring buffer read by character offset; reader and waiter threads keep them independent of any prompt.
+
+Children are spawned from the calling thread, which for `exec`, `start` and MCP servers is the event loop's: a
+child's parent-death signal fires when the thread that forked it ends, and that thread lives as long as the agent.
 """
 
 from __future__ import annotations
@@ -24,9 +30,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 import anyio
-import anyio.abc
 
+from runtime.sandbox.spawn import MARKER_ENV, SETUP_PREFIX, Launch, SandboxError
+from runtime.sandbox.spec import SandboxSpec
+
+EXEC_GRACE = 0.3  # how long what an `exec` left behind may still run (and write output) after it exits
 _groups: set[int] = set()
+_launches: set[Launch] = set()
 _lock = threading.Lock()
 
 
@@ -46,11 +56,16 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
 
 
 def kill_all_process_groups() -> None:
+    """At agent exit: every group and every namespace, now."""
     with _lock:
         groups = list(_groups)
+        launches = list(_launches)
         _groups.clear()
+        _launches.clear()
     for pgid in groups:
         kill_group(pgid)
+    for launch in launches:
+        launch.kill()
 
 
 def group_alive(pgid: int) -> bool:
@@ -88,6 +103,129 @@ def child_cwd(path: str, dir_fd: int | None) -> tuple[str, tuple[int, ...]]:
     if dir_fd is not None and os.path.isdir("/proc/self/fd"):
         return f"/proc/self/fd/{dir_fd}", (dir_fd,)
     return path, ()
+
+
+# ---- spawning ------------------------------------------------------------------------------------------------------
+class Spawned:
+    """One child started by `spawn`: its `Popen`, its sandbox launch, and how to end all of it."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], launch: Launch) -> None:
+        self.popen = popen
+        self.launch = launch
+        self.pid = popen.pid  # also its process group
+        self._pidfd: int | None = None
+        with contextlib.suppress(OSError, AttributeError):
+            self._pidfd = os.pidfd_open(popen.pid)
+
+    def signal(self, sig: int) -> None:
+        """`sig` to the command's group and to every process of its namespace."""
+        kill_group(self.pid, sig)
+        if sig == signal.SIGKILL:
+            self.launch.kill()
+        else:
+            self.launch.signal_namespace(sig)
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+
+    async def wait(self) -> int:
+        """The command's exit (reaped); not yet the end of its namespace (`settle`)."""
+        while self.popen.poll() is None:
+            if self._pidfd is not None:
+                await anyio.wait_readable(self._pidfd)
+            else:
+                await anyio.sleep(0.005)
+        return self.popen.returncode
+
+    async def settle(self, limit: float = 2.0) -> None:
+        """Once the command was reaped: until nothing it started is left (bounded; then it is killed)."""
+        await self.launch.settle(limit)
+
+    def note(self) -> str | None:
+        """What the tool output should say about the sandbox, if anything."""
+        return "; ".join(self.launch.notes) or None
+
+    def close(self) -> None:
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        with _lock:
+            _launches.discard(self.launch)
+        unregister_group(self.pid)
+        self.launch.close()
+
+
+def spawn(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], cwd_fd: int | None = None,
+          spec: SandboxSpec | None = None, grace: float | None = None, stdin: int | None = subprocess.DEVNULL,
+          stdout: int | None = subprocess.PIPE, stderr: int | None = subprocess.PIPE) -> Spawned:
+    """Start `argv` sandboxed by `spec` (None: unconfined, still contained) in its own session.
+
+    `grace`: after the command exits, how long what it started may still run (None: until it ends by itself or is
+    killed). Call from a thread that lives as long as the agent (the event loop's).
+
+    Raises:
+        SandboxError: the sandbox could not be set up (nothing ran).
+        OSError: the command could not be started.
+    """
+    from runtime import sandbox
+
+    support = sandbox.support()
+    sandbox.ensure_subreaper()
+    launch = Launch(spec, support.capabilities(), cwd=cwd, grace=grace)
+    child_env = dict(env)
+    if not launch.namespaces:
+        child_env[MARKER_ENV] = launch.tag
+    sandbox.child_env(child_env, spec)
+    child_dir, fds = child_cwd(cwd, cwd_fd)
+    try:
+        popen = subprocess.Popen(list(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=child_dir, env=child_env,
+                                 start_new_session=True, pass_fds=fds, close_fds=True, preexec_fn=launch.preexec)
+    except subprocess.SubprocessError:
+        launch.read_report()
+        why = launch.setup_error or "its set-up failed"
+        launch.close()
+        raise SandboxError(f"the sandbox could not be set up: {why}") from None
+    except BaseException:
+        launch.close()
+        raise
+    launch.started()
+    register_group(popen.pid)
+    with _lock:
+        _launches.add(launch)
+    return Spawned(popen, launch)
+
+
+def setup_failure(stderr: str) -> str | None:
+    """The reason a child gave on stderr for exiting with `SETUP_FAILED` before its command ran, if it did."""
+    prefix = SETUP_PREFIX.decode()
+    for line in stderr.splitlines():
+        if line.startswith(prefix):
+            return line[len(prefix):]
+    return None
+
+
+class FdStream:
+    """Non-blocking reads and writes of a pipe on the event loop (for a child's stdio without anyio's process)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        os.set_blocking(fd, False)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        """b"" at end of stream."""
+        while True:
+            try:
+                return os.read(self.fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
+
+    async def send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view):]
+            except BlockingIOError:
+                await anyio.wait_writable(self.fd)
 
 
 # ---- capped capture ------------------------------------------------------------------------------------------------
@@ -143,78 +281,91 @@ async def run_exec(
     *,
     cwd: str,
     env: Mapping[str, str],
-    timeout: float,
+    timeout: float,  # noqa: ASYNC109 - the command's own budget, enforced by killing it
     cwd_fd: int | None = None,
     head_bytes: int = 12_000,
     tail_bytes: int = 12_000,
-    drain_grace: float = 0.3,
+    drain_grace: float = EXEC_GRACE,
+    spec: SandboxSpec | None = None,
+    note: list[str] | None = None,
 ) -> ExecResult:
-    """Run `argv` in its own process group with stdin closed and wait for it.
+    """Run `argv` with stdin closed and wait for it, sandboxed by `spec`.
 
-    After `timeout` seconds, or if the calling task is cancelled, the whole group is killed with SIGKILL. When the
-    command exits but left children running, they are killed as well: `exec` means "run to completion"; long-running
-    processes belong to `start`.
+    After `timeout` seconds, or if the calling task is cancelled, everything it started is killed with SIGKILL.
+    When the command exits but left processes running, they get `drain_grace` seconds (their output is still
+    read), then are killed as well: `exec` means "run to completion"; long-running processes belong to `start`.
+    `note` receives what the output should say about the sandbox.
+
+    Raises:
+        SandboxError: the sandbox could not be set up (nothing ran).
     """
-    child_dir, fds = child_cwd(cwd, cwd_fd)
     out, err = HeadTail(head_bytes, tail_bytes), HeadTail(head_bytes, tail_bytes)
     started = time.monotonic()
-    # Shielded: a cancel arriving while the child is already forked but `open_process` has not returned would
-    # otherwise leave us without the handle needed to kill it. The cancel takes effect at the next await instead.
-    with anyio.CancelScope(shield=True):
-        proc = await anyio.open_process(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, cwd=child_dir, env=dict(env), start_new_session=True,
-                                        pass_fds=fds)
-        pgid = proc.pid
-        register_group(pgid)
+    # Synchronous, so no cancellation can land between the fork and our holding the handle that kills it.
+    child = spawn(argv, cwd=cwd, env=env, cwd_fd=cwd_fd, spec=spec, grace=drain_grace)
+    pgid = child.pid
     timed_out = False
     leftovers = False
+    assert child.popen.stdout is not None and child.popen.stderr is not None
+    streams = [(child.popen.stdout, out), (child.popen.stderr, err)]
     try:
         pumps_left = [2]
         pumps_done = anyio.Event()
 
-        async def pump(stream: anyio.abc.ByteReceiveStream | None, buf: HeadTail) -> None:
+        async def pump(stream: FdStream, buf: HeadTail) -> None:
             try:
-                if stream is None:
-                    return
-                with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    while True:
-                        buf.add(await stream.receive(65536))
+                while data := await stream.receive():
+                    buf.add(data)
+            except OSError:
+                pass
             finally:
                 pumps_left[0] -= 1
                 if not pumps_left[0]:
                     pumps_done.set()
 
         async with anyio.create_task_group() as tg:
-            tg.start_soon(pump, proc.stdout, out)
-            tg.start_soon(pump, proc.stderr, err)
+            for f, buf in streams:
+                tg.start_soon(pump, FdStream(f.fileno()), buf)
             with anyio.move_on_after(timeout) as deadline:
-                await proc.wait()
+                await child.wait()
             if deadline.cancelled_caught:
                 timed_out = True
+                child.kill()
+                await child.wait()
+            if child.launch.namespaces:
+                # The namespace's init gives what is left the drain grace, then the kernel ends it.
+                await child.settle(drain_grace + 2.0)
+            else:
+                # Children that inherited the pipes keep them open: give the readers a moment, then end the group.
+                with anyio.move_on_after(drain_grace):
+                    while group_alive(pgid):  # noqa: ASYNC110 - no event fires when a group empties
+                        await anyio.sleep(0.02)
+                if group_alive(pgid):
+                    leftovers = True
                 kill_group(pgid)
-                await proc.wait()
-            # Children that inherited the pipes keep them open: give the readers a moment, then end the group.
-            with anyio.move_on_after(drain_grace):
-                while group_alive(pgid):
-                    await anyio.sleep(0.02)
-            if not timed_out and group_alive(pgid):
-                leftovers = True
-            kill_group(pgid)
-            # A process that left the group (setsid) may still hold a pipe: stop reading rather than hang.
+                await child.settle()
+            leftovers = (leftovers or child.launch.leftovers) and not timed_out
+            # A process that escaped the namespace-less group may still hold a pipe: stop reading rather than hang.
             with anyio.move_on_after(1.0):
                 await pumps_done.wait()
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            kill_group(pgid)
-            with contextlib.suppress(Exception):
-                await proc.aclose()
+            child.kill()
+            with anyio.move_on_after(2.0):
+                await child.wait()
+                await child.settle()
             # SIGKILL is delivered asynchronously: return only once no member is left (bounded).
             with anyio.move_on_after(2.0):
-                while group_alive(pgid):
+                while group_alive(pgid):  # noqa: ASYNC110 - no event fires when a group empties
                     await anyio.sleep(0.005)
-            unregister_group(pgid)
-    rc = proc.returncode
+            for f, _ in streams:
+                with contextlib.suppress(OSError):
+                    f.close()
+            if note is not None and child.note():
+                note.append(child.note() or "")
+            child.close()
+    rc = child.popen.returncode
     sig = -rc if rc is not None and rc < 0 else None
     return ExecResult(
         stdout=out.text(), stderr=err.text(), exit_code=None if sig else rc, signal=sig, timed_out=timed_out,
@@ -272,11 +423,15 @@ class BackgroundProcess:
     id: str
     command: str
     cwd: str
-    popen: subprocess.Popen[bytes]
+    child: Spawned
     log: RingLog
     started_at: float
     ended_at: float | None = None
     stop_requested: bool = False
+
+    @property
+    def popen(self) -> subprocess.Popen[bytes]:
+        return self.child.popen
 
     @property
     def pid(self) -> int:
@@ -316,19 +471,23 @@ class ProcessTable:
         self.closed = False
 
     def start(self, argv: Sequence[str], *, command: str, cwd: str, env: Mapping[str, str],
-              cwd_fd: int | None = None) -> BackgroundProcess:
+              cwd_fd: int | None = None, spec: SandboxSpec | None = None) -> BackgroundProcess:
+        """Start a background process (from the event loop's thread: see the module docstring).
+
+        Raises:
+            ProcessLimit: the session is closed or runs too many.
+            SandboxError: the sandbox could not be set up.
+            OSError: the command could not be started.
+        """
         if self.closed:
             raise ProcessLimit("the session is closed")
         running = sum(1 for p in self._procs.values() if p.status == "running")
         if running >= self.max_running:
             raise ProcessLimit(f"{running} background processes are already running (limit {self.max_running}); "
                                "stop one first")
-        child_dir, fds = child_cwd(cwd, cwd_fd)
-        popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, cwd=child_dir, env=dict(env), start_new_session=True,
-                                 pass_fds=fds, close_fds=True)
-        register_group(popen.pid)
-        proc = BackgroundProcess(f"proc_{next(_ids)}", command, cwd, popen, RingLog(self.log_capacity), time.time())
+        child = spawn(argv, cwd=cwd, env=env, cwd_fd=cwd_fd, spec=spec, grace=None, stdin=subprocess.PIPE,
+                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = BackgroundProcess(f"proc_{next(_ids)}", command, cwd, child, RingLog(self.log_capacity), time.time())
         self._procs[proc.id] = proc
         threading.Thread(target=_pump_log, args=(proc,), name=f"gw-log-{proc.id}", daemon=True).start()
         threading.Thread(target=_wait_exit, args=(proc,), name=f"gw-wait-{proc.id}", daemon=True).start()
@@ -350,28 +509,46 @@ class ProcessTable:
         return len(data)
 
     async def stop(self, process_id: str, grace: float = 2.0) -> BackgroundProcess:
-        """SIGTERM to the group, up to `grace` seconds for it to go, then SIGKILL to whatever is left."""
+        """SIGTERM to the group and its namespace, up to `grace` seconds for them to go, then SIGKILL."""
         proc = self._procs[process_id]
         proc.stop_requested = proc.status == "running" or proc.stop_requested
-        kill_group(proc.pid, signal.SIGTERM)
+        proc.child.signal(signal.SIGTERM)
         with anyio.move_on_after(grace):
-            while proc.popen.poll() is None or group_alive(proc.pid):
+            while not _gone(proc):  # noqa: ASYNC110 - no event fires when a group or namespace empties
                 await anyio.sleep(0.02)
-        kill_group(proc.pid, signal.SIGKILL)
+        proc.child.kill()
         await anyio.to_thread.run_sync(proc.popen.wait)
+        await proc.child.settle()
         unregister_group(proc.pid)
         return proc
 
     def kill_all(self) -> None:
         self.closed = True
+        killed = []
         for proc in self._procs.values():
             if proc.status == "running":
                 proc.stop_requested = True
-            kill_group(proc.pid, signal.SIGKILL)
+            proc.child.kill()
             unregister_group(proc.pid)
+            killed.append(proc.child)
             if proc.popen.stdin is not None:
                 with contextlib.suppress(OSError):
                     proc.popen.stdin.close()
+        if killed:
+            # The killed namespaces end once the children the agent adopted from them are reaped: not here (this
+            # runs on the event loop, from a session's close), on a thread.
+            threading.Thread(target=_settle_all, args=(killed,), name="gw-settle", daemon=True).start()
+
+
+def _gone(proc: BackgroundProcess) -> bool:
+    return proc.popen.poll() is not None and not group_alive(proc.pid) and proc.child.launch.namespace_ended()
+
+
+def _settle_all(children: list[Spawned]) -> None:
+    for child in children:
+        with contextlib.suppress(Exception):
+            child.popen.wait(timeout=5)
+            child.launch.settle_sync(5.0)
 
 
 def _pump_log(proc: BackgroundProcess) -> None:
@@ -410,8 +587,12 @@ def session_table(session_id: str) -> ProcessTable:
 
 
 def close_session(session_id: str) -> None:
-    """Kill every background process of a session (its groups included) and forget the table."""
+    """Kill every background process of a session (everything they started included), forget the table, and remove
+    the session's private temp dir."""
     with _tables_lock:
         table = _tables.pop(session_id, None)
     if table is not None:
         table.kill_all()
+    from runtime.sandbox import remove_session_tmpdir
+
+    remove_session_tmpdir(session_id)

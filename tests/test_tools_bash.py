@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 
 import anyio
 import pytest
@@ -184,7 +186,11 @@ async def test_exec_through_an_editor_terminal_embeds_it_and_releases_it(tmp_pat
     res = await run("bash", {"command": "pytest -q"}, make_ctx(tmp_path, editor=editor, progress=progress))
     assert editor.methods() == ["terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"]
     create = editor.calls[0][1]
-    assert create["command"] == "/bin/bash" and create["args"] == ["-c", "pytest -q"]
+    # The editor runs the sandbox launcher, which confines the shell the same way a local exec is confined.
+    assert create["command"] == sys.executable
+    assert create["args"] == ["-m", "runtime.sandbox", "--", "/bin/bash", "-c", "pytest -q"]
+    env = create["env"]
+    assert "GATEWRIGHT_SANDBOX_SPEC" in env and env["TMPDIR"].startswith(tempfile.gettempdir())
     assert create["cwd"] == os.path.realpath(tmp_path)
     assert updates[0].content == ({"type": "terminal", "terminalId": "term_1"},)
     assert res.content[0] == {"type": "terminal", "terminalId": "term_1"}

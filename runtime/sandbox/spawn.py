@@ -144,6 +144,7 @@ class Launch:
         self.init_pidfd: int | None = None
         self.emptied = False  # the init reported an empty namespace when the command ended
         self._killed = False
+        self._reap = False
         self.leftovers = False
         self.setup_error: str | None = None
         reap_finished_inits()
@@ -263,6 +264,7 @@ class Launch:
     def signal_namespace(self, sig: int) -> None:
         """Send `sig` to the init: SIGKILL ends the namespace; others are passed on to every process in it."""
         if self.init_pidfd is not None:
+            self._reap = True  # what the signal ends must be reaped for the namespace to end
             with contextlib.suppress(OSError):
                 signal.pidfd_send_signal(self.init_pidfd, sig)
 
@@ -282,7 +284,7 @@ class Launch:
                 _finished_inits.append(fd)
                 self.init_pidfd = None
                 return True
-            if self.leftovers or self._killed:
+            if self.leftovers or self._killed or self._reap:
                 from runtime.sandbox.orphans import reap_namespace_zombies
 
                 reap_namespace_zombies()
