@@ -31,12 +31,15 @@ from typing import Literal
 
 import anyio
 
-from runtime.sandbox.spawn import MARKER_ENV, SETUP_PREFIX, Launch, SandboxError
+from runtime.sandbox.child import SETUP_PREFIX
+from runtime.sandbox.client import Child, SandboxError, Spawner
 from runtime.sandbox.spec import SandboxSpec
+
+__all__ = ["ExecResult", "FdStream", "HeadTail", "ProcessLimit", "ProcessTable", "RingLog", "SandboxError", "Spawned",
+           "close_session", "group_alive", "kill_all_process_groups", "run_exec", "session_table", "spawn"]
 
 EXEC_GRACE = 0.3  # how long what an `exec` left behind may still run (and write output) after it exits
 _groups: set[int] = set()
-_launches: set[Launch] = set()
 _lock = threading.Lock()
 
 
@@ -56,16 +59,13 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
 
 
 def kill_all_process_groups() -> None:
-    """At agent exit: every group and every namespace, now."""
+    """At agent exit: every spawn, now (closing the helper's socket makes it kill all it made)."""
     with _lock:
         groups = list(_groups)
-        launches = list(_launches)
         _groups.clear()
-        _launches.clear()
     for pgid in groups:
         kill_group(pgid)
-    for launch in launches:
-        launch.kill()
+    Spawner.stop()
 
 
 def group_alive(pgid: int) -> bool:
@@ -107,92 +107,132 @@ def child_cwd(path: str, dir_fd: int | None) -> tuple[str, tuple[int, ...]]:
 
 # ---- spawning ------------------------------------------------------------------------------------------------------
 class Spawned:
-    """One child started by `spawn`: its `Popen`, its sandbox launch, and how to end all of it."""
+    """One child started by `spawn`: the agent's ends of its pipes and its `Child` (the sandbox helper's report)."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], launch: Launch) -> None:
-        self.popen = popen
-        self.launch = launch
-        self.pid = popen.pid  # also its process group
-        self._pidfd: int | None = None
-        with contextlib.suppress(OSError, AttributeError):
-            self._pidfd = os.pidfd_open(popen.pid)
+    def __init__(self, child: Child, stdin: int | None, stdout: int | None, stderr: int | None) -> None:
+        self.child = child
+        self.pid = child.pid  # its P: the process the agent signals (the command's group without namespaces)
+        self.stdin = os.fdopen(stdin, "wb", buffering=0) if stdin is not None else None
+        self.stdout = stdout
+        self.stderr = stderr
 
-    def signal(self, sig: int) -> None:
-        """`sig` to the command's group and to every process of its namespace."""
-        kill_group(self.pid, sig)
-        if sig == signal.SIGKILL:
-            self.launch.kill()
-        else:
-            self.launch.signal_namespace(sig)
+    @property
+    def returncode(self) -> int | None:
+        return self.child.returncode
+
+    def poll(self) -> int | None:
+        return self.child.returncode
+
+    def send_signal(self, sig: int) -> None:
+        self.child.send_signal(sig)
 
     def kill(self) -> None:
-        self.signal(signal.SIGKILL)
+        self.child.kill()
 
     async def wait(self) -> int:
-        """The command's exit (reaped); not yet the end of its namespace (`settle`)."""
-        while self.popen.poll() is None:
-            if self._pidfd is not None:
-                await anyio.wait_readable(self._pidfd)
-            else:
-                await anyio.sleep(0.005)
-        return self.popen.returncode
+        """Until the command and everything it started are gone (the drain grace included)."""
+        return await self.child.wait()
 
-    async def settle(self, limit: float = 2.0) -> None:
-        """Once the command was reaped: until nothing it started is left (bounded; then it is killed)."""
-        await self.launch.settle(limit)
+    def wait_sync(self, timeout: float | None = None) -> int | None:
+        return self.child.wait_sync(timeout)
+
+    @property
+    def leftovers(self) -> bool:
+        return self.child.leftovers
 
     def note(self) -> str | None:
         """What the tool output should say about the sandbox, if anything."""
-        return "; ".join(self.launch.notes) or None
+        return "; ".join(self.child.notes) or None
 
     def close(self) -> None:
-        if self._pidfd is not None:
-            os.close(self._pidfd)
-            self._pidfd = None
-        with _lock:
-            _launches.discard(self.launch)
+        for fd in (self.stdout, self.stderr):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.stdout = self.stderr = None
+        if self.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.stdin.close()
         unregister_group(self.pid)
-        self.launch.close()
+        self.child.close()
+
+
+PIPE, DEVNULL, STDOUT = subprocess.PIPE, subprocess.DEVNULL, subprocess.STDOUT
+
+
+def _check_command(argv0: str, env: Mapping[str, str], cwd: str) -> None:
+    """Fail like `Popen` would for a command that cannot be started (the helper's child can only report it later)."""
+    import errno
+    import shutil
+
+    path = argv0 if os.sep in argv0 else shutil.which(argv0, path=env.get("PATH", os.defpath))
+    if path is None or not os.path.exists(os.path.join(cwd, path)):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", argv0)
+    if not os.access(os.path.join(cwd, path), os.X_OK):
+        raise PermissionError(errno.EACCES, "Permission denied", argv0)
 
 
 def spawn(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], cwd_fd: int | None = None,
-          spec: SandboxSpec | None = None, grace: float | None = None, stdin: int | None = subprocess.DEVNULL,
-          stdout: int | None = subprocess.PIPE, stderr: int | None = subprocess.PIPE) -> Spawned:
-    """Start `argv` sandboxed by `spec` (None: unconfined, still contained) in its own session.
+          spec: SandboxSpec | None = None, grace: float | None = None, stdin: int = DEVNULL,
+          stdout: int = PIPE, stderr: int = PIPE) -> Spawned:
+    """Start `argv` sandboxed by `spec` (None: unconfined, still contained) through the sandbox helper.
 
-    `grace`: after the command exits, how long what it started may still run (None: until it ends by itself or is
-    killed). Call from a thread that lives as long as the agent (the event loop's).
+    `stdin`/`stdout`/`stderr`: PIPE, DEVNULL, STDOUT (stderr only) or a descriptor to hand over. `grace`: after the
+    command exits, how long what it started may still run (None: until it ends by itself or is killed).
 
     Raises:
         SandboxError: the sandbox could not be set up (nothing ran).
-        OSError: the command could not be started.
+        FileNotFoundError, PermissionError: the command cannot be started.
     """
     from runtime import sandbox
 
-    support = sandbox.support()
-    sandbox.ensure_subreaper()
-    launch = Launch(spec, support.capabilities(), cwd=cwd, grace=grace)
-    child_env = dict(env)
-    if not launch.namespaces:
-        child_env[MARKER_ENV] = launch.tag
-    sandbox.child_env(child_env, spec)
-    child_dir, fds = child_cwd(cwd, cwd_fd)
+    _check_command(argv[0], env, cwd)
+    spawner = Spawner.get()
+    child_env = sandbox.child_env(dict(env), spec)
+    ours: dict[str, int | None] = {"stdin": None, "stdout": None, "stderr": None}
+    theirs: dict[str, int | None] = {"stdin": None, "stdout": None, "stderr": None}
+    owned: list[int] = []  # child-side ends we created: closed here once the helper has them
     try:
-        popen = subprocess.Popen(list(argv), stdin=stdin, stdout=stdout, stderr=stderr, cwd=child_dir, env=child_env,
-                                 start_new_session=True, pass_fds=fds, close_fds=True, preexec_fn=launch.preexec)
-    except subprocess.SubprocessError:
-        launch.read_report()
-        why = launch.setup_error or "its set-up failed"
-        launch.close()
-        raise SandboxError(f"the sandbox could not be set up: {why}") from None
+        if stdin == PIPE:
+            r, w = os.pipe()
+            theirs["stdin"], ours["stdin"] = r, w
+            owned.append(r)
+        elif stdin >= 0:
+            theirs["stdin"] = stdin
+        if stdout == PIPE:
+            r, w = os.pipe()
+            ours["stdout"], theirs["stdout"] = r, w
+            owned.append(w)
+        elif stdout >= 0:
+            theirs["stdout"] = stdout
+        if stderr == STDOUT:
+            theirs["stderr"] = theirs["stdout"]
+        elif stderr == PIPE:
+            r, w = os.pipe()
+            ours["stderr"], theirs["stderr"] = r, w
+            owned.append(w)
+        elif stderr >= 0:
+            theirs["stderr"] = stderr
+        report_r, report_w = os.pipe()
+        owned.append(report_w)
+        try:
+            pid, pidfd, notes = spawner.spawn(argv, cwd=cwd, env=child_env, spec=spec, grace=grace,
+                                              report_w=report_w, stdin=theirs["stdin"], stdout=theirs["stdout"],
+                                              stderr=theirs["stderr"], cwd_fd=cwd_fd)
+        except BaseException:
+            os.close(report_r)
+            raise
     except BaseException:
-        launch.close()
+        for fd in ours.values():
+            if fd is not None:
+                os.close(fd)
         raise
-    launch.started()
-    register_group(popen.pid)
-    with _lock:
-        _launches.add(launch)
-    return Spawned(popen, launch)
+    finally:
+        for fd in owned:
+            os.close(fd)
+    child = Child(pid, pidfd, report_r, spawner.caps, notes)
+    register_group(pid)
+    return Spawned(child, ours["stdin"], ours["stdout"], ours["stderr"])
 
 
 def setup_failure(stderr: str) -> str | None:
@@ -301,13 +341,11 @@ async def run_exec(
     """
     out, err = HeadTail(head_bytes, tail_bytes), HeadTail(head_bytes, tail_bytes)
     started = time.monotonic()
-    # Synchronous, so no cancellation can land between the fork and our holding the handle that kills it.
+    # Synchronous, so no cancellation can land between the spawn and our holding the handle that kills it.
     child = spawn(argv, cwd=cwd, env=env, cwd_fd=cwd_fd, spec=spec, grace=drain_grace)
-    pgid = child.pid
     timed_out = False
-    leftovers = False
-    assert child.popen.stdout is not None and child.popen.stderr is not None
-    streams = [(child.popen.stdout, out), (child.popen.stderr, err)]
+    assert child.stdout is not None and child.stderr is not None
+    streams = [(child.stdout, out), (child.stderr, err)]
     try:
         pumps_left = [2]
         pumps_done = anyio.Event()
@@ -324,53 +362,34 @@ async def run_exec(
                     pumps_done.set()
 
         async with anyio.create_task_group() as tg:
-            for f, buf in streams:
-                tg.start_soon(pump, FdStream(f.fileno()), buf)
+            for fd, buf in streams:
+                tg.start_soon(pump, FdStream(fd), buf)
+            # The spawn ends when the command and everything it started are gone: what it left running gets the
+            # drain grace (its output is still read), then is killed.
             with anyio.move_on_after(timeout) as deadline:
                 await child.wait()
             if deadline.cancelled_caught:
                 timed_out = True
                 child.kill()
                 await child.wait()
-            if child.launch.namespaces:
-                # The namespace's init gives what is left the drain grace, then the kernel ends it.
-                await child.settle(drain_grace + 2.0)
-            else:
-                # Children that inherited the pipes keep them open: give the readers a moment, then end the group.
-                with anyio.move_on_after(drain_grace):
-                    while group_alive(pgid):  # noqa: ASYNC110 - no event fires when a group empties
-                        await anyio.sleep(0.02)
-                if group_alive(pgid):
-                    leftovers = True
-                kill_group(pgid)
-                await child.settle()
-            leftovers = (leftovers or child.launch.leftovers) and not timed_out
-            # A process that escaped the namespace-less group may still hold a pipe: stop reading rather than hang.
             with anyio.move_on_after(1.0):
                 await pumps_done.wait()
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            child.kill()
-            with anyio.move_on_after(2.0):
-                await child.wait()
-                await child.settle()
-            # SIGKILL is delivered asynchronously: return only once no member is left (bounded).
-            with anyio.move_on_after(2.0):
-                while group_alive(pgid):  # noqa: ASYNC110 - no event fires when a group empties
-                    await anyio.sleep(0.005)
-            for f, _ in streams:
-                with contextlib.suppress(OSError):
-                    f.close()
+            if child.returncode is None:
+                child.kill()
+                with anyio.move_on_after(3.0):
+                    await child.wait()
             if note is not None and child.note():
                 note.append(child.note() or "")
             child.close()
-    rc = child.popen.returncode
+    rc = child.returncode
     sig = -rc if rc is not None and rc < 0 else None
     return ExecResult(
         stdout=out.text(), stderr=err.text(), exit_code=None if sig else rc, signal=sig, timed_out=timed_out,
-        pid=pgid, duration_ms=int((time.monotonic() - started) * 1000), truncated=bool(out.dropped or err.dropped),
-        leftovers_killed=leftovers,
+        pid=child.pid, duration_ms=int((time.monotonic() - started) * 1000), truncated=bool(out.dropped or err.dropped),
+        leftovers_killed=child.leftovers and not timed_out,
     )
 
 
@@ -430,20 +449,16 @@ class BackgroundProcess:
     stop_requested: bool = False
 
     @property
-    def popen(self) -> subprocess.Popen[bytes]:
-        return self.child.popen
-
-    @property
     def pid(self) -> int:
-        return self.popen.pid
+        return self.child.pid
 
     @property
     def exit_code(self) -> int | None:
-        return self.popen.returncode
+        return self.child.returncode
 
     @property
     def status(self) -> Status:
-        if self.popen.returncode is None:
+        if self.child.returncode is None:
             return "running"
         return "stopped" if self.stop_requested else "exited"
 
@@ -485,8 +500,8 @@ class ProcessTable:
         if running >= self.max_running:
             raise ProcessLimit(f"{running} background processes are already running (limit {self.max_running}); "
                                "stop one first")
-        child = spawn(argv, cwd=cwd, env=env, cwd_fd=cwd_fd, spec=spec, grace=None, stdin=subprocess.PIPE,
-                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        child = spawn(argv, cwd=cwd, env=env, cwd_fd=cwd_fd, spec=spec, grace=None, stdin=PIPE, stdout=PIPE,
+                      stderr=STDOUT)
         proc = BackgroundProcess(f"proc_{next(_ids)}", command, cwd, child, RingLog(self.log_capacity), time.time())
         self._procs[proc.id] = proc
         threading.Thread(target=_pump_log, args=(proc,), name=f"gw-log-{proc.id}", daemon=True).start()
@@ -501,61 +516,42 @@ class ProcessTable:
 
     def write(self, process_id: str, text: str) -> int:
         proc = self._procs[process_id]
-        if proc.popen.stdin is None or proc.status != "running":
+        if proc.child.stdin is None or proc.status != "running":
             raise BrokenPipeError("the process is not running")
         data = text.encode("utf-8")
-        proc.popen.stdin.write(data)
-        proc.popen.stdin.flush()
+        proc.child.stdin.write(data)
         return len(data)
 
     async def stop(self, process_id: str, grace: float = 2.0) -> BackgroundProcess:
-        """SIGTERM to the group and its namespace, up to `grace` seconds for them to go, then SIGKILL."""
+        """SIGTERM to every process of it, up to `grace` seconds for them to go, then SIGKILL."""
         proc = self._procs[process_id]
         proc.stop_requested = proc.status == "running" or proc.stop_requested
-        proc.child.signal(signal.SIGTERM)
+        proc.child.send_signal(signal.SIGTERM)
         with anyio.move_on_after(grace):
-            while not _gone(proc):  # noqa: ASYNC110 - no event fires when a group or namespace empties
-                await anyio.sleep(0.02)
-        proc.child.kill()
-        await anyio.to_thread.run_sync(proc.popen.wait)
-        await proc.child.settle()
+            await proc.child.wait()
+        if proc.child.returncode is None:
+            proc.child.kill()
+            with anyio.move_on_after(3.0):
+                await proc.child.wait()
         unregister_group(proc.pid)
         return proc
 
     def kill_all(self) -> None:
         self.closed = True
-        killed = []
         for proc in self._procs.values():
             if proc.status == "running":
                 proc.stop_requested = True
             proc.child.kill()
             unregister_group(proc.pid)
-            killed.append(proc.child)
-            if proc.popen.stdin is not None:
+            if proc.child.stdin is not None:
                 with contextlib.suppress(OSError):
-                    proc.popen.stdin.close()
-        if killed:
-            # The killed namespaces end once the children the agent adopted from them are reaped: not here (this
-            # runs on the event loop, from a session's close), on a thread.
-            threading.Thread(target=_settle_all, args=(killed,), name="gw-settle", daemon=True).start()
-
-
-def _gone(proc: BackgroundProcess) -> bool:
-    return proc.popen.poll() is not None and not group_alive(proc.pid) and proc.child.launch.namespace_ended()
-
-
-def _settle_all(children: list[Spawned]) -> None:
-    for child in children:
-        with contextlib.suppress(Exception):
-            child.popen.wait(timeout=5)
-            child.launch.settle_sync(5.0)
+                    proc.child.stdin.close()
 
 
 def _pump_log(proc: BackgroundProcess) -> None:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    stream = proc.popen.stdout
-    assert stream is not None
-    fd = stream.fileno()
+    fd = proc.child.stdout
+    assert fd is not None
     while True:
         try:
             chunk = os.read(fd, 65536)
@@ -565,12 +561,10 @@ def _pump_log(proc: BackgroundProcess) -> None:
             break
         proc.log.append(decoder.decode(chunk))
     proc.log.append(decoder.decode(b"", final=True))
-    with contextlib.suppress(OSError):
-        stream.close()
 
 
 def _wait_exit(proc: BackgroundProcess) -> None:
-    proc.popen.wait()
+    proc.child.wait_sync()
     proc.ended_at = time.time()
 
 

@@ -1,28 +1,30 @@
 """The operating-system sandbox under every process the agent starts: `permissions` decides, this enforces.
 
-- `support()`: what this system offers (cached probe): Landlock's ABI, whether unprivileged user/pid/mount/net
-  namespaces work, a one-line `describe()` for `/status`. `GATEWRIGHT_SANDBOX=off` forces "no sandbox" (a machine
-  without Landlock or namespaces), `GATEWRIGHT_SANDBOX=landlock` forces Landlock without namespaces (a machine where
+- `support()`: what this system offers (cached): Landlock's ABI, whether unprivileged user/pid/mount/net
+  namespaces work, a one-line `describe()` for `/status`. `GATEWRIGHT_SANDBOX=off` forces "no sandbox" (as on a
+  machine without Landlock or namespaces), `GATEWRIGHT_SANDBOX=landlock` forces Landlock without namespaces (as where
   unprivileged user namespaces are forbidden); both exist for tests and for a user who must opt out.
 - `build_spec(confinement, roots, tmpdir=...)`: the `SandboxSpec` of one call (what it may read, write, reach).
 - `baseline_readable(path)`: reads the sandbox always allows (the policy need not ask for them).
 - `session_tmpdir(session_id)` / `remove_session_tmpdir`: the per-session private temp dir (`TMPDIR`).
-- `spawn.Launch`: the child side of one spawn (`runtime.processes` uses it for every child).
+- `client.Spawner`: the agent's connection to the sandbox helper (`helper`), which forks every sandboxed child
+  (`child`); `runtime.processes` is its only user.
 - `python -m runtime.sandbox -- CMD...` (`__main__`): the launcher that editor terminals run.
 
 Backends. Only Linux is built: Landlock for files, TCP, signals and abstract sockets; namespaces for containment
-(pid), protected paths (mount), the network (net). A macOS backend would slot in at the same two seams: `support()`
-reports it (`sandbox-exec` present, a Seatbelt profile compiled once per spec), and `Launch` becomes "exec
-`/usr/bin/sandbox-exec -p PROFILE -- CMD`" instead of a pre-exec function, the profile generated from the same
-`SandboxSpec` (`(deny default)`, `(allow file-read* (subpath …))` per read tree, `(allow file-write* (subpath …))`
-per write tree with `(deny file-write* (subpath …))` for each protected path, `(deny network*)` unless network). The
-kill guarantee would then rest on process groups and a parent-death watch, as in the no-namespace fallback here.
+(pid), protected paths (mount), the network (net). A macOS backend would slot in at the same two seams: the helper's
+probe reports it (`/usr/bin/sandbox-exec` present), and `child.Plan` execs `sandbox-exec -p PROFILE -- CMD` instead
+of entering namespaces and Landlock, the profile generated from the same `SandboxSpec`: `(deny default)`,
+`(allow file-read* (subpath …))` per read tree, `(allow file-write* (subpath …))` per write tree followed by
+`(deny file-write* (subpath …))` per protected path (Seatbelt, unlike Landlock, can carve a subtree out, so no mount
+trick is needed), `(deny network*)` unless the network is allowed, `(allow process-fork) (allow process-exec)`. The
+kill guarantee would rest on the helper as here without namespaces: process groups, a subreaper-like watch of what
+left them, and the helper's end when the agent's socket closes.
 """
 
 from __future__ import annotations
 
 import functools
-import os
 import sys
 from dataclasses import dataclass
 
@@ -37,8 +39,8 @@ from runtime.sandbox.spec import (
     session_tmpdir,
 )
 
-__all__ = ["SandboxSpec", "Support", "baseline", "baseline_readable", "build_spec", "child_env", "ensure_subreaper",
-           "harden_agent", "remove_all_tmpdirs", "remove_session_tmpdir", "session_tmpdir", "support"]
+__all__ = ["SandboxSpec", "Support", "baseline", "baseline_readable", "build_spec", "child_env", "harden_agent",
+           "prestart", "remove_all_tmpdirs", "remove_session_tmpdir", "session_tmpdir", "support"]
 
 ENV_SWITCH = "GATEWRIGHT_SANDBOX"
 
@@ -49,7 +51,6 @@ class Support:
 
     landlock_abi: int = 0
     namespaces: bool = False
-    network_namespace: bool = False
     forced: str | None = None  # the value of GATEWRIGHT_SANDBOX that limited it
     reason: str = ""  # why something is missing
 
@@ -57,10 +58,9 @@ class Support:
     def active(self) -> bool:
         return self.landlock_abi > 0
 
-    def capabilities(self):  # -> spawn.Capabilities (imported lazily: ctypes stays off the start-up path)
-        from runtime.sandbox.spawn import Capabilities
-
-        return Capabilities(self.landlock_abi, self.namespaces)
+    @property
+    def network_namespace(self) -> bool:
+        return self.namespaces
 
     def describe(self) -> str:
         if self.forced == "off":
@@ -70,55 +70,40 @@ class Support:
                    "calls ask"
         text = f"sandbox: Landlock ABI {self.landlock_abi}"
         if self.namespaces:
-            return text + ", user/pid/mount" + ("/net" if self.network_namespace else "") + " namespaces"
+            return text + ", user/pid/mount/net namespaces"
         why = f"{ENV_SWITCH}=landlock" if self.forced == "landlock" else self.reason or "unavailable"
-        return text + f", no namespaces ({why}): processes that leave their group may outlive the agent"
+        return text + f", no namespaces ({why}): what a command starts may outlive the agent if it leaves its " \
+                      "process group and drops its environment"
 
 
 @functools.cache
 def support() -> Support:
-    """Probe once per process (the first spawn or `/status` pays ~10 ms; start-up does not)."""
-    forced = (os.environ.get(ENV_SWITCH) or "").strip().lower() or None
-    if forced == "off" or not sys.platform.startswith("linux"):
-        return Support(forced="off" if forced == "off" else None,
-                       reason="not Linux" if not sys.platform.startswith("linux") else "")
-    from runtime.sandbox import landlock
+    """Asked of the sandbox helper once per process (which starts it: ~20–30 ms, or none after `prestart`)."""
+    if not sys.platform.startswith("linux"):
+        return Support(reason="not Linux")
+    from runtime.sandbox.client import Spawner
 
     try:
-        abi = landlock.abi()
-    except OSError:
-        abi = 0
-    reason = "" if abi else "the kernel has no Landlock (Linux 5.13+ with landlock in its LSM list)"
-    if forced == "landlock":
-        return Support(abi, forced="landlock", reason=reason)
-    from runtime.sandbox.probe import probe_namespaces
-
-    ns, why = probe_namespaces(abi)
-    return Support(abi, ns, network_namespace=ns, reason=reason or why)
+        spawner = Spawner.get()
+    except OSError as exc:
+        return Support(reason=f"the sandbox helper did not start ({exc})")
+    return Support(spawner.caps.landlock_abi, spawner.caps.namespaces, forced=spawner.forced, reason=spawner.why)
 
 
-_done: set[str] = set()
+def prestart() -> None:
+    """Start the sandbox helper on a thread (for warm-up: the first command then does not wait for it)."""
+    if sys.platform.startswith("linux"):
+        from runtime.sandbox.client import prestart as start
 
-
-def ensure_subreaper() -> None:
-    """Make this process a child subreaper: orphans of its children come back to it (to be killed and reaped)
-    instead of going to the system's init. Idempotent; every spawn calls it."""
-    if "subreaper" in _done or not sys.platform.startswith("linux"):
-        return
-    from runtime.sandbox._libc import PR_SET_CHILD_SUBREAPER, libc
-
-    libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    _done.add("subreaper")
+        start()
 
 
 def harden_agent() -> None:
-    """Once at start-up of `acp`/`run`: a child subreaper, and not dumpable, so that no other process of the user
-    (a sandboxed one above all) can ptrace the agent or open its `/proc/<pid>/mem`, `environ` or `fd/*`."""
+    """Once at start-up of `acp`/`run`: the agent becomes not dumpable, so that no other process of the user (a
+    sandboxed one above all) can ptrace it or open its `/proc/<pid>/mem`, `environ` or `fd/*`. (No child subreaper
+    is needed in the agent: the sandbox helper is the subreaper of everything it spawns.)"""
     if not sys.platform.startswith("linux"):
         return
-    ensure_subreaper()
-    if "dumpable" not in _done:
-        from runtime.sandbox._libc import PR_SET_DUMPABLE, libc
+    from runtime.sandbox._libc import PR_SET_DUMPABLE, libc
 
-        libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-        _done.add("dumpable")
+    libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import sys
 
+from runtime.sandbox.child import SETUP_FAILED, SETUP_PREFIX, Capabilities, Plan
 from runtime.sandbox.launcher_env import AGENT_ENV, ALL, CAPS_ENV, SPEC_ENV, start_time
-from runtime.sandbox.spawn import SETUP_FAILED, SETUP_PREFIX, Capabilities, Launch, SandboxError
 from runtime.sandbox.spec import SandboxSpec
 
 
@@ -54,15 +54,14 @@ def main(argv: list[str] | None = None) -> int:
             agent_fd = _agent_pidfd(values[AGENT_ENV] or "")
         except (OSError, ValueError):
             return _refuse("the agent that asked for this command is gone")
+    report_r, report_w = os.pipe()
     try:
-        launch = Launch(spec, caps, cwd=os.getcwd(), grace=spec.grace)
-        launch.launch_exec(args, env, agent_fd)
-    except SandboxError as exc:
-        return _refuse(str(exc))
+        plan = Plan(args, env, spec, caps, cwd=os.getcwd(), report_w=report_w, grace=spec.grace)
     except OSError as exc:
-        os.write(2, f"{args[0]}: {exc.strerror or exc}\n".encode())
-        return 127
-    return 0  # not reached: launch_exec execs
+        return _refuse(f"the sandbox could not be prepared ({exc})")
+    plan.report_r = report_r
+    plan.run(parent_pid=None, keep=(report_r,), agent_pidfd=agent_fd)  # never returns: execs or exits
+    return SETUP_FAILED
 
 
 if __name__ == "__main__":

@@ -32,9 +32,9 @@ def start_time(pid: int) -> str | None:
 def launcher_env(env: dict[str, str], spec: SandboxSpec) -> dict[str, str]:
     from runtime.sandbox import support
 
-    caps = support().capabilities()
+    sup = support()
     env[SPEC_ENV] = spec.to_json()
-    env[CAPS_ENV] = f"{caps.landlock_abi},{int(caps.namespaces)}"
+    env[CAPS_ENV] = f"{sup.landlock_abi},{int(sup.namespaces)}"
     pid = os.getpid()
     env[AGENT_ENV] = f"{pid}:{start_time(pid) or ''}"
     return env

@@ -1,10 +1,10 @@
 """Without namespaces: find and kill the processes of one spawn that left its process group.
 
 A `setsid` child (or a double fork) leaves the group `killpg` reaches. When its parent dies, it is adopted by the
-agent (a child subreaper): it is then a child of the agent that no `Popen` knows. Every spawn's environment carries
-a random marker (`spawn.MARKER_ENV`); after the spawn ends, the adopted children that carry it are killed with their
-descendants and reaped. A process that dropped the marker from its environment (`env -i`) and double-forked is not
-found: that, and surviving a `kill -9` of the agent, is what only the pid namespace guarantees.
+sandbox helper (a child subreaper), whose only other children are the spawns themselves. Every spawn's environment
+carries a random marker (`child.MARKER_ENV`); after the spawn ends, the adopted children that carry it are killed
+with their descendants and reaped. A process that dropped the marker from its environment (`env -i`) and
+double-forked is not found: that is what only the pid namespace guarantees.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import signal
 import time
 
-from runtime.sandbox.spawn import MARKER_ENV
+from runtime.sandbox.child import MARKER_ENV
 
 
 def _table() -> dict[int, tuple[int, bytes]]:
@@ -42,7 +42,7 @@ def _carries(pid: int, marker: bytes) -> bool:
 
 
 def sweep(tag: str, rounds: int = 4) -> bool:
-    """Kill and reap the agent's adopted children carrying `tag`, with all their descendants. True if any."""
+    """Kill and reap this process's adopted children carrying `tag`, with all their descendants. True if any."""
     if not os.path.isdir("/proc/self"):
         return False
     me = os.getpid()
@@ -79,22 +79,18 @@ def sweep(tag: str, rounds: int = 4) -> bool:
     return found
 
 
-def reap_namespace_zombies() -> int:
-    """Reap the agent's zombie children that lived in a child pid namespace: a sandboxed command's own children,
-    adopted by the agent when the command ended. No `Popen` child of the agent is ever in a child namespace, so
-    reaping these steals nobody's exit status. Returns how many."""
-    me = os.getpid()
-    reaped = 0
-    for pid, (ppid, state) in _table().items():
-        if ppid != me or state != b"Z":
+def group_has_live_member(pgid: int) -> bool:
+    """Whether a live (non-zombie) process is in the group: `killpg(pgid, 0)` also counts zombies, which linger
+    when nobody reaps them (a container's PID 1); /proc tells them apart."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{pid}/status", "rb") as f:
-                nspid = next((line for line in f if line.startswith(b"NSpid:")), b"")
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
         except OSError:
             continue
-        if len(nspid.split()) >= 3:  # "NSpid:", the agent's view, the namespace's view
-            with contextlib.suppress(ChildProcessError):
-                if os.waitpid(pid, os.WNOHANG)[0]:
-                    reaped += 1
-    return reaped
+        rest = stat[stat.rfind(b")") + 2:].split()  # state ppid pgrp ...
+        if len(rest) >= 3 and int(rest[2]) == pgid and rest[0] not in (b"Z", b"X"):
+            return True
+    return False

@@ -1,26 +1,27 @@
-"""The namespace probe behind `support()`: one real sandboxed spawn that must show every effect we rely on.
+"""The namespace probe the sandbox helper runs once at start: one real sandboxed spawn that must show its effects.
 
 A kernel may allow `unshare(CLONE_NEWUSER)` and still refuse what follows (Ubuntu's AppArmor restriction on
 unprivileged user namespaces, a container's seccomp profile): so the probe spawns a shell in a full sandbox with a
-protected directory and checks effects, not return codes: a file could be created in the writable tree, none in
-the protected one, and a background child of the command was gone once the spawn had settled.
+protected directory and checks effects, not return codes: a file could be created in the writable tree and none in
+the protected one, and the background process it left was seen and ended (the init reports the command's end only
+once nothing of the namespace is left).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-import subprocess
 import tempfile
 
-from runtime.sandbox.spawn import Capabilities, Launch, SandboxError
+from runtime.sandbox.child import Capabilities, Plan
 from runtime.sandbox.spec import SandboxSpec, baseline
 
-_SCRIPT = "touch ok || exit 2; touch p/x 2>/dev/null && exit 3; sleep 30 & echo $! > child; exit 0"
+_SCRIPT = "touch ok || exit 2; touch p/x 2>/dev/null && exit 3; sleep 30 & exit 0"
 
 
 def probe_namespaces(abi: int) -> tuple[bool, str]:
-    """(namespaces work, why not)."""
+    """(namespaces work, why not). Runs in the helper (a subreaper whose children are only its spawns)."""
     if not os.path.exists("/proc/self/uid_map"):
         return False, "the kernel has no user namespaces"
     tmp = os.path.realpath(tempfile.mkdtemp(prefix="gatewright-probe-"))
@@ -34,47 +35,40 @@ def probe_namespaces(abi: int) -> tuple[bool, str]:
 
 
 def _run(spec: SandboxSpec, caps: Capabilities, cwd: str) -> tuple[bool, str]:
-    launch = Launch(spec, caps, cwd=cwd, grace=0.0)
+    report_r, report_w = os.pipe()
+    plan = Plan(["/bin/sh", "-c", _SCRIPT], {"PATH": "/usr/bin:/bin"}, spec, caps, cwd=cwd, report_w=report_w,
+                grace=0.0)
+    null = os.open(os.devnull, os.O_RDWR)
     try:
-        try:
-            p = subprocess.Popen(["/bin/sh", "-c", _SCRIPT], cwd=cwd, stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=launch.preexec,
-                                 start_new_session=True, env={"PATH": "/usr/bin:/bin"})
-        except (subprocess.SubprocessError, SandboxError, OSError) as exc:
-            launch.read_report()
-            return False, launch.setup_error or f"the namespace set-up failed ({exc})"
-        launch.started()
-        try:
-            _, err = p.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            launch.kill()
-            launch.settle_sync()
-            return False, "the probe did not finish"
-        launch.settle_sync()
-        if p.returncode:
-            detail = err.decode("utf-8", "replace").strip().splitlines()
-            return False, {2: "bind mounts are refused", 3: "a read-only bind mount was writable"}.get(
-                p.returncode, f"the sandboxed probe failed (exit {p.returncode}"
-                              f"{': ' + detail[-1] if detail else ''})")
-        try:
-            with open(os.path.join(cwd, "child")) as f:
-                child = int(f.read())
-        except (OSError, ValueError):
-            return False, "the probe's child did not start"
-        if _alive(child):
-            os.kill(child, 9)
-            return False, "a child outlived the pid namespace"
-        return True, ""
+        plan.stdio = (null, null, null)
+        me = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            plan.run(parent_pid=me)
+        os.close(report_w)
+        report_w = -1
+        data = b""
+        while chunk := os.read(report_r, 65536):  # until P and I are gone
+            data += chunk
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
     finally:
-        launch.close()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X")
+        plan.close()
+        os.close(null)
+        os.close(report_r)
+        if report_w >= 0:
+            os.close(report_w)
+    lines = data.splitlines()
+    err = next((ln[1:].decode("utf-8", "replace") for ln in lines if ln.startswith(b"E")), None)
+    status = next((int(ln[1:]) for ln in lines if ln.startswith(b"S")), None)
+    if err is not None:
+        return False, err
+    if status is None:
+        return False, "the sandboxed probe did not report its end"
+    code = os.waitstatus_to_exitcode(status)
+    if code:
+        return False, {2: "the writable tree was not writable", 3: "a read-only bind mount was writable"}.get(
+            code, f"the sandboxed probe failed (exit {code})")
+    if b"L" not in lines:
+        return False, "the probe's background process was not seen"
+    return True, ""

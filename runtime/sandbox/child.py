@@ -1,0 +1,402 @@
+"""The processes between the helper's `fork` and the command's `exec`, and what they leave on the report pipe.
+
+A `Plan` is prepared in the sandbox helper (`helper`, a small single-threaded Python process the agent starts once)
+or in the editor-terminal launcher (`__main__`), never in the agent: a fork of the agent would copy a large threaded
+process (~1.5 ms, and every page the agent then writes is copied while the child lives), and Python code between
+fork and exec in a threaded process can deadlock. With namespaces, a spawn is three small processes:
+
+    helper ─▶ P (intermediate) ─▶ I (pid 1 of a new pid namespace: init) ─▶ C (the command)
+
+- P: its own session, `PR_SET_PDEATHSIG(SIGKILL)` (the helper dies with the agent, P with the helper), the stdio
+  and working directory it was given, then new user (its uid/gid mapped to themselves, setgroups denied), pid,
+  mount, ipc and (network off) network namespaces; every protected path bind-mounted read-only over itself, a
+  private `/dev/shm`, the working directory entered again through the new mounts, no-new-privs and the Landlock
+  ruleset. It forks I, passes the signals it gets on to I, and ends when I does. The agent signals P only.
+- I: the namespace's init: a parent-death signal (P's death, however it comes, ends the namespace), its own
+  session, and it forks C. It reaps every orphan, passes signals on to every process of the namespace (as pid 1 the
+  command would ignore SIGTERM), and when the command has exited and nothing is left (at once, after the drain
+  grace of `exec`, or when the last process ends by itself for background processes) it writes the command's wait
+  status on the report pipe and exits. Every process of the namespace descends from I, so "no child left" means
+  "nothing left". When I dies, the kernel kills whatever remains in the namespace: `setsid` and double forks
+  cannot escape.
+- C: the original signal dispositions and mask, the descriptors it may keep, then `exec`. Its own threads work: it
+  is inside the pid namespace (a process that merely unshared one could not create threads).
+
+Without namespaces P is the command: `PDEATHSIG`, no-new-privs and Landlock, then exec; the helper reports its exit
+and ends what it left behind (`helper`).
+
+The report pipe (one per spawn, read by the agent): `I<pid>` (the init's pid), `E<why>` (set-up failed, nothing ran),
+`L` (processes outlived the command), `S<wait status>` (the command's; everything it started is gone). End of file
+without `S`: the spawn was killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import select
+import signal
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from runtime.sandbox import landlock
+from runtime.sandbox._libc import (
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWPID,
+    CLONE_NEWUSER,
+    MS_BIND,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_RDONLY,
+    MS_REC,
+    MS_REMOUNT,
+    PR_SET_DUMPABLE,
+    PR_SET_NO_NEW_PRIVS,
+    PR_SET_PDEATHSIG,
+    libc,
+)
+from runtime.sandbox.spec import SandboxSpec, baseline, carve, within
+
+CLONE_NEWIPC = 0x08000000
+MARKER_ENV = "GATEWRIGHT_SPAWN_TAG"
+SETUP_FAILED = 126  # the exit status of a spawn whose sandbox could not be set up (as shells say "cannot execute")
+SETUP_PREFIX = b"gatewright sandbox: "
+# I's parent-death signal: a real-time signal nobody else sends, so it cannot be mistaken for one to pass on.
+PARENT_DIED = signal.SIGRTMIN + 3
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
+WAITED = frozenset((*FORWARDED, signal.SIGCHLD, PARENT_DIED))
+# Python ignores these at start-up; a command must get them at their default.
+_RESTORED = tuple(getattr(signal, n) for n in ("SIGPIPE", "SIGXFSZ", "SIGXFZ") if hasattr(signal, n))
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What the running system lets a spawn use (see `runtime.sandbox.support`)."""
+
+    landlock_abi: int = 0
+    namespaces: bool = False  # user + pid + mount + ipc (+ net) namespaces, bind mounts included
+
+
+def _mount_flags_to_keep(path: str) -> int:
+    """The per-mount flags a read-only remount inside a user namespace must repeat: the kernel refuses to clear a
+    flag that the mount it copied has locked (nosuid, nodev, noexec)."""
+    try:
+        f = os.statvfs(path).f_flag
+    except OSError:
+        return MS_NOSUID | MS_NODEV
+    return ((MS_NOSUID if f & os.ST_NOSUID else 0) | (MS_NODEV if f & os.ST_NODEV else 0)
+            | (MS_NOEXEC if f & os.ST_NOEXEC else 0))
+
+
+class Plan:
+    """One spawn, prepared before the fork. `run()` in the forked P (or the launcher process) never returns."""
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str], spec: SandboxSpec | None, caps: Capabilities, *,
+                 cwd: str, report_w: int, grace: float | None, stdio: tuple[int, int, int] | None = None,
+                 cwd_fd: int | None = None) -> None:
+        self.argv = list(argv)
+        self.env = env
+        self.spec = spec
+        self.caps = caps
+        self.namespaces = caps.namespaces
+        self.cwd = cwd
+        self.cwd_fd = cwd_fd
+        self.report_w = report_w
+        self.grace = grace
+        self.stdio = stdio
+        self.notes: list[str] = []
+        self.report_r: int | None = None  # the launcher reads its own report pipe to exit as the command did
+        self.ruleset: landlock.Ruleset | None = None
+        self._lc = libc()
+        self._mounts: list[tuple[bytes | None, bytes, bytes | None, int, bytes | None]] = []
+        self._flags = 0
+        self._chdir: tuple[bytes, int, int] | None = None
+        self._shm_rule: int = 0
+        self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+        self._max_fd = os.sysconf("SC_OPEN_MAX")
+        try:
+            self._prepare()
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- preparation (before the fork) ---------------------------------------------------------------------------
+    def _prepare(self) -> None:
+        spec = self.spec
+        abi = self.caps.landlock_abi
+        if spec is not None and abi > 0:
+            rs = self.ruleset = landlock.Ruleset(abi, network=spec.network)
+            base = set(baseline())
+            rs.allow_cached([p for p in spec.read if p in base], landlock.READ)
+            rs.allow_all([p for p in spec.read if p not in base], landlock.READ)
+            rw = landlock.READ | landlock.write_rights(abi)
+            for tree in spec.write:
+                if self.namespaces or not any(within(p, tree) and p != tree for p in spec.protected):
+                    rs.allow(tree, rw)
+                else:
+                    rs.allow_all(carve(tree, spec.protected), rw)
+                    self.notes.append(f"new files directly in {tree} cannot be created: without a mount namespace "
+                                      "on this system, its protected entries stay read-only only this way")
+            if spec.tmpdir is not None and spec.tmpdir in spec.write:
+                self._shm_rule = rw & ~landlock.FS_EXECUTE
+        if not self.namespaces:
+            return
+        flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC
+        if spec is not None and not spec.network:
+            flags |= CLONE_NEWNET
+        self._flags = flags
+        if spec is None:
+            return
+        mounts = self._mounts
+        mounts.append((None, b"/", None, MS_REC | MS_PRIVATE, None))
+        for path in spec.write:  # an approved path inside a protected one keeps its own writable mount
+            if any(within(path, p) and path != p for p in spec.protected) and path not in spec.protected:
+                b = os.fsencode(path)
+                mounts.append((b, b, None, MS_BIND | MS_REC, None))
+        for path in spec.protected:
+            b = os.fsencode(path)
+            mounts.append((b, b, None, MS_BIND | MS_REC, None))
+            mounts.append((None, b, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _mount_flags_to_keep(path), None))
+        if spec.protected and any(within(self.cwd, p) for p in spec.protected):
+            # The working directory is entered before the mounts: enter it again through them.
+            st = os.stat(self.cwd)
+            self._chdir = (os.fsencode(self.cwd), st.st_dev, st.st_ino)
+
+    def close(self) -> None:
+        if self.ruleset is not None:
+            self.ruleset.close()
+
+    # ---- P ---------------------------------------------------------------------------------------------------------
+    def run(self, *, parent_pid: int | None, keep: Sequence[int] = (), agent_pidfd: int | None = None) -> None:
+        """In P, right after the fork (`parent_pid`: the helper's), or in the launcher (None). Never returns."""
+        try:
+            if parent_pid is not None:
+                os.setsid()
+                self._lc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+                if os.getppid() != parent_pid:
+                    os._exit(SETUP_FAILED)  # the helper died before the death signal was armed
+            self._lc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+            if self.stdio is not None:
+                for target, fd in enumerate(self.stdio):
+                    os.dup2(fd, target)
+            rs_fd = self.ruleset.fd if self.ruleset is not None else -1
+            self._close_except((0, 1, 2, self.report_w, rs_fd, *keep,
+                                *((self.cwd_fd,) if self.cwd_fd is not None else ()),
+                                *((agent_pidfd,) if agent_pidfd is not None else ())))
+            if self.cwd_fd is not None:
+                os.fchdir(self.cwd_fd)
+                os.close(self.cwd_fd)
+            else:
+                os.chdir(self.cwd)
+            if self.namespaces:
+                self._enter_namespaces()
+            self._enforce()
+            if not self.namespaces:
+                self._exec()
+            self._fork_init(agent_pidfd, launcher=parent_pid is None)
+        except SystemExit:
+            raise
+        except BaseException as exc:  # the reason goes to the report pipe, then nothing runs
+            self._report(b"E" + str(exc).encode("utf-8", "replace").replace(b"\n", b" "))
+            with contextlib.suppress(OSError):
+                os.write(2, SETUP_PREFIX + str(exc).encode("utf-8", "replace") + b"\n")
+        os._exit(SETUP_FAILED)
+
+    def _report(self, line: bytes) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self.report_w, line + b"\n")
+
+    def _close_except(self, keep: Sequence[int]) -> None:
+        lo = 0
+        for fd in sorted({k for k in keep if k >= 0}):
+            if fd > lo:
+                os.closerange(lo, fd)
+            lo = fd + 1
+        os.closerange(lo, self._max_fd)
+
+    def _fail(self, what: str) -> None:
+        raise OSError(what)
+
+    def _enter_namespaces(self) -> None:
+        lc = self._lc
+        uid, gid = os.getuid(), os.getgid()  # before: inside the new namespace they read as the overflow id
+        if lc.unshare(self._flags) != 0:
+            self._fail(f"unshare: {os.strerror(lc.get_errno())}")
+        try:
+            for name, data in ((b"/proc/self/setgroups", b"deny"), (b"/proc/self/uid_map", b"%d %d 1" % (uid, uid)),
+                               (b"/proc/self/gid_map", b"%d %d 1" % (gid, gid))):
+                fd = os.open(name, os.O_WRONLY)
+                try:
+                    os.write(fd, data)
+                finally:
+                    os.close(fd)
+        except OSError as exc:
+            self._fail(f"user namespace map: {exc.strerror}")
+        for src, tgt, fstype, flags, data in self._mounts:
+            if lc.mount(src, tgt, fstype, flags, data) != 0:
+                self._fail(f"mount {os.fsdecode(tgt)}: {os.strerror(lc.get_errno())}")
+        # A private /dev/shm: POSIX shared memory and semaphores (multiprocessing) work without a shared write.
+        # Its rule is added after the mount: a rule binds the inode that is there when it is added.
+        if self._shm_rule and self.ruleset is not None and \
+                lc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777") == 0:
+            self.ruleset.allow("/dev/shm", self._shm_rule)  # noqa: S108 - a private mount, just made
+        if self._chdir is not None:
+            path, dev, ino = self._chdir
+            os.chdir(path)
+            st = os.stat(".")
+            if (st.st_dev, st.st_ino) != (dev, ino):
+                self._fail("the working directory changed while the sandbox was set up")
+
+    def _enforce(self) -> None:
+        rs = self.ruleset
+        if rs is None:
+            return
+        lc = self._lc
+        if lc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            self._fail("prctl(PR_SET_NO_NEW_PRIVS) failed")
+        assert lc.landlock_nrs is not None
+        if lc.syscall(ctypes.c_long(lc.landlock_nrs[2]), ctypes.c_int(rs.fd), ctypes.c_uint32(0)) != 0:
+            self._fail(f"landlock_restrict_self: {os.strerror(lc.get_errno())}")
+        os.close(rs.fd)
+        rs.fd = -1
+
+    def _exec(self) -> None:
+        """C (or P without namespaces): the command, with the signal state of a fresh process."""
+        for sig in _RESTORED:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
+        self._close_except((0, 1, 2))
+        try:
+            os.execvpe(self.argv[0], self.argv, self.env)  # noqa: S606 - an argv, never a shell string
+        except OSError as exc:
+            self._report(b"E" + f"{self.argv[0]}: {exc.strerror or exc}".encode("utf-8", "replace"))
+            with contextlib.suppress(OSError):
+                os.write(2, f"{self.argv[0]}: {exc.strerror or exc}\n".encode("utf-8", "replace"))
+        os._exit(127)
+
+    def _fork_init(self, agent_pidfd: int | None, *, launcher: bool) -> None:
+        self_pidfd = os.pidfd_open(os.getpid())
+        signal.pthread_sigmask(signal.SIG_BLOCK, WAITED)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self._init(self_pidfd)
+            finally:
+                os._exit(0)
+        os.close(self_pidfd)
+        self._close_except((self.report_w, *(fd for fd in (agent_pidfd, self.report_r) if fd is not None)))
+        self._report(b"I%d" % pid)
+        status = self._intermediate(pid, agent_pidfd)
+        if launcher:
+            self._mirror(status)
+        os._exit(0)
+
+    def _intermediate(self, init: int, agent_pidfd: int | None) -> int:
+        """P's loop: pass signals on to I until it exits. Returns I's wait status."""
+        watch = None
+        if agent_pidfd is not None:  # the launcher is not the agent's child: it watches the agent's pidfd
+            watch = select.poll()
+            watch.register(agent_pidfd, select.POLLIN)
+        while True:
+            info = signal.sigtimedwait(WAITED, 1.0) if watch is not None else signal.sigwaitinfo(WAITED)
+            if info is None:
+                if watch is not None and watch.poll(0):
+                    with contextlib.suppress(OSError):
+                        os.kill(init, signal.SIGKILL)
+                continue
+            if info.si_signo == signal.SIGCHLD:
+                with contextlib.suppress(ChildProcessError):
+                    pid, status = os.waitpid(init, os.WNOHANG)
+                    if pid == init:
+                        return status
+                continue
+            if info.si_signo in FORWARDED:
+                with contextlib.suppress(OSError):
+                    os.kill(init, info.si_signo)
+
+    def _mirror(self, init_status: int) -> None:
+        """The launcher exits the way the command did (the editor shows its exit code or signal)."""
+        status = init_status if os.WIFSIGNALED(init_status) else 137 << 8
+        if self.report_r is not None:
+            os.close(self.report_w)
+            data = b""
+            with contextlib.suppress(OSError):
+                while chunk := os.read(self.report_r, 65536):
+                    data += chunk
+            for line in data.splitlines():
+                if line.startswith(b"S"):
+                    status = int(line[1:])
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            with contextlib.suppress(Exception):
+                signal.signal(sig, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, (sig,))
+                os.kill(os.getpid(), sig)
+            os._exit(128 + sig)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+
+    # ---- I ---------------------------------------------------------------------------------------------------------
+    def _init(self, parent_pidfd: int) -> None:
+        self._lc.prctl(PR_SET_PDEATHSIG, PARENT_DIED, 0, 0, 0)
+        parent = select.poll()
+        parent.register(parent_pidfd, select.POLLIN)
+        if parent.poll(0):
+            return  # P already died: the death signal came too late to be armed
+        os.setsid()
+        cpid = os.fork()
+        if cpid == 0:
+            self._exec()
+        self._close_except((self.report_w,))
+        status = self._reap(cpid)
+        if status is not None:
+            self._report(b"S%d" % status)
+
+    def _reap(self, cpid: int) -> int | None:
+        """I's loop: reap everything, pass signals on. The command's wait status, None when P died."""
+        status: int | None = None
+        deadline: float | None = None
+        reported = False
+        while True:
+            if deadline is None:
+                info = signal.sigwaitinfo(WAITED)
+            else:
+                left = deadline - time.monotonic()
+                info = signal.sigtimedwait(WAITED, left) if left > 0 else None
+                if info is None:
+                    self._end_all()
+                    return status
+            sig = info.si_signo
+            if sig == PARENT_DIED:
+                self._end_all()
+                return None
+            if sig != signal.SIGCHLD:
+                with contextlib.suppress(OSError):
+                    os.kill(-1, sig)
+                continue
+            try:
+                while True:
+                    pid, st = os.waitpid(-1, os.WNOHANG)
+                    if pid == 0:
+                        break
+                    if pid == cpid:
+                        status = st
+            except ChildProcessError:
+                return status  # no child left: every process of the namespace is gone
+            if status is not None and not reported:  # the command is gone, not everything it started
+                self._report(b"L")
+                reported = True
+                if self.grace is not None:
+                    deadline = time.monotonic() + self.grace
+
+    @staticmethod
+    def _end_all() -> None:
+        with contextlib.suppress(OSError):
+            os.kill(-1, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            while True:
+                os.waitpid(-1, 0)
