@@ -9,10 +9,12 @@ init kills the command (with namespaces; without them the command is on its own 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
 
-from runtime.sandbox.child import SETUP_FAILED, SETUP_PREFIX, Capabilities, Plan
+from runtime.sandbox.child import FORWARDED, SETUP_FAILED, SETUP_PREFIX, Capabilities, Plan
 from runtime.sandbox.launcher_env import AGENT_ENV, ALL, CAPS_ENV, SPEC_ENV, start_time
 from runtime.sandbox.spec import SandboxSpec
 
@@ -59,9 +61,48 @@ def main(argv: list[str] | None = None) -> int:
         plan = Plan(args, env, spec, caps, cwd=os.getcwd(), report_w=report_w, grace=spec.grace)
     except OSError as exc:
         return _refuse(f"the sandbox could not be prepared ({exc})")
-    plan.report_r = report_r
-    plan.run(parent_pid=None, keep=(report_r,), agent_pidfd=agent_fd)  # never returns: execs or exits
-    return SETUP_FAILED
+    if not caps.namespaces:
+        plan.exec_here()  # Landlock on this process, then exec: the editor's child becomes the command
+    try:
+        init = plan.start(agent_pidfd=agent_fd)
+    except OSError as exc:
+        return _refuse(str(exc))
+    finally:
+        plan.close()
+        os.close(report_w)
+    return _follow(init, report_r)
+
+
+def _follow(init: int, report_r: int) -> int:
+    """Pass the editor's signals on to the namespace's init, then end the way the command did."""
+    waited = set(FORWARDED) | {signal.SIGCHLD}
+    signal.pthread_sigmask(signal.SIG_BLOCK, waited)
+    init_fd = os.pidfd_open(init)
+    while True:
+        info = signal.sigwaitinfo(waited)
+        if info.si_signo != signal.SIGCHLD:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(init_fd, info.si_signo)
+            continue
+        with contextlib.suppress(ChildProcessError):
+            pid, init_status = os.waitpid(init, os.WNOHANG)
+            if pid == init:
+                break
+    data = b""
+    with contextlib.suppress(OSError):
+        while chunk := os.read(report_r, 65536):
+            data += chunk
+    status = next((int(line[1:]) for line in data.splitlines() if line.startswith(b"S")), None)
+    if status is None:
+        return 128 + signal.SIGKILL if os.WIFSIGNALED(init_status) or not os.WEXITSTATUS(init_status) \
+            else os.WEXITSTATUS(init_status)
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+        os.kill(os.getpid(), sig)
+        return 128 + sig
+    return os.WEXITSTATUS(status)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,6 @@
 """The few Linux system calls the sandbox needs and the standard library lacks, as prepared ctypes function objects.
 
-Everything here is resolved once in the agent (the parent): the child side of a spawn runs between `fork` and
-`exec` in a copy of a threaded process, where importing or resolving symbols could deadlock on a lock another
-thread held at the fork. The child only calls these objects.
+Resolved once in the sandbox helper (or the launcher) before any fork; the children only call these objects.
 """
 
 from __future__ import annotations
@@ -15,6 +13,10 @@ import platform
 # both x86_64 and aarch64 follow for these (asm-generic/unistd.h, arch/x86/entry/syscalls/syscall_64.tbl).
 _LANDLOCK_NR = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446), "riscv64": (444, 445, 446),
                 "ppc64le": (444, 445, 446), "s390x": (444, 445, 446), "loongarch64": (444, 445, 446)}
+
+# clone(2) numbers where its first argument is the flags (the fork-like use here passes no stack, no tids).
+_CLONE_NR = {"x86_64": 56, "aarch64": 220, "riscv64": 220, "loongarch64": 220}
+SIGCHLD = 17
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -68,6 +70,15 @@ class Libc:
         self.fork.argtypes = ()
         nrs = _LANDLOCK_NR.get(platform.machine())
         self.landlock_nrs = nrs  # None: an architecture whose numbers we have not checked: no Landlock
+        self.clone_nr = _CLONE_NR.get(platform.machine())  # None: no namespaces (the fallback)
+
+    def clone(self, flags: int) -> int:
+        """`clone(flags | SIGCHLD)` without a new stack: fork-like, the child in the new namespaces from its first
+        instruction (with CLONE_NEWPID: pid 1). Only for a single-threaded caller (the helper, the launcher): glibc's
+        cached thread id is not updated in the child, so the child must not use `raise` or thread-owned locks."""
+        assert self.clone_nr is not None
+        return int(self.syscall(ctypes.c_long(self.clone_nr), ctypes.c_ulong(flags | SIGCHLD), ctypes.c_void_p(0),
+                                ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_void_p(0)))
 
     def landlock_create_ruleset(self, attr: object, size: int, flags: int) -> int:
         assert self.landlock_nrs is not None

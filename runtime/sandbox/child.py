@@ -1,33 +1,32 @@
 """The processes between the helper's `fork` and the command's `exec`, and what they leave on the report pipe.
 
-A `Plan` is prepared in the sandbox helper (`helper`, a small single-threaded Python process the agent starts once)
-or in the editor-terminal launcher (`__main__`), never in the agent: a fork of the agent would copy a large threaded
-process (~1.5 ms, and every page the agent then writes is copied while the child lives), and Python code between
-fork and exec in a threaded process can deadlock. With namespaces, a spawn is three small processes:
+A `Plan` is prepared and started in the sandbox helper (`helper`, a small single-threaded Python process the agent
+starts once) or in the editor-terminal launcher (`__main__`), never in the agent: a fork of the agent would copy a
+large threaded process (~1.5 ms, and every page the agent then writes is copied while the child lives), and Python
+code between fork and exec in a threaded process can deadlock. With namespaces a spawn is two processes:
 
-    helper ─▶ P (intermediate) ─▶ I (pid 1 of a new pid namespace: init) ─▶ C (the command)
+    helper ─clone─▶ I (pid 1 of new user/pid/mount/ipc/net namespaces: the init) ─posix_spawn─▶ C (the command)
 
-- P: its own session, `PR_SET_PDEATHSIG(SIGKILL)` (the helper dies with the agent, P with the helper), the stdio
-  and working directory it was given, then new user (its uid/gid mapped to themselves, setgroups denied), pid,
-  mount, ipc and (network off) network namespaces; every protected path bind-mounted read-only over itself, a
-  private `/dev/shm`, the working directory entered again through the new mounts, no-new-privs and the Landlock
-  ruleset. It forks I, passes the signals it gets on to I, and ends when I does. The agent signals P only.
-- I: the namespace's init: a parent-death signal (P's death, however it comes, ends the namespace), its own
-  session, and it forks C. It reaps every orphan, passes signals on to every process of the namespace (as pid 1 the
-  command would ignore SIGTERM), and when the command has exited and nothing is left (at once, after the drain
-  grace of `exec`, or when the last process ends by itself for background processes) it writes the command's wait
-  status on the report pipe and exits. Every process of the namespace descends from I, so "no child left" means
-  "nothing left". When I dies, the kernel kills whatever remains in the namespace: `setsid` and double forks
-  cannot escape.
-- C: the original signal dispositions and mask, the descriptors it may keep, then `exec`. Its own threads work: it
-  is inside the pid namespace (a process that merely unshared one could not create threads).
+- I is cloned straight into its namespaces (no intermediate: `clone(CLONE_NEWPID…)` makes the child pid 1). It arms
+  a parent-death signal (the helper dies with the agent), takes its own session, the stdio and working directory it
+  was given, maps its uid/gid to themselves (setgroups denied), bind-mounts every protected path read-only over
+  itself, mounts a /proc of the new pid namespace and a private `/dev/shm`, re-enters its working directory through
+  the new mounts, sets no-new-privs and enforces the Landlock ruleset. Then it starts C with `posix_spawn` (vfork
+  speed: no copy of I) with the original signal mask and dispositions.
+- I then reaps every orphan and passes the signals the agent sends it on to every process of the namespace (as pid
+  1 the command would ignore SIGTERM). When the command has exited and nothing is left (at once, after the drain
+  grace of `exec`, or when the last process ends by itself for background processes), it writes the command's wait
+  status and exits. Every process of the namespace descends from I, so "no child left" means "nothing left". When I
+  dies (its parent's death, or the agent's SIGKILL), the kernel kills whatever remains in the namespace: `setsid`
+  and double forks cannot escape. I is in the command's Landlock domain and not dumpable; the command has no
+  capability in the user namespace I's memory belongs to, so it cannot read or trace it.
 
-Without namespaces P is the command: `PDEATHSIG`, no-new-privs and Landlock, then exec; the helper reports its exit
-and ends what it left behind (`helper`).
+Without namespaces the helper forks the command itself: `PDEATHSIG`, no-new-privs and Landlock, then exec; the
+helper reports its exit and ends what it left behind (`helper`).
 
-The report pipe (one per spawn, read by the agent): `I<pid>` (the init's pid), `E<why>` (set-up failed, nothing ran),
-`L` (processes outlived the command), `S<wait status>` (the command's; everything it started is gone). End of file
-without `S`: the spawn was killed.
+The report pipe (one per spawn, read by the agent; the command cannot write it): `E<why>` (set-up failed, nothing
+ran), `L` (processes outlived the command), `S<wait status>` (the command's; everything it started is gone). End of
+file without `S`: the spawn was killed.
 """
 
 from __future__ import annotations
@@ -110,7 +109,6 @@ class Plan:
         self.grace = grace
         self.stdio = stdio
         self.notes: list[str] = []
-        self.report_r: int | None = None  # the launcher reads its own report pipe to exit as the command did
         self.ruleset: landlock.Ruleset | None = None
         self._lc = libc()
         self._mounts: list[tuple[bytes | None, bytes, bytes | None, int, bytes | None]] = []
@@ -119,6 +117,9 @@ class Plan:
         self._shm_rule: int = 0
         self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
         self._max_fd = os.sysconf("SC_OPEN_MAX")
+        # Written by I inside the new user namespace, where its own ids already read as the overflow id.
+        self._uid_map = b"%d %d 1" % (os.getuid(), os.getuid())
+        self._gid_map = b"%d %d 1" % (os.getgid(), os.getgid())
         try:
             self._prepare()
         except BaseException:
@@ -171,40 +172,38 @@ class Plan:
         if self.ruleset is not None:
             self.ruleset.close()
 
-    # ---- P ---------------------------------------------------------------------------------------------------------
-    def run(self, *, parent_pid: int | None, keep: Sequence[int] = (), agent_pidfd: int | None = None) -> None:
-        """In P, right after the fork (`parent_pid`: the helper's), or in the launcher (None). Never returns."""
+    # ---- starting (in the helper or the launcher) ------------------------------------------------------------------
+    def start(self, *, agent_pidfd: int | None = None, keep: Sequence[int] = ()) -> int:
+        """Fork the spawn from this single-threaded process; returns its pid (I's, or the command's without
+        namespaces). `agent_pidfd`: for the launcher, the agent to outlive no longer than."""
+        me = os.getpid()
+        if not self.namespaces:
+            pid = os.fork()
+            if pid == 0:
+                self._child(lambda: self._fallback(me))
+            return pid
+        parent_pidfd = os.pidfd_open(me)
+        signal.pthread_sigmask(signal.SIG_BLOCK, WAITED)  # from its first instruction on, I only waits for them
         try:
-            if parent_pid is not None:
-                os.setsid()
-                self._lc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-                if os.getppid() != parent_pid:
-                    os._exit(SETUP_FAILED)  # the helper died before the death signal was armed
-            self._lc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-            if self.stdio is not None:
-                for target, fd in enumerate(self.stdio):
-                    os.dup2(fd, target)
-            rs_fd = self.ruleset.fd if self.ruleset is not None else -1
-            self._close_except((0, 1, 2, self.report_w, rs_fd, *keep,
-                                *((self.cwd_fd,) if self.cwd_fd is not None else ()),
-                                *((agent_pidfd,) if agent_pidfd is not None else ())))
-            if self.cwd_fd is not None:
-                os.fchdir(self.cwd_fd)
-                os.close(self.cwd_fd)
-            else:
-                os.chdir(self.cwd)
-            if self.namespaces:
-                self._enter_namespaces()
-            self._enforce()
-            if not self.namespaces:
-                self._exec()
-            self._fork_init(agent_pidfd, launcher=parent_pid is None)
-        except SystemExit:
-            raise
+            pid = self._lc.clone(self._flags)
+            if pid == 0:
+                self._child(lambda: self._init(parent_pidfd, agent_pidfd, keep))
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
+            os.close(parent_pidfd)
+        if pid < 0:
+            raise OSError(self._lc.get_errno(), f"clone: {os.strerror(self._lc.get_errno())}")
+        return pid
+
+    def _child(self, body: object) -> None:
+        """Run `body` in the new process; on any failure the reason goes to the report pipe and nothing runs."""
+        try:
+            body()  # type: ignore[operator]
         except BaseException as exc:  # the reason goes to the report pipe, then nothing runs
-            self._report(b"E" + str(exc).encode("utf-8", "replace").replace(b"\n", b" "))
+            why = str(exc).encode("utf-8", "replace").replace(b"\n", b" ")
+            self._report(b"E" + why)
             with contextlib.suppress(OSError):
-                os.write(2, SETUP_PREFIX + str(exc).encode("utf-8", "replace") + b"\n")
+                os.write(2, SETUP_PREFIX + why + b"\n")
         os._exit(SETUP_FAILED)
 
     def _report(self, line: bytes) -> None:
@@ -222,14 +221,79 @@ class Plan:
     def _fail(self, what: str) -> None:
         raise OSError(what)
 
-    def _enter_namespaces(self) -> None:
-        lc = self._lc
-        uid, gid = os.getuid(), os.getgid()  # before: inside the new namespace they read as the overflow id
-        if lc.unshare(self._flags) != 0:
-            self._fail(f"unshare: {os.strerror(lc.get_errno())}")
+    def _stdio_and_cwd(self, keep: Sequence[int]) -> None:
+        if self.stdio is not None:
+            for target, fd in enumerate(self.stdio):
+                os.dup2(fd, target)
+        rs_fd = self.ruleset.fd if self.ruleset is not None else -1
+        self._close_except((0, 1, 2, self.report_w, rs_fd, *keep,
+                            *((self.cwd_fd,) if self.cwd_fd is not None else ())))
+        if self.cwd_fd is not None:
+            os.fchdir(self.cwd_fd)
+            os.close(self.cwd_fd)
+        else:
+            os.chdir(self.cwd)
+
+    # ---- without namespaces: the command itself -------------------------------------------------------------------
+    def _fallback(self, parent_pid: int) -> None:
+        os.setsid()
+        self._lc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent_pid:
+            os._exit(SETUP_FAILED)  # the helper died before the death signal was armed
+        self._stdio_and_cwd(())
+        self.exec_here()
+
+    def exec_here(self) -> None:
+        """Landlock on this process, then exec the command in it (the launcher without namespaces, and the
+        namespace-less spawn). Never returns."""
+        self._enforce()
+        for sig in _RESTORED:
+            signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
+        self._close_except((0, 1, 2, self.report_w))
+        os.set_inheritable(self.report_w, False)
         try:
-            for name, data in ((b"/proc/self/setgroups", b"deny"), (b"/proc/self/uid_map", b"%d %d 1" % (uid, uid)),
-                               (b"/proc/self/gid_map", b"%d %d 1" % (gid, gid))):
+            os.execvpe(self.argv[0], self.argv, self.env)  # noqa: S606 - an argv, never a shell string
+        except OSError as exc:
+            self._report(b"E" + f"{self.argv[0]}: {exc.strerror or exc}".encode("utf-8", "replace"))
+            with contextlib.suppress(OSError):
+                os.write(2, f"{self.argv[0]}: {exc.strerror or exc}\n".encode("utf-8", "replace"))
+        os._exit(127)
+
+    # ---- I: pid 1 of the new namespaces ---------------------------------------------------------------------------
+    def _init(self, parent_pidfd: int, agent_pidfd: int | None, keep: Sequence[int]) -> None:
+        self._lc.prctl(PR_SET_PDEATHSIG, PARENT_DIED, 0, 0, 0)
+        parent = select.poll()
+        parent.register(parent_pidfd, select.POLLIN)
+        if parent.poll(0):
+            os._exit(SETUP_FAILED)  # the helper died before the death signal was armed
+        self._lc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        os.setsid()
+        self._stdio_and_cwd((parent_pidfd, *keep, *((agent_pidfd,) if agent_pidfd is not None else ())))
+        self._enter_namespaces()
+        self._enforce()
+        os.set_inheritable(self.report_w, False)  # the command must not be able to write the agent a report
+        try:
+            # posix_spawn: the vfork-like start of the command (no copy of this process, and it runs at once).
+            cpid = os.posix_spawnp(self.argv[0], self.argv, self.env, setsigmask=self._mask, setsigdef=_RESTORED)
+        except OSError as exc:
+            self._report(b"E" + f"{self.argv[0]}: {exc.strerror or exc}".encode("utf-8", "replace"))
+            with contextlib.suppress(OSError):
+                os.write(2, f"{self.argv[0]}: {exc.strerror or exc}\n".encode("utf-8", "replace"))
+            self._report(b"S%d" % (127 << 8))
+            os._exit(0)
+        self._close_except((self.report_w, *((agent_pidfd,) if agent_pidfd is not None else ())))
+        status = self._reap(cpid, agent_pidfd)
+        if status is not None:
+            self._report(b"S%d" % status)
+        os._exit(0)
+
+    def _enter_namespaces(self) -> None:
+        """In I, right after the clone: the id maps, the mounts, a fresh /proc."""
+        lc = self._lc
+        try:
+            for name, data in ((b"/proc/self/setgroups", b"deny"), (b"/proc/self/uid_map", self._uid_map),
+                               (b"/proc/self/gid_map", self._gid_map)):
                 fd = os.open(name, os.O_WRONLY)
                 try:
                     os.write(fd, data)
@@ -240,8 +304,13 @@ class Plan:
         for src, tgt, fstype, flags, data in self._mounts:
             if lc.mount(src, tgt, fstype, flags, data) != 0:
                 self._fail(f"mount {os.fsdecode(tgt)}: {os.strerror(lc.get_errno())}")
+        # A /proc of this pid namespace: the agent's processes are not even visible. (Refused where the outer /proc
+        # is partly hidden, in some containers: the outer one then stays, Landlock still guarding it.)
+        if lc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0 and \
+                self.ruleset is not None:
+            self.ruleset.allow("/proc", landlock.READ)
         # A private /dev/shm: POSIX shared memory and semaphores (multiprocessing) work without a shared write.
-        # Its rule is added after the mount: a rule binds the inode that is there when it is added.
+        # Rules for new mounts are added after them: a rule binds the inode that is there when it is added.
         if self._shm_rule and self.ruleset is not None and \
                 lc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777") == 0:
             self.ruleset.allow("/dev/shm", self._shm_rule)  # noqa: S108 - a private mount, just made
@@ -265,118 +334,39 @@ class Plan:
         os.close(rs.fd)
         rs.fd = -1
 
-    def _exec(self) -> None:
-        """C (or P without namespaces): the command, with the signal state of a fresh process."""
-        for sig in _RESTORED:
-            signal.signal(sig, signal.SIG_DFL)
-        signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
-        self._close_except((0, 1, 2))
-        try:
-            os.execvpe(self.argv[0], self.argv, self.env)  # noqa: S606 - an argv, never a shell string
-        except OSError as exc:
-            self._report(b"E" + f"{self.argv[0]}: {exc.strerror or exc}".encode("utf-8", "replace"))
-            with contextlib.suppress(OSError):
-                os.write(2, f"{self.argv[0]}: {exc.strerror or exc}\n".encode("utf-8", "replace"))
-        os._exit(127)
-
-    def _fork_init(self, agent_pidfd: int | None, *, launcher: bool) -> None:
-        self_pidfd = os.pidfd_open(os.getpid())
-        signal.pthread_sigmask(signal.SIG_BLOCK, WAITED)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                self._init(self_pidfd)
-            finally:
-                os._exit(0)
-        os.close(self_pidfd)
-        self._close_except((self.report_w, *(fd for fd in (agent_pidfd, self.report_r) if fd is not None)))
-        self._report(b"I%d" % pid)
-        status = self._intermediate(pid, agent_pidfd)
-        if launcher:
-            self._mirror(status)
-        os._exit(0)
-
-    def _intermediate(self, init: int, agent_pidfd: int | None) -> int:
-        """P's loop: pass signals on to I until it exits. Returns I's wait status."""
-        watch = None
-        if agent_pidfd is not None:  # the launcher is not the agent's child: it watches the agent's pidfd
-            watch = select.poll()
-            watch.register(agent_pidfd, select.POLLIN)
-        while True:
-            info = signal.sigtimedwait(WAITED, 1.0) if watch is not None else signal.sigwaitinfo(WAITED)
-            if info is None:
-                if watch is not None and watch.poll(0):
-                    with contextlib.suppress(OSError):
-                        os.kill(init, signal.SIGKILL)
-                continue
-            if info.si_signo == signal.SIGCHLD:
-                with contextlib.suppress(ChildProcessError):
-                    pid, status = os.waitpid(init, os.WNOHANG)
-                    if pid == init:
-                        return status
-                continue
-            if info.si_signo in FORWARDED:
-                with contextlib.suppress(OSError):
-                    os.kill(init, info.si_signo)
-
-    def _mirror(self, init_status: int) -> None:
-        """The launcher exits the way the command did (the editor shows its exit code or signal)."""
-        status = init_status if os.WIFSIGNALED(init_status) else 137 << 8
-        if self.report_r is not None:
-            os.close(self.report_w)
-            data = b""
-            with contextlib.suppress(OSError):
-                while chunk := os.read(self.report_r, 65536):
-                    data += chunk
-            for line in data.splitlines():
-                if line.startswith(b"S"):
-                    status = int(line[1:])
-        if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            with contextlib.suppress(Exception):
-                signal.signal(sig, signal.SIG_DFL)
-                signal.pthread_sigmask(signal.SIG_UNBLOCK, (sig,))
-                os.kill(os.getpid(), sig)
-            os._exit(128 + sig)
-        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
-
-    # ---- I ---------------------------------------------------------------------------------------------------------
-    def _init(self, parent_pidfd: int) -> None:
-        self._lc.prctl(PR_SET_PDEATHSIG, PARENT_DIED, 0, 0, 0)
-        parent = select.poll()
-        parent.register(parent_pidfd, select.POLLIN)
-        if parent.poll(0):
-            return  # P already died: the death signal came too late to be armed
-        os.setsid()
-        cpid = os.fork()
-        if cpid == 0:
-            self._exec()
-        self._close_except((self.report_w,))
-        status = self._reap(cpid)
-        if status is not None:
-            self._report(b"S%d" % status)
-
-    def _reap(self, cpid: int) -> int | None:
-        """I's loop: reap everything, pass signals on. The command's wait status, None when P died."""
+    def _reap(self, cpid: int, agent_pidfd: int | None) -> int | None:
+        """I's loop: reap everything, pass signals on. The command's wait status; None when I must end now (its
+        parent or the agent died: what is left is killed)."""
         status: int | None = None
         deadline: float | None = None
         reported = False
+        watch = None
+        if agent_pidfd is not None:  # the launcher's: the editor, not the agent, is its parent
+            watch = select.poll()
+            watch.register(agent_pidfd, select.POLLIN)
         while True:
-            if deadline is None:
-                info = signal.sigwaitinfo(WAITED)
-            else:
+            if deadline is not None:
                 left = deadline - time.monotonic()
                 info = signal.sigtimedwait(WAITED, left) if left > 0 else None
                 if info is None:
                     self._end_all()
                     return status
+            elif watch is not None:
+                info = signal.sigtimedwait(WAITED, 1.0)
+                if info is None:
+                    if watch.poll(0):
+                        self._end_all()
+                        return None
+                    continue
+            else:
+                info = signal.sigwaitinfo(WAITED)
             sig = info.si_signo
             if sig == PARENT_DIED:
                 self._end_all()
                 return None
             if sig != signal.SIGCHLD:
                 with contextlib.suppress(OSError):
-                    os.kill(-1, sig)
+                    os.kill(-1, sig)  # from the agent (stop): to every process of the namespace
                 continue
             try:
                 while True:

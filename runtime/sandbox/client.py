@@ -100,12 +100,10 @@ class Child:
 
         while not self.done:
             await anyio.wait_readable(self.report_fd)
+        # After `S` nothing the command started is left (P is still tearing the namespaces down: ~15 ms for the
+        # mount namespace, not waited for); killed, P and the init are gone once their pidfds are readable.
         if self.status is None:
             await self._wait_gone()
-        elif self.pidfd >= 0:
-            # Nothing the command started is left; P (and I before it) are exiting: return once they are gone.
-            with anyio.move_on_after(1.0):
-                await anyio.wait_readable(self.pidfd)
         rc = self.returncode
         assert rc is not None
         return rc
@@ -128,10 +126,10 @@ class Child:
         while not self.done:
             if not poll.poll(None if timeout is None else int(timeout * 1000)):
                 return None
-        for fd in self._pidfds() if self.status is None else [self.pidfd] if self.pidfd >= 0 else []:
+        for fd in self._pidfds() if self.status is None else []:
             p = select.poll()
             p.register(fd, select.POLLIN)
-            p.poll(2000 if self.status is None else 1000)
+            p.poll(2000)
             if fd != self.pidfd:
                 os.close(fd)
         return self.returncode
@@ -167,12 +165,15 @@ class Child:
 class Spawner:
     """The agent's connection to its sandbox helper (one per process)."""
 
-    _instance: Spawner | None = None
+    _instances: dict[str | None, Spawner] = {}
     _instance_lock = threading.Lock()
 
-    def __init__(self) -> None:
+    def __init__(self, switch: str | None = None) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {k: v for k, v in os.environ.items() if k in _HELPER_ENV}
+        env.pop("GATEWRIGHT_SANDBOX", None)
+        if switch:
+            env["GATEWRIGHT_SANDBOX"] = switch
         try:
             self.proc = subprocess.Popen([sys.executable, "-S", "-c", _BOOT, ROOT, str(theirs.fileno())],
                                          pass_fds=(theirs.fileno(),),
@@ -190,20 +191,25 @@ class Spawner:
 
     @classmethod
     def get(cls) -> Spawner:
+        """The helper for the current value of GATEWRIGHT_SANDBOX (one per value: a test or the benchmark may
+        compare modes in one process), started on first use and again if it died."""
+        switch = (os.environ.get("GATEWRIGHT_SANDBOX") or "").strip().lower() or None
         with cls._instance_lock:
-            inst = cls._instance
+            inst = cls._instances.get(switch)
             if inst is None or inst.proc.poll() is not None:
-                inst = cls._instance = Spawner()
+                inst = cls._instances[switch] = Spawner(switch)
             return inst
 
     @classmethod
     def stop(cls) -> None:
-        """End the helper (it ends every spawn it made). Idempotent."""
+        """End the helpers (each ends every spawn it made). Idempotent."""
         with cls._instance_lock:
-            inst, cls._instance = cls._instance, None
-        if inst is not None:
+            insts = list(cls._instances.values())
+            cls._instances.clear()
+        for inst in insts:
             with contextlib.suppress(OSError):
                 inst.sock.close()
+        for inst in insts:
             with contextlib.suppress(Exception):
                 inst.proc.wait(timeout=2)
 

@@ -91,9 +91,7 @@ class Helper:
         plan = Plan(req["argv"], env, spec, self.caps, cwd=req["cwd"], report_w=report_w, grace=req.get("grace"),
                     stdio=stdio, cwd_fd=fds.get("cwd"))
         try:
-            pid = os.fork()
-            if pid == 0:
-                plan.run(parent_pid=self.me)
+            pid = plan.start()
             pidfd = os.pidfd_open(pid)
         finally:
             plan.close()

@@ -41,14 +41,11 @@ def _run(spec: SandboxSpec, caps: Capabilities, cwd: str) -> tuple[bool, str]:
     null = os.open(os.devnull, os.O_RDWR)
     try:
         plan.stdio = (null, null, null)
-        me = os.getpid()
-        pid = os.fork()
-        if pid == 0:
-            plan.run(parent_pid=me)
+        pid = plan.start()
         os.close(report_w)
         report_w = -1
         data = b""
-        while chunk := os.read(report_r, 65536):  # until P and I are gone
+        while chunk := os.read(report_r, 65536):  # until I is gone
             data += chunk
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)

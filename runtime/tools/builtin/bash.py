@@ -24,8 +24,8 @@ import anyio
 
 from runtime import processes
 from runtime.sandbox import SandboxSpec, build_spec, child_env, session_tmpdir
-from runtime.sandbox.launcher_env import launcher_env
 from runtime.sandbox.client import SandboxError
+from runtime.sandbox.launcher_env import launcher_env
 from runtime.tools.base import (
     Effect,
     Tool,
