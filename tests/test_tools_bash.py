@@ -182,9 +182,9 @@ async def test_exec_through_an_editor_terminal_embeds_it_and_releases_it(tmp_pat
     create = editor.calls[0][1]
     # The editor runs the sandbox launcher, which confines the shell the same way a local exec is confined.
     assert create["command"] == sys.executable
-    assert create["args"] == ["-m", "runtime.sandbox", "--", "/bin/bash", "-c", "pytest -q"]
-    env = create["env"]
-    assert "GATEWRIGHT_SANDBOX_SPEC" in env and env["TMPDIR"].startswith(tempfile.gettempdir())
+    assert create["args"][:3] == ["-m", "runtime.sandbox", "--spec"]
+    assert create["args"][4:] == ["--", "/bin/bash", "-c", "pytest -q"]
+    assert create["env"]["TMPDIR"].startswith(tempfile.gettempdir())
     assert create["cwd"] == os.path.realpath(tmp_path)
     assert updates[0].content == ({"type": "terminal", "terminalId": "term_1"},)
     assert res.content[0] == {"type": "terminal", "terminalId": "term_1"}

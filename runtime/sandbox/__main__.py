@@ -1,10 +1,10 @@
-"""The sandbox launcher: `python -m runtime.sandbox -- CMD [ARG...]`, what an editor terminal runs for `bash`.
+"""The sandbox launcher: `python -m runtime.sandbox --spec JSON -- CMD [ARG...]`, what an editor terminal runs.
 
-It reads the spec the agent put in its environment (`launcher_env`), applies the same sandbox a local spawn gets
-(namespaces, read-only protected paths, Landlock) and execs the command with those variables removed. It refuses
-to run anything without a spec: a launcher started by hand, or by an editor that dropped the environment, must not
-run a command unconfined. If the agent has already exited, nothing runs either; if it exits later, the namespace's
-init kills the command (with namespaces; without them the command is on its own once exec'd).
+It applies the sandbox the agent described (`launcher_env`): the same namespaces, read-only protected paths and
+Landlock a local spawn gets, then runs the command and exits the way it did. It refuses to run anything without a
+spec: a launcher started by hand, or by an editor that mangled the arguments, must not run a command unconfined. If
+the agent has already exited, nothing runs either; if it exits later, the namespace's init ends the command (with
+namespaces; without them the command is on its own once exec'd).
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import signal
 import sys
 
 from runtime.sandbox.child import FORWARDED, SETUP_FAILED, SETUP_PREFIX, Capabilities, Plan
-from runtime.sandbox.launcher_env import AGENT_ENV, ALL, CAPS_ENV, SPEC_ENV, start_time
-from runtime.sandbox.spec import SandboxSpec
+from runtime.sandbox.launcher_env import parse, start_time
 
 
 def _refuse(why: str) -> int:
@@ -24,44 +23,31 @@ def _refuse(why: str) -> int:
     return SETUP_FAILED
 
 
-def _agent_pidfd(value: str) -> int | None:
-    pid_text, _, started = value.partition(":")
-    pid = int(pid_text)
-    fd = os.pidfd_open(pid)
-    if started and start_time(pid) != started:
-        os.close(fd)
-        raise ProcessLookupError(pid)
-    return fd
-
-
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["--"]:
-        args = args[1:]
-    if not args:
-        return _refuse("usage: python -m runtime.sandbox -- COMMAND [ARG...]")
-    env = dict(os.environ)
-    values = {name: env.pop(name, None) for name in ALL}
-    if not values[SPEC_ENV]:
-        return _refuse(f"no {SPEC_ENV} in the environment: refusing to run a command unconfined")
+    if len(args) < 4 or args[0] != "--spec" or args[2] != "--":
+        return _refuse("usage: python -m runtime.sandbox --spec JSON -- COMMAND [ARG...] (refusing to run a command "
+                       "without its sandbox)")
     try:
-        spec = SandboxSpec.from_json(values[SPEC_ENV] or "")
-        abi, ns = (values[CAPS_ENV] or "0,0").split(",")
-        caps = Capabilities(int(abi), ns == "1")
-    except (ValueError, TypeError) as exc:
+        spec, (abi, ns), agent = parse(args[1])
+    except (ValueError, TypeError, KeyError) as exc:
         return _refuse(f"unreadable sandbox spec ({exc})")
+    command = args[3:]
     agent_fd = None
-    if values[AGENT_ENV]:
+    if agent is not None:
         try:
-            agent_fd = _agent_pidfd(values[AGENT_ENV] or "")
-        except (OSError, ValueError):
+            agent_fd = os.pidfd_open(agent[0])
+            if agent[1] and start_time(agent[0]) != agent[1]:
+                raise ProcessLookupError(agent[0])
+        except OSError:
             return _refuse("the agent that asked for this command is gone")
     report_r, report_w = os.pipe()
     try:
-        plan = Plan(args, env, spec, caps, cwd=os.getcwd(), report_w=report_w, grace=spec.grace)
+        plan = Plan(command, dict(os.environ), spec, Capabilities(abi, ns), cwd=os.getcwd(), report_w=report_w,
+                    grace=spec.grace)
     except OSError as exc:
         return _refuse(f"the sandbox could not be prepared ({exc})")
-    if not caps.namespaces:
+    if not ns:
         plan.exec_here()  # Landlock on this process, then exec: the editor's child becomes the command
     try:
         init = plan.start(agent_pidfd=agent_fd)
@@ -78,6 +64,7 @@ def _follow(init: int, report_r: int) -> int:
     waited = set(FORWARDED) | {signal.SIGCHLD}
     signal.pthread_sigmask(signal.SIG_BLOCK, waited)
     init_fd = os.pidfd_open(init)
+    init_status = 0
     while True:
         info = signal.sigwaitinfo(waited)
         if info.si_signo != signal.SIGCHLD:
@@ -92,10 +79,13 @@ def _follow(init: int, report_r: int) -> int:
     with contextlib.suppress(OSError):
         while chunk := os.read(report_r, 65536):
             data += chunk
-    status = next((int(line[1:]) for line in data.splitlines() if line.startswith(b"S")), None)
-    if status is None:
-        return 128 + signal.SIGKILL if os.WIFSIGNALED(init_status) or not os.WEXITSTATUS(init_status) \
-            else os.WEXITSTATUS(init_status)
+    lines = data.splitlines()
+    for line in lines:
+        if line.startswith(b"E"):
+            os.write(2, SETUP_PREFIX + line[1:] + b"\n")
+    status = next((int(line[1:]) for line in lines if line.startswith(b"S")), None)
+    if status is None:  # killed (the agent went away, or the editor killed the init)
+        return SETUP_FAILED if any(line.startswith(b"E") for line in lines) else 128 + signal.SIGKILL
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         signal.signal(sig, signal.SIG_DFL)

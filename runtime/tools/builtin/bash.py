@@ -16,7 +16,6 @@ question in `safe` mode, and "allow always" binds to the canonical command and w
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,7 +24,7 @@ import anyio
 from runtime import processes
 from runtime.sandbox import SandboxSpec, build_spec, child_env, session_tmpdir
 from runtime.sandbox.client import SandboxError
-from runtime.sandbox.launcher_env import launcher_env
+from runtime.sandbox.launcher_env import launcher_command
 from runtime.tools.base import (
     Effect,
     Tool,
@@ -287,11 +286,11 @@ class BashTool(Tool):
     async def _exec_terminal(self, command: str, cwd: str, timeout: float, ctx: ToolContext) -> ToolResult:
         editor: Any = ctx.editor
         spec = self._spec(ctx, processes.EXEC_GRACE)
-        env = launcher_env(child_env(self._env(cwd), spec), spec)
+        env = child_env(self._env(cwd), spec)
+        # The editor runs our launcher, which applies the same sandbox to the shell it runs.
+        launcher, launcher_args = launcher_command(spec, [SHELL, "-c", command])
         try:
-            # The editor runs our launcher, which applies the same sandbox and then execs the shell.
-            tid = await editor.create_terminal(sys.executable, ["-m", "runtime.sandbox", "--", SHELL, "-c", command],
-                                               cwd, env, TERMINAL_OUTPUT_LIMIT)
+            tid = await editor.create_terminal(launcher, launcher_args, cwd, env, TERMINAL_OUTPUT_LIMIT)
         except textio.EditorError as exc:
             raise ToolFailure(f"the editor could not start a terminal: {exc.message}", "EditorError") from None
         terminal = {"type": "terminal", "terminalId": tid}
