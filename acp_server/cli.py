@@ -101,7 +101,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
     from runtime.cli_host import run_prompt
+    from runtime.sandbox import harden_agent, prestart
 
+    harden_agent()
+    prestart()
     return run_prompt(" ".join(args.prompt), cwd=cwd, factory=factory, mode=mode,  # type: ignore[arg-type]
                       state_dir=args.state_dir)
 
