@@ -59,7 +59,7 @@ def sandbox(runs: int) -> list[Row]:
             f"{ms(box)} in all", "≤ 5 ms added", verdict(added <= 0.005)),
         Row("  vs the same path with the sandbox off", ms(box), f"GATEWRIGHT_SANDBOX=off: {ms(off)}",
             f"{(box - off) * 1000:+.1f} ms", "", ""),
-        Row("  what this system offers", support().describe().removeprefix("sandbox: ")[:40], "", "", "", ""),
+        Row("  what this system offers", support().describe().removeprefix("sandbox: "), "", "", "", ""),
     ]
 
 
