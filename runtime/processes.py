@@ -66,6 +66,9 @@ def kill_all_process_groups() -> None:
     for pgid in groups:
         kill_group(pgid)
     Spawner.stop()
+    from runtime.sandbox import remove_all_tmpdirs
+
+    remove_all_tmpdirs()
 
 
 def group_alive(pgid: int) -> bool:
