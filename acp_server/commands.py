@@ -208,6 +208,9 @@ def _status(session: AcpSession) -> str:
         + (f" · cost {session.cost:.4f}" if session.cost else ""),
         f"Remembered rules: {len(session.rules.list())}",
     ]
+    from runtime.sandbox import support
+
+    lines.append("S" + support().describe()[1:])  # "Sandbox: Landlock ABI 7, user/pid/mount/net namespaces"
     if journal is not None:
         lines.append(f"Saved in: {journal.store.path}" + (" (saving failed)" if journal.broken else ""))
     return "\n".join(lines)

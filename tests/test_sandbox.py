@@ -125,6 +125,28 @@ async def test_a_write_approved_for_a_protected_or_outside_path_reaches_exactly_
     assert "Read-only file system" in res.stderr
 
 
+@needs_landlock
+@pytest.mark.asyncio
+async def test_git_works_in_a_worktree_whose_repository_lives_outside_and_writes_it_only_when_approved(tmp_path):
+    main = tmp_path / "main"
+    main.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", str(main)], check=True)
+    (main / "f").write_text("1\n")
+    subprocess.run([*git, "-C", str(main), "add", "f"], check=True)
+    subprocess.run([*git, "-C", str(main), "commit", "-qm", "one"], check=True)
+    wt = (tmp_path / "wt").resolve()
+    subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(wt)], check=True)
+    status = await run(wt, "git status --short --branch && echo ok")
+    assert status.stdout.strip().endswith("ok"), status.stderr
+    (wt / "g").write_text("2\n")
+    commit = f"{' '.join(git)} add g && {' '.join(git)} commit -qm two && echo committed"
+    refused = await run(wt, commit)
+    assert "committed" not in refused.stdout
+    approved = await run(wt, commit, Confinement(extra_write=(str(wt / ".git"),)))
+    assert "committed" in approved.stdout, approved.stderr
+
+
 # ---- network -------------------------------------------------------------------------------------------------------
 @pytest.fixture
 def tcp_server():

@@ -241,17 +241,46 @@ def agent_private_dirs() -> list[str]:
     return [os.path.realpath(p) for p in out]
 
 
+def git_dirs(root: str) -> list[str]:
+    """Where a root's repository really lives when `<root>/.git` is a file (a worktree, a submodule): its gitdir and
+    the common dir it shares with the main checkout. Git reads them for any command; they are as protected as a
+    `.git` directory (writable only when the call was approved for `<root>/.git`)."""
+    dotgit = os.path.join(root, ".git")
+    if not os.path.isfile(dotgit):
+        return []
+    try:
+        with open(dotgit, encoding="utf-8") as f:
+            first = f.readline().strip()
+    except (OSError, UnicodeDecodeError):
+        return []
+    if not first.startswith("gitdir:"):
+        return []
+    gitdir = os.path.realpath(os.path.join(root, first[len("gitdir:"):].strip()))
+    out = [gitdir] if os.path.isdir(gitdir) else []
+    try:
+        with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as f:
+            common = os.path.realpath(os.path.join(gitdir, f.readline().strip()))
+        if os.path.isdir(common):
+            out.append(common)
+    except (OSError, UnicodeDecodeError):
+        pass
+    return out
+
+
 def build_spec(confinement: Confinement, roots: Sequence[str], *, tmpdir: str | None,
                grace: float | None = None, extra_protected: Sequence[str] = ()) -> SandboxSpec:
     """The sandbox of one call of a session whose workspace roots are `roots`."""
     roots = [os.path.realpath(r) for r in roots]
+    repos = {r: git_dirs(r) for r in roots}
     write: list[str] = []
+    approved = [os.path.realpath(p) for p in confinement.extra_write] if confinement.write else []
     if confinement.write:
         write += roots
         if tmpdir:
             write.append(tmpdir)
         write += [nearest_existing(p) for p in confinement.extra_write]
-    approved = [os.path.realpath(p) for p in confinement.extra_write] if confinement.write else []
+        # A call approved for `<root>/.git` may write the repository wherever it lives (a worktree's gitdir).
+        write += [d for r, dirs in repos.items() if os.path.join(r, ".git") in approved for d in dirs]
     write_trees = list(dict.fromkeys(write))
     candidates = [os.path.join(r, n) for r in roots for n in PROTECTED_NAMES]
     candidates += agent_private_dirs() + [os.path.realpath(p) for p in extra_protected]
@@ -262,7 +291,8 @@ def build_spec(confinement: Confinement, roots: Sequence[str], *, tmpdir: str | 
         if any(within(p, a) for a in approved):
             continue  # the call was approved for this protected path (or a tree holding it)
         protected.append(p)
-    extra = [*roots, *([tmpdir] if tmpdir else []), *(os.path.realpath(p) for p in confinement.extra_read)]
+    extra = [*roots, *([tmpdir] if tmpdir else []), *(d for dirs in repos.values() for d in dirs),
+             *(os.path.realpath(p) for p in confinement.extra_read)]
     return SandboxSpec(
         read=tuple(dict.fromkeys((*baseline(), *(p for p in extra if os.path.lexists(p))))),
         write=tuple(write_trees) + DEVICE_WRITES,
