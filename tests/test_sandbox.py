@@ -45,10 +45,10 @@ def world(tmp_path):
     return ws.resolve(), other.resolve(), home.resolve()
 
 
-async def run(ws: Path, command: str, confinement: Confinement = Confinement(), *, session: str = "sess_sandbox",
-              timeout: float = 20) -> processes.ExecResult:
+async def run(ws: Path, command: str, confinement: Confinement = Confinement(), *,
+              session: str = "sess_sandbox") -> processes.ExecResult:
     spec = build_spec(confinement, [str(ws)], tmpdir=session_tmpdir(session), grace=processes.EXEC_GRACE)
-    return await processes.run_exec(["/bin/bash", "-c", command], cwd=str(ws), env=dict(os.environ), timeout=timeout,
+    return await processes.run_exec(["/bin/bash", "-c", command], cwd=str(ws), env=dict(os.environ), timeout=20,
                                     spec=spec)
 
 
@@ -73,8 +73,7 @@ async def test_a_read_approved_for_an_outside_path_is_allowed_and_only_that_one(
     assert "OTHER_SECRET=1" in res.stdout and "PRIVATE KEY" not in res.stdout
 
 
-@pytest.mark.asyncio
-async def test_baseline_readable_covers_the_system_and_toolchains_but_not_secrets(world):
+def test_baseline_readable_covers_the_system_and_toolchains_but_not_secrets(world):
     ws, other, home = world
     assert baseline_readable("/usr/bin/env") and baseline_readable(sys.executable)
     assert not baseline_readable("/etc/shadow")
@@ -125,21 +124,30 @@ async def test_a_write_approved_for_a_protected_or_outside_path_reaches_exactly_
     assert "Read-only file system" in res.stderr
 
 
-@needs_landlock
-@pytest.mark.asyncio
-async def test_git_works_in_a_worktree_whose_repository_lives_outside_and_writes_it_only_when_approved(tmp_path):
+GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+
+
+@pytest.fixture
+def worktree(tmp_path):
+    """A git worktree whose repository (gitdir and common dir) lives outside it, in the main checkout."""
     main = tmp_path / "main"
     main.mkdir()
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
-    subprocess.run([*git, "init", "-q", str(main)], check=True)
+    subprocess.run([*GIT, "init", "-q", str(main)], check=True)
     (main / "f").write_text("1\n")
-    subprocess.run([*git, "-C", str(main), "add", "f"], check=True)
-    subprocess.run([*git, "-C", str(main), "commit", "-qm", "one"], check=True)
+    subprocess.run([*GIT, "-C", str(main), "add", "f"], check=True)
+    subprocess.run([*GIT, "-C", str(main), "commit", "-qm", "one"], check=True)
     wt = (tmp_path / "wt").resolve()
-    subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(wt)], check=True)
+    subprocess.run([*GIT, "-C", str(main), "worktree", "add", "-q", str(wt)], check=True)
+    (wt / "g").write_text("2\n")
+    return wt
+
+
+@needs_landlock
+@pytest.mark.asyncio
+async def test_git_works_in_a_worktree_whose_repository_lives_outside_and_writes_it_only_when_approved(worktree):
+    wt, git = worktree, GIT
     status = await run(wt, "git status --short --branch && echo ok")
     assert status.stdout.strip().endswith("ok"), status.stderr
-    (wt / "g").write_text("2\n")
     commit = f"{' '.join(git)} add g && {' '.join(git)} commit -qm two && echo committed"
     refused = await run(wt, commit)
     assert "committed" not in refused.stdout
@@ -228,7 +236,7 @@ async def test_a_background_process_keeps_what_it_started_until_stopped_and_then
                        env=dict(os.environ), spec=spec)
     try:
         with anyio.fail_after(5):
-            while not survivors(m) or proc.status != "running":
+            while not survivors(m) or proc.status != "running":  # noqa: ASYNC110 - another process's state
                 await anyio.sleep(0.01)
         await table.stop(proc.id, grace=0.3)
         assert proc.status == "stopped" and survivors(m) == []
