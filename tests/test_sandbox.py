@@ -339,3 +339,28 @@ def test_the_spec_has_a_json_form_the_helper_reads_back(world):
     spec = build_spec(Confinement(network=True), [str(ws)], tmpdir=session_tmpdir("sess_sandbox"), grace=0.3)
     assert sandbox.SandboxSpec.from_json(spec.to_json()) == spec
     assert json.loads(spec.to_json())["protected"] == [str(ws / ".git")]
+
+
+@pytest.mark.asyncio
+async def test_if_the_sandbox_helper_dies_everything_it_started_dies_and_the_next_command_gets_a_new_one(world):
+    from runtime.sandbox.client import Spawner
+
+    ws, _, _ = world
+    m = marker()
+    table = processes.ProcessTable("sess_helper_death")
+    table.start(["/bin/bash", "-c", f"setsid sleep {m} & sleep {m}"], command="x", cwd=str(ws),
+                env=dict(os.environ), spec=build_spec(Confinement(), [str(ws)], tmpdir=None, grace=None))
+    try:
+        with anyio.fail_after(5):
+            while len(survivors(m)) < 3:  # noqa: ASYNC110 - another process's state
+                await anyio.sleep(0.01)
+        helper = Spawner.get().proc
+        helper.kill()
+        helper.wait(5)
+        with anyio.fail_after(5):
+            while survivors(m):  # noqa: ASYNC110 - another process's state
+                await anyio.sleep(0.01)
+        res = await run(ws, "echo again")
+        assert res.stdout == "again\n" and Spawner.get().proc is not helper
+    finally:
+        table.kill_all()

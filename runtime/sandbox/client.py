@@ -183,7 +183,14 @@ class Spawner:
             theirs.close()
         self.sock = ours
         self.lock = threading.Lock()
-        hello = json.loads(self.sock.recv(65536) or b"{}")
+        # A helper that stops answering must not hang the agent's event loop: its answers take milliseconds.
+        self.sock.settimeout(30.0)
+        try:
+            hello = json.loads(self.sock.recv(65536) or b"{}")
+        except (OSError, ValueError) as exc:
+            self.proc.kill()
+            raise SandboxError(f"the sandbox helper did not start ({exc})") from None
+        self.sock.settimeout(10.0)
         abi, ns = hello.get("caps") or (0, False)
         self.caps = Capabilities(int(abi), bool(ns))
         self.why = str(hello.get("why") or "")
@@ -228,9 +235,13 @@ class Spawner:
                 fds.append(fd)
         msg = json.dumps({"argv": list(argv), "env": dict(env), "cwd": cwd, "grace": grace, "fds": names,
                           "spec": spec.to_json() if spec is not None else None}).encode()
-        with self.lock:
-            socket.send_fds(self.sock, [msg], fds)
-            data, got, _, _ = socket.recv_fds(self.sock, 65536, 1)
+        try:
+            with self.lock:
+                socket.send_fds(self.sock, [msg], fds)
+                data, got, _, _ = socket.recv_fds(self.sock, 65536, 1)
+        except OSError as exc:  # gone or stuck: the next spawn starts a new helper
+            self.proc.kill()
+            raise SandboxError(f"the sandbox helper failed ({exc})") from None
         if not data:
             raise SandboxError("the sandbox helper is gone")
         answer = json.loads(data)
