@@ -2,9 +2,10 @@
 
 `Spawner.get()` starts the helper on first use (`python -S`, ~20 ms, once per agent process; `prestart()` does it
 on a thread during warm-up) and reads what its probe found. `Spawner.spawn()` sends one request and returns a
-`Child`: the pid and a pidfd of the spawn's P (its handle: signals go there, and P passes them on to the
-namespace's init, which passes them on to every process of the namespace), its report pipe, and the agent's ends
-of its stdio pipes. The helper ends every spawn when the agent's end of the socket closes, however the agent ends.
+`Child`: the pid and a pidfd of the spawn's first process (the namespace's init, or the command itself without
+namespaces: its handle; the init passes signals on to every process of the namespace), its report pipe, and the
+agent's ends of its stdio pipes. The helper ends every spawn when the agent's end of the socket closes, however the
+agent ends.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ class Child:
         while not self.done:
             await anyio.wait_readable(self.report_fd)
         # After `S` nothing the command started is left (P is still tearing the namespaces down: ~15 ms for the
-        # mount namespace, not waited for); killed, P and the init are gone once their pidfds are readable.
+        # mount namespace, not waited for); killed, it is gone once its pidfd is readable.
         if self.status is None:
             await self._wait_gone()
         rc = self.returncode
@@ -109,7 +110,7 @@ class Child:
         return rc
 
     async def _wait_gone(self) -> None:
-        """Killed: P and the init are gone once their pidfds are readable (the init's exit ends the namespace)."""
+        """Killed: gone once its pidfd is readable (the init's exit ends the namespace)."""
         import anyio
 
         for fd in self._pidfds():
@@ -223,7 +224,7 @@ class Spawner:
     def spawn(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], spec: SandboxSpec | None,
               grace: float | None, report_w: int, stdin: int | None = None, stdout: int | None = None,
               stderr: int | None = None, cwd_fd: int | None = None) -> tuple[int, int, list[str]]:
-        """Ask the helper for one spawn. Returns (P's pid, a pidfd of P, notes for the tool output).
+        """Ask the helper for one spawn. Returns (its pid, a pidfd of it, notes for the tool output).
 
         Raises:
             SandboxError: the helper refused (a bad spec, a failed fork).

@@ -7,11 +7,12 @@ can deadlock. The helper imports only the standard library and this package (`py
 
 Protocol (a SOCK_SEQPACKET socket whose fd is its argument): the helper first sends `{"caps": …}` (what its probe
 found). Each request is one message `{"argv", "env", "cwd", "spec", "grace", "fds"}` with the spawn's descriptors
-attached (`fds` names them: `report`, `stdin`, `stdout`, `stderr`, `cwd`); the answer is `{"pid": P}` with a pidfd
-of P attached, or `{"error": …}`. Everything after that goes on the spawn's report pipe (`child`).
+attached (`fds` names them: `report`, `stdin`, `stdout`, `stderr`, `cwd`); the answer is `{"pid": N}` with a pidfd
+of the spawn attached (the namespace's init, or the command without namespaces), or `{"error": …}`. Everything
+after that goes on the spawn's report pipe (`child`).
 
-The helper is a child subreaper. Without namespaces it is also what ends a spawn: when P (the command) exits it
-gives what P left in its process group the drain grace, kills the group and the processes that left it carrying
+The helper is a child subreaper. Without namespaces it is also what ends a spawn: when the command exits it
+gives what it left in its process group the drain grace, kills the group and the processes that left it carrying
 the spawn's marker (`orphans.sweep`), then writes `S`. When the agent goes away (its end of the socket closes, on
 any exit, `kill -9` included) the helper kills every spawn it made, and exits.
 """
@@ -38,7 +39,7 @@ MAX_FDS = 8
 
 @dataclass
 class _Fallback:
-    """A spawn without namespaces: P is the command; the helper ends it and reports."""
+    """A spawn without namespaces: the helper's child is the command; the helper ends it and reports."""
 
     pid: int
     report_w: int
@@ -54,7 +55,7 @@ class Helper:
         self.sock = sock
         self.caps = caps
         self.me = os.getpid()
-        self.children: dict[int, int] = {}  # P pid -> pidfd (to kill them all when the agent goes)
+        self.children: dict[int, int] = {}  # spawn pid -> pidfd (to kill them all when the agent goes)
         self.fallback: dict[int, _Fallback] = {}
 
     # ---- requests -------------------------------------------------------------------------------------------------
@@ -67,7 +68,7 @@ class Helper:
         except Exception as exc:  # any failure is an answer, never the helper's end
             reply, pidfd = {"error": f"{type(exc).__name__}: {exc}"}, None
         finally:
-            for fd in fds:  # the helper's copies: P has its own, and a namespace-less spawn kept a dup
+            for fd in fds:  # the helper's copies: the child has its own, and a namespace-less spawn kept a dup
                 with contextlib.suppress(OSError):
                     os.close(fd)
         try:

@@ -11,7 +11,7 @@ What a ruleset handles (everything not granted by a rule is denied):
   `REFER` (ABI 2) is handled and granted on writable trees, so renames inside them work (ABI 1 refuses every
   rename between directories); `TRUNCATE` (ABI 3) goes with writes.
 - TCP (ABI 4): `bind` and `connect` handled with no rule when the network is off; not handled at all when on.
-  Landlock has no UDP or raw-socket control: the network namespace is what cuts those (see `spawn`).
+  Landlock has no UDP or raw-socket control: the network namespace is what cuts those (see `child`).
 - scopes (ABI 6): signals and abstract unix sockets cannot reach outside the sandbox's domain.
 - ptrace (every ABI): a sandboxed process cannot trace, or open the `/proc/<pid>/fd`, `mem`, `environ` of, any
   process outside its domain (the agent included).

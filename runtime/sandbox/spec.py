@@ -4,7 +4,7 @@
   `confinement.extra_write` path; a few devices (`/dev/null`, `/dev/tty`, ptys) always. Protected paths inside a
   writable root (`<root>/.git`, `<root>/.gatewright`, the agent's state and config dirs) stay read-only: Landlock
   cannot carve a subtree out of a granted one, so they are bind-mounted read-only over themselves in the child's
-  private mount namespace (`spawn`). Where there is no mount namespace, the root itself is not granted: each of its
+  private mount namespace (`child`). Where there is no mount namespace, the root itself is not granted: each of its
   top-level entries except the protected ones is, so creating a new file directly in the root fails (the bash tool
   says why).
 - reads: the above, `confinement.extra_read`, and the baseline of system and toolchain locations every command
