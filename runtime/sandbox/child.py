@@ -267,7 +267,9 @@ class Plan:
         parent.register(parent_pidfd, select.POLLIN)
         if parent.poll(0):
             os._exit(SETUP_FAILED)  # the helper died before the death signal was armed
-        self._lc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        # Dumpable just while it writes its own id maps: the /proc files of an undumpable process belong to root
+        # of the initial namespace, which an unprivileged user may not open for writing.
+        self._lc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         os.setsid()
         self._stdio_and_cwd((parent_pidfd, *keep, *((agent_pidfd,) if agent_pidfd is not None else ())))
         self._enter_namespaces()
@@ -301,6 +303,7 @@ class Plan:
                     os.close(fd)
         except OSError as exc:
             self._fail(f"user namespace map: {exc.strerror}")
+        self._lc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
         for src, tgt, fstype, flags, data in self._mounts:
             if lc.mount(src, tgt, fstype, flags, data) != 0:
                 self._fail(f"mount {os.fsdecode(tgt)}: {os.strerror(lc.get_errno())}")
