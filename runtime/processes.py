@@ -564,11 +564,18 @@ def _pump_log(proc: BackgroundProcess) -> None:
             break
         proc.log.append(decoder.decode(chunk))
     proc.log.append(decoder.decode(b"", final=True))
+    proc.child.stdout = None  # this thread's descriptor: closed by it alone, once nothing more can come
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def _wait_exit(proc: BackgroundProcess) -> None:
     proc.child.wait_sync()
     proc.ended_at = time.time()
+    if proc.child.stdin is not None:
+        with contextlib.suppress(OSError):
+            proc.child.stdin.close()
+    proc.child.child.close()  # its pidfd and report pipe: nothing is left to signal or to hear from
 
 
 _tables: dict[str, ProcessTable] = {}
