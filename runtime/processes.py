@@ -26,7 +26,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import anyio
@@ -450,6 +450,7 @@ class BackgroundProcess:
     started_at: float
     ended_at: float | None = None
     stop_requested: bool = False
+    threads: list[threading.Thread] = field(default_factory=list)
 
     @property
     def pid(self) -> int:
@@ -507,8 +508,10 @@ class ProcessTable:
                       stderr=STDOUT)
         proc = BackgroundProcess(f"proc_{next(_ids)}", command, cwd, child, RingLog(self.log_capacity), time.time())
         self._procs[proc.id] = proc
-        threading.Thread(target=_pump_log, args=(proc,), name=f"gw-log-{proc.id}", daemon=True).start()
-        threading.Thread(target=_wait_exit, args=(proc,), name=f"gw-wait-{proc.id}", daemon=True).start()
+        proc.threads = [threading.Thread(target=_pump_log, args=(proc,), name=f"gw-log-{proc.id}", daemon=True),
+                        threading.Thread(target=_wait_exit, args=(proc,), name=f"gw-wait-{proc.id}", daemon=True)]
+        for t in proc.threads:
+            t.start()
         return proc
 
     def get(self, process_id: str) -> BackgroundProcess | None:
@@ -546,9 +549,9 @@ class ProcessTable:
                 proc.stop_requested = True
             proc.child.kill()
             unregister_group(proc.pid)
-            if proc.child.stdin is not None:
-                with contextlib.suppress(OSError):
-                    proc.child.stdin.close()
+        if self._procs:
+            threading.Thread(target=_close_when_done, args=(list(self._procs.values()),), name="gw-close",
+                             daemon=True).start()
 
 
 def _pump_log(proc: BackgroundProcess) -> None:
@@ -575,7 +578,16 @@ def _wait_exit(proc: BackgroundProcess) -> None:
     if proc.child.stdin is not None:
         with contextlib.suppress(OSError):
             proc.child.stdin.close()
-    proc.child.child.close()  # its pidfd and report pipe: nothing is left to signal or to hear from
+
+
+def _close_when_done(procs: list[BackgroundProcess]) -> None:
+    """After a table was closed: once their reader and waiter threads are done, the processes' pidfds and report
+    pipes are closed (not before: a descriptor closed under a thread could be reused by anything)."""
+    for proc in procs:
+        for t in proc.threads:
+            t.join(timeout=10)
+        if not any(t.is_alive() for t in proc.threads):
+            proc.child.child.close()
 
 
 _tables: dict[str, ProcessTable] = {}

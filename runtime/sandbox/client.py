@@ -44,7 +44,6 @@ class Child:
         self.report_fd = report_fd
         self.namespaces = caps.namespaces
         self.notes = list(notes)
-        self.init_pid: int | None = None
         self.status: int | None = None  # the command's wait status, once its spawn is over
         self.leftovers = False
         self.setup_error: str | None = None
@@ -71,9 +70,7 @@ class Child:
 
     def _line(self, line: bytes) -> None:
         tag, rest = line[:1], line[1:]
-        if tag == b"I":
-            self.init_pid = int(rest)
-        elif tag == b"L":
+        if tag == b"L":
             self.leftovers = True
         elif tag == b"E":
             self.setup_error = rest.decode("utf-8", "replace")
@@ -110,16 +107,12 @@ class Child:
         return rc
 
     async def _wait_gone(self) -> None:
-        """Killed: gone once its pidfd is readable (the init's exit ends the namespace)."""
+        """Killed: gone once its pidfd is readable (the spawn is the namespace's init: its exit ends the namespace)."""
         import anyio
 
-        for fd in self._pidfds():
-            try:
-                with anyio.move_on_after(2.0):
-                    await anyio.wait_readable(fd)
-            finally:
-                if fd != self.pidfd:
-                    os.close(fd)
+        if self.pidfd >= 0:
+            with anyio.move_on_after(2.0):
+                await anyio.wait_readable(self.pidfd)
 
     def wait_sync(self, timeout: float | None = None) -> int | None:
         poll = select.poll()
@@ -127,20 +120,11 @@ class Child:
         while not self.done:
             if not poll.poll(None if timeout is None else int(timeout * 1000)):
                 return None
-        for fd in self._pidfds() if self.status is None else []:
+        if self.status is None and self.pidfd >= 0:
             p = select.poll()
-            p.register(fd, select.POLLIN)
+            p.register(self.pidfd, select.POLLIN)
             p.poll(2000)
-            if fd != self.pidfd:
-                os.close(fd)
         return self.returncode
-
-    def _pidfds(self) -> list[int]:
-        fds = [self.pidfd] if self.pidfd >= 0 else []
-        if self.init_pid is not None:
-            with contextlib.suppress(OSError):
-                fds.append(os.pidfd_open(self.init_pid))
-        return fds
 
     # ---- signals ---------------------------------------------------------------------------------------------------
     def send_signal(self, sig: int) -> None:
