@@ -16,11 +16,13 @@ from typing import TYPE_CHECKING, Any
 from acp_server import __version__
 from acp_server.errors import AuthRequired, InvalidParams, ResourceNotFound
 from acp_server.params import obj, opt_list, req_str, str_list
+from runtime import secrets
 
 if TYPE_CHECKING:
     from acp_server.rpc import JsonRpcConnection
     from acp_server.session import AcpSession
     from acp_server.session_methods import SessionLifecycle
+    from permissions.rules import Rule
     from runtime.models import ModelFactory
 
 log = logging.getLogger("gatewright.agent")
@@ -33,6 +35,7 @@ class AgentConfig:
     mode: str = "safe"
     model_factory: ModelFactory | None = None
     state_dir: str | None = None
+    rules: tuple[Rule, ...] = ()  # the config file's allow/deny rules, in every session
 
 
 class GatewrightAgent:
@@ -101,6 +104,8 @@ class GatewrightAgent:
 
     async def authenticate(self, params: Any) -> dict[str, Any]:
         p = obj(params)
+        # Whatever a client sends beyond the method id may be a credential: never inherited, logged or stored.
+        secrets.register_payload(p, skip=frozenset({"methodId"}))
         method = req_str(p, "methodId")
         factory = self.config.model_factory
         if factory is not None and method in {m["id"] for m in factory.auth_methods()}:
@@ -172,7 +177,7 @@ class GatewrightAgent:
         session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
                              runtime_options(), model_id=factory.default_id if factory and model else None,
                              model_choices=factory.choices() if factory else (),
-                             state_dir=state_dir(self.config.state_dir))
+                             state_dir=state_dir(self.config.state_dir), configured_rules=self.config.rules)
         self.sessions[sid] = session
         if servers:
             from runtime.mcp import connect_servers  # lazy: sessions without MCP servers never load it
@@ -251,15 +256,23 @@ class GatewrightAgent:
         return {}
 
     async def set_config_option(self, params: Any) -> dict[str, Any]:
+        from acp_server.session import REMEMBER_OPTION
+
         p = obj(params)
         session = self._session(p)
         config_id = req_str(p, "configId")
         value = p.get("value")
-        if config_id not in ("mode", "model") or (config_id == "model" and not session.model_choices):
+        if config_id not in ("mode", "model", REMEMBER_OPTION) or (config_id == "model" and not session.model_choices):
             raise InvalidParams(f"Invalid params: unknown config option {config_id[:100]!r}")
         if not isinstance(value, str):
             raise InvalidParams("Invalid params: \"value\" must be one of the option's values")
-        if config_id == "model":
+        if config_id == REMEMBER_OPTION:
+            try:
+                session.set_remember(value)
+            except ValueError:
+                raise InvalidParams(f"Invalid params: \"remember\" cannot be {value[:100]!r}; expected session, "
+                                    "project or global") from None
+        elif config_id == "model":
             if value not in {m.id for m in session.model_choices} or self.config.model_factory is None:
                 raise InvalidParams(f"Invalid params: unknown model {value[:100]!r}")
             # Takes effect at the next model call, even in the middle of a running turn.
@@ -321,6 +334,9 @@ def convert_prompt(blocks: list[Any], *, accepts_images: bool) -> tuple[list[Any
             else:
                 notes.append("(The current model does not take images; the attached image was not sent to it.)\n\n")
         elif kind == "audio":
+            # Checked like an image: the block is stored and replayed on `session/load` as the client sent it.
+            if not isinstance(b.get("data"), str) or not isinstance(b.get("mimeType"), str):
+                raise InvalidParams(f"Invalid params: prompt[{i}] audio needs \"data\" and \"mimeType\"")
             notes.append("(The current model does not take audio; the attached audio was not sent to it.)\n\n")
         else:
             raise InvalidParams(f"Invalid params: prompt[{i}] has unknown content type {kind[:50]!r}")

@@ -1,7 +1,9 @@
 """Slash commands: what `available_commands_update` advertises, and running them.
 
 Built-in commands (`/help`, `/mode`, `/model`, `/permissions`, `/compact`, `/status`) run locally: they answer with
-`agent_message_chunk`s and `end_turn`, and only `/compact` calls the model (for the summary). Project commands are
+`agent_message_chunk`s (Markdown, which ACP clients render: a blank line before every list) and `end_turn`, and only
+`/compact` calls the model (for the summary). An unknown `/name` and an empty prompt are answered locally too: they
+never reach the model. Project commands are
 Markdown prompt templates in the workspace, `.gatewright/commands/NAME.md`: an optional front matter line
 `description: …`, then the prompt; `$ARGUMENTS` is replaced by what the user typed after the command (appended when
 the template has no `$ARGUMENTS`). A project command is a normal model turn with the expanded prompt.
@@ -46,7 +48,9 @@ BUILTINS: tuple[Command, ...] = (
     Command("help", "List the available commands"),
     Command("mode", "Show or switch the approval mode", "safe | manual | auto | read-only"),
     Command("model", "Show or switch the model of this session", "model id"),
-    Command("permissions", "List remembered approval rules; `/permissions revoke ID` forgets one", "revoke RULE_ID"),
+    Command("permissions", "List remembered approval rules; /permissions revoke ID forgets one; "
+                           "/permissions remember session|project|everywhere sets where answers are remembered",
+            "revoke RULE_ID | remember SCOPE"),
     Command("compact", "Summarise the conversation so far into a checkpoint to free context"),
     Command("status", "Show this session: mode, model, context use and usage"),
 )
@@ -115,6 +119,34 @@ def parse(blocks: list[Any]) -> tuple[str, str] | None:
     return (name, args.strip()) if _NAME.match(name) else None
 
 
+def is_empty(blocks: list[Any]) -> bool:
+    """A prompt with nothing in it: no blocks, or only text blocks that are empty or whitespace."""
+    return all(isinstance(b, dict) and b.get("type") == "text" and not str(b.get("text", "")).strip()
+               for b in blocks)
+
+
+EMPTY_PROMPT_REPLY = "The prompt was empty, so nothing was sent to the model. Type a request, or `/help` for commands."
+
+
+def unknown_reply(name: str, commands: list[Command]) -> str:
+    """The local answer to `/name` that is no command: the real ones, and how to send such text to the model."""
+    return (f"`/{name[:64]}` is not a command here, so nothing was sent to the model.\n\n**Commands**\n\n"
+            + command_list(commands)
+            + "\n\nTo ask the agent something that starts with a slash, put a word in front of it.")
+
+
+def command_list(commands: list[Command]) -> str:
+    """One Markdown list item per command, with its input hint (built-ins) in the same code span."""
+    return "\n".join(f"- `/{c.name}{' ' + c.hint if c.hint and c.template is None else ''}`: {c.description}"
+                     for c in commands)
+
+
+def markdown_list(head: str, items: list[str]) -> str:
+    """A paragraph, a blank line, then a list: how a Markdown client shows several lines as several lines (single
+    newlines inside a paragraph are joined into one)."""
+    return head + "\n\n" + "\n".join(f"- {item}" for item in items)
+
+
 def expand(template: str, args: str) -> str:
     if "$ARGUMENTS" in template:
         return template.replace("$ARGUMENTS", args)
@@ -124,9 +156,7 @@ def expand(template: str, args: str) -> str:
 async def run_builtin(agent: GatewrightAgent, session: AcpSession, name: str, args: str) -> str:
     """Run a built-in command; the text is the answer shown to the user."""
     if name == "help":
-        lines = ["Commands:"] + [f"- `/{c.name}`{' ' + c.hint if c.hint and c.template is None else ''}: "
-                                 f"{c.description}" for c in available(session)]
-        return "\n".join(lines)
+        return "**Commands**\n\n" + command_list(available(session))
     if name == "mode":
         from permissions.modes import MODES
 
@@ -149,7 +179,7 @@ async def run_builtin(agent: GatewrightAgent, session: AcpSession, name: str, ar
         _save_settings(session)
         return f"Model is now {args}; it answers from the next model call."
     if name == "permissions":
-        return _permissions(session, args)
+        return await _permissions(session, args)
     if name == "compact":
         return await _compact(session)
     return _status(session)
@@ -160,20 +190,45 @@ def _save_settings(session: AcpSession) -> None:
         session.journal.save_settings()
 
 
-def _permissions(session: AcpSession, args: str) -> str:
-    verb, _, rule_id = args.partition(" ")
+_REMEMBER_WORDS = {"session": "session", "project": "project", "everywhere": "global", "global": "global"}
+
+
+async def _permissions(session: AcpSession, args: str) -> str:
+    from permissions.rules import SCOPE_WORDS
+    from permissions.store import RulesUnreadable
+
+    verb, _, rest = args.partition(" ")
+    rest = rest.strip()
     if verb == "revoke":
-        rule_id = rule_id.strip()
-        if not rule_id:
+        if not rest:
             return "Usage: `/permissions revoke RULE_ID` (see `/permissions` for the ids)."
-        return f"Revoked {rule_id}." if session.rules.revoke(rule_id) else f"No rule {rule_id[:100]!r}."
+        try:
+            revoked = session.rules.revoke(rest)
+        except RulesUnreadable as exc:
+            return f"Could not revoke {rest[:100]!r}: {exc.reason}."
+        return f"Revoked {rest}." if revoked else f"No rule {rest[:100]!r}."
+    if verb == "remember":
+        scope = _REMEMBER_WORDS.get(rest.lower())
+        if scope is None:
+            return "Usage: `/permissions remember session|project|everywhere`."
+        session.set_remember(scope)
+        await session.send_update({"sessionUpdate": "config_option_update", "configOptions": session.config_options()})
+        _save_settings(session)
+        return f"“Always” answers are now remembered {SCOPE_WORDS[scope]}."
     if verb:
-        return "Usage: `/permissions` lists the remembered rules; `/permissions revoke RULE_ID` forgets one."
+        return ("Usage: `/permissions` lists the remembered rules; `/permissions revoke RULE_ID` forgets one; "
+                "`/permissions remember session|project|everywhere` sets where “always” answers are remembered.")
     rules = session.rules.list()
+    lines = [f"“Always” answers are remembered {SCOPE_WORDS[session.rules.remember]}."]
+    if session.rules.unknown:
+        lines.append(f"⚠ The saved rules cannot be read ({session.rules.problem}): only this session's rules are "
+                     "shown, and every tool call asks.")
     if not rules:
-        return "No remembered approval rules in this session."
-    return "Remembered approval rules:\n" + "\n".join(
-        f"- `{r.id}` {r.action} {r.tool}: {r.label} ({r.scope})" for r in rules)
+        lines.append("No remembered approval rules in this session.")
+    else:
+        lines.append("**Remembered approval rules**\n\n" + "\n".join(
+            f"- `{r.id}` {r.action} {r.tool}: {r.label} ({r.scope})" for r in rules))
+    return "\n\n".join(lines)  # paragraphs: a Markdown client joins single-newline lines into one
 
 
 async def _compact(session: AcpSession) -> str:
@@ -193,24 +248,51 @@ async def _compact(session: AcpSession) -> str:
     return f"Nothing was compacted: {result.error}."
 
 
+def state_lines(session: AcpSession) -> list[str]:
+    """What `/status` says about the state dir, the rules file and the audit log when one of them cannot be used."""
+    from permissions.store import known_state_dir_problem
+
+    if session.state_dir is None:
+        return []
+    state = known_state_dir_problem(session.state_dir)
+    if state is not None:
+        return [f"⚠ {state}: approvals are remembered for this session only, and no audit log is kept."]
+    out = []
+    if session.rules.unknown:
+        out.append(f"⚠ Remembered rules cannot be read ({session.rules.problem}): every tool call asks until the "
+                   "file is repaired or removed.")
+    elif session.rules.problem:
+        out.append(f"⚠ Remembered rules cannot be saved ({session.rules.problem}): “always” answers last for this "
+                   "session only.")
+    audit = getattr(session, "audit", None)
+    if audit is not None and audit.problem:
+        out.append(f"⚠ Audit log: not written ({audit.problem}).")
+    return out
+
+
 def _status(session: AcpSession) -> str:
+    from permissions.rules import SCOPE_WORDS
+
     rt = session.runtime
     journal = session.journal
     window = journal.window() if journal is not None else session.options.context_window
     used = journal.compactor.tokens(rt) if journal is not None else 0
     u = rt.total_usage
+    head = f"**Session** `{session.id}`" + (f": {session.title}" if session.title else "")
     lines = [
-        f"Session: {session.id}" + (f" ({session.title})" if session.title else ""),
-        f"Workspace: {session.cwd}",
-        f"Mode: {session.mode} · Model: {session.model_id or 'none'}",
+        f"Workspace: `{session.cwd}`",
+        f"Mode: {session.mode}",
+        f"Model: {session.model_id or 'none'}",
         f"Context: about {used} of {window} tokens in {len(rt.history)} messages",
         f"Usage: {u.input_tokens} input, {u.output_tokens} output tokens"
-        + (f" · cost {session.cost:.4f}" if session.cost else ""),
-        f"Remembered rules: {len(session.rules.list())}",
+        + (f", cost {session.cost:.4f}" if session.cost else ""),
+        f"Remembered rules: {len(session.rules.list())}; “always” answers are remembered "
+        f"{SCOPE_WORDS[session.rules.remember]}",
     ]
     from runtime.sandbox import support
 
     lines.append("S" + support().describe()[1:])  # "Sandbox: Landlock ABI 7, user/pid/mount/net namespaces"
+    lines += state_lines(session)
     if journal is not None:
-        lines.append(f"Saved in: {journal.store.path}" + (" (saving failed)" if journal.broken else ""))
-    return "\n".join(lines)
+        lines.append(f"Saved in: `{journal.store.path}`" + (" (saving failed)" if journal.broken else ""))
+    return markdown_list(head, lines)

@@ -110,6 +110,7 @@ class SessionJournal:
             "cost": s.cost,
             "last_usage": self.last_usage,
             "compaction_failures": self.compactor.failures,
+            "remember": s.rules.remember,
         }
 
     def sync(self) -> None:
@@ -138,7 +139,7 @@ class SessionJournal:
         self._persisted = list(self.session.runtime.history)
 
     def save_settings(self) -> None:
-        """Mode and model changed: they are restored on load."""
+        """Mode, model or where approvals are remembered changed: they are restored on load."""
         try:
             self.store.save(self.session.id, mode=self.session.mode, model_id=self.session.model_id,
                             state=self.state())
@@ -166,6 +167,12 @@ def restore_state(session: AcpSession, state: dict[str, Any]) -> None:
     rt.total_usage = _usage(state.get("usage"))
     session.priced_usage = _usage(state.get("priced_usage"))
     session.cost = float(state.get("cost") or 0.0)
+    remember = state.get("remember")
+    if isinstance(remember, str):
+        try:
+            session.set_remember(remember)
+        except ValueError:
+            pass  # an unknown stored value keeps the default (this session): never wider than asked
     position = state.get("model_position")
     if isinstance(position, int) and hasattr(session.model, "position"):
         session.model.position = position  # type: ignore[union-attr]

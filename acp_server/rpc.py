@@ -19,6 +19,7 @@ import anyio.abc
 
 from acp_server import wire
 from acp_server.errors import InternalError, MethodNotFound, RequestCancelled, RpcError, error_to_wire
+from runtime import secrets
 
 log = logging.getLogger("gatewright.rpc")
 
@@ -156,6 +157,14 @@ class _Outbox:
             self._room = None
 
 
+def _carried_out(frame: dict[str, Any]) -> bool:
+    """A request the editor carries out on our behalf (`fs/write_text_file` content, a `terminal/create` command):
+    its params must arrive exactly as meant, or a file that holds a key would be saved with the marker instead. They
+    are no leak: the key goes back where it was. The transcript still redacts them."""
+    method = frame.get("method")
+    return "id" in frame and isinstance(method, str) and method.startswith(("fs/", "terminal/"))
+
+
 class JsonRpcConnection:
     def __init__(self, dispatcher: Dispatcher, *, max_frame: int = wire.DEFAULT_MAX_FRAME,
                  recorder: Recorder | None = None) -> None:
@@ -187,9 +196,15 @@ class JsonRpcConnection:
     async def _emit(self, obj: dict[str, Any]) -> None:
         if self._writer_dead:
             return
+        data = wire.encode(obj)
+        if secrets.json_has_secret(data) and not _carried_out(obj):
+            # The last net under every frame but streamed chunks (see runtime.secrets): an error message, a tool
+            # title or arguments the model wrote, a notice. Checked on the encoded bytes, rebuilt only on a hit.
+            obj = secrets.redact(obj)
+            data = wire.encode(obj)
         if self.recorder is not None:
             self.recorder.record("out", obj)
-        await self._send_bytes(wire.encode(obj))
+        await self._send_bytes(data)
 
     async def notify(self, method: str, params: Any) -> None:
         await self._emit(wire.notification(method, params))

@@ -13,12 +13,13 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from acp_server import __version__, wire
+from acp_server import wire
 from acp_server.agent import AgentConfig, GatewrightAgent
 from acp_server.errors import RpcError, error_to_wire
 from acp_server.stdio import READ_CHUNK, guard_stdio
 
 if TYPE_CHECKING:
+    from permissions.rules import Rule
     from runtime.models import ModelFactory
 
 log = logging.getLogger("gatewright.server")
@@ -26,9 +27,14 @@ log = logging.getLogger("gatewright.server")
 WARM_UP_AFTER_S = 0.05  # idle time after serving starts before the first session's modules are loaded
 
 
-def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, state_dir: str | None = None) -> int:
-    agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory, state_dir=state_dir))
-    recorder = _recorder(record, factory, mode) if record else None
+def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, state_dir: str | None = None,
+                rules: tuple[Rule, ...] = ()) -> int:
+    agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory, state_dir=state_dir, rules=rules))
+    try:
+        recorder = _recorder(record, factory, mode, state_dir) if record else None
+    except OSError as exc:
+        sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}\n")
+        return 2
     max_frame = _max_frame()
     # Until the event loop installs its own handlers nothing is running yet, so termination is simply an exit.
     import signal
@@ -133,18 +139,10 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
     anyio.run(main)
 
 
-def _recorder(record: str, factory: ModelFactory, mode: str) -> Any:
-    from acp_server.recorder import TranscriptRecorder
+def _recorder(record: str, factory: ModelFactory, mode: str, state_dir: str | None) -> Any:
+    from acp_server.recorder import TranscriptRecorder, transcript_meta
 
-    meta: dict[str, Any] = {"gatewright": __version__, "model": str(factory.spec) if factory.spec else None,
-                            "mode": mode}
-    if factory.spec is not None and factory.spec.provider == "scripted":
-        try:
-            with open(factory.spec.name, encoding="utf-8") as f:
-                meta["scripted_model"] = f.read()
-        except OSError:
-            pass
-    return TranscriptRecorder(record, meta)
+    return TranscriptRecorder(record, transcript_meta(factory, mode, state_dir=state_dir))
 
 
 def _max_frame() -> int:

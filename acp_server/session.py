@@ -23,9 +23,11 @@ from permissions.audit import audit_log
 from permissions.decorator import AuditSink
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES, ApprovalMode
-from permissions.rules import RuleStore
-from permissions.store import rule_database
+from permissions.options import REMEMBER_CHOICES
+from permissions.rules import Rule, RuleStore
+from permissions.store import rule_database, state_dir_problem
 from runtime.approval import make_describer
+from runtime.context import SandboxInfo, SessionContext
 from runtime.delegation import install_delegation
 from runtime.events import (
     NoticeEvent,
@@ -52,6 +54,8 @@ if TYPE_CHECKING:
     from runtime.models.config import ModelEntry
 
 log = logging.getLogger("gatewright.session")
+
+REMEMBER_OPTION = "remember"  # the session config option "Remember approvals in"
 
 
 class AcpPermissionGateway:
@@ -191,6 +195,9 @@ class AcpSession:
     active_prompt: Any = None  # the params of the prompt holding `turn_lock` (to tell it from queued ones)
     cancelled_prompts: list[Any] = field(default_factory=list)  # params of queued prompts cancelled by request
     mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
+    # The sandbox state the model is told about (runtime.context): a one-line description or a callable giving it.
+    sandbox: SandboxInfo = None
+    configured_rules: tuple[Rule, ...] = ()  # the config file's [permissions] allow/deny (runtime.config)
 
     def __post_init__(self) -> None:
         self._chunk_prefixes: dict[str, bytes] = {}
@@ -198,9 +205,15 @@ class AcpSession:
         self.registry = ToolRegistry(builtin_tools())
         audit = None
         if self.state_dir is not None:
+            # Said once per process, in one line, if the state dir cannot be written (see permissions._sqlite).
+            state_dir_problem(self.state_dir)
             # Project rules are keyed by the resolved workspace root; both files are opened at first use.
-            self.rules = RuleStore(rule_database(self.state_dir), self.workspace.cwd)
+            self.rules = RuleStore(rule_database(self.state_dir), self.workspace.cwd, self.rules.remember,
+                                   self.configured_rules)
             audit = audit_log(self.state_dir)
+        elif self.configured_rules:
+            self.rules = RuleStore(remember=self.rules.remember, configured=self.configured_rules)
+        self.audit = audit
         router = RoutingToolExecutor(self.registry, self.options.tool_call_timeout_ms / 1000)
         # Retries sit under approval: an approved read is not asked again when a transient failure repeats it.
         executor = AcpToolApprovalDecorator(RetryingExecutor(router, self.registry), self.conn, self.id, self.registry,
@@ -212,6 +225,7 @@ class AcpSession:
             environment=ToolEnvironment(self.id, self.workspace, editor=AcpEditorBridge.from_capabilities(
                 self.conn, self.id, self.client_caps)),
             options=self.options,
+            context=SessionContext(self.workspace.cwd, lambda: self.mode, self.sandbox),
         )
         install_delegation(self.runtime)
 
@@ -219,7 +233,8 @@ class AcpSession:
         kind = type(ev)
         if kind is TextChunk or kind is ThoughtChunk:
             # The streaming hot path (every token): the frame is the session's constant prefix, the text encoded
-            # once, and a constant suffix; the same bytes `send_update` would produce for this update.
+            # once, and a constant suffix; the same bytes `send_update` would produce for this update, except that
+            # chunks are not redacted: the model sees every secret redacted, so it cannot echo one (runtime.secrets).
             update_kind = "agent_message_chunk" if kind is TextChunk else "agent_thought_chunk"
             text: str = ev.text  # type: ignore[union-attr]
             if self.journal is not None:
@@ -304,7 +319,25 @@ class AcpSession:
             "currentValue": self.model_id,
             "options": [{"value": m.id, "name": m.name, "description": m.description or m.spec}
                         for m in self.model_choices],
-        }] if self.model_choices and self.model_id else [])
+        }] if self.model_choices and self.model_id else []) + [{
+            "id": REMEMBER_OPTION,
+            "name": "Remember approvals in",
+            "description": "Where an “Always allow” or “Always reject” answer is remembered; each question's labels "
+                           "name the scope they use",
+            "type": "select",
+            "currentValue": self.rules.remember,
+            "options": [{"value": v, "name": n, "description": d} for v, n, d in REMEMBER_CHOICES],
+        }]
+
+    def set_remember(self, value: str) -> None:
+        """The "Remember approvals in" setting; it applies from the next question on.
+
+        Raises:
+            ValueError: not one of the setting's values.
+        """
+        if value not in {v for v, _, _ in REMEMBER_CHOICES}:
+            raise ValueError(value)
+        self.rules.remember = value  # type: ignore[assignment]
 
     async def close(self) -> None:
         self.closed = True

@@ -4,13 +4,13 @@ A row says which call (session, call id, tool), what it was (an argument summary
 decided (allow / ask / deny), by what (`mode:<mode>`, `rule:<id>`, `user`), which option the user chose, how it
 ended (`ran`, `completed`, `failed`, `rejected`, `declined`, `denied`, `cancelled`, `timeout`) and how long asking and
 running took. Rows are written when the decision is made and completed when the call ends, so a crash mid-call
-still leaves the decision on record. Writing the log never breaks a call: failures are logged and dropped.
+still leaves the decision on record. Writing the log never breaks a call, and never fails silently: the first
+failure is said once on stderr (one line), and `AuditLog.problem` keeps it for `/status`.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import time
@@ -23,8 +23,6 @@ from permissions.store import AUDIT_FILE, state_dir
 
 if TYPE_CHECKING:
     pass
-
-log = logging.getLogger("gatewright.audit")
 
 REDACTED = "<redacted>"
 _SECRET_NAMES = ("API_KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE_KEY", "AUTH")
@@ -62,8 +60,13 @@ _FIELDS = ("seq", "ts", "session_id", "call_id", "tool", "summary", "decision", 
 
 
 def env_secret_values(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """Secret-looking environment values, and every value of the secret registry (configured key variables, MCP
+    values: `runtime.secrets`)."""
+    from runtime import secrets
+
     env = os.environ if environ is None else environ
-    return frozenset(v for k, v in env.items() if len(v) >= 6 and any(m in k.upper() for m in _SECRET_NAMES))
+    return frozenset(v for k, v in env.items() if len(v) >= 6 and any(m in k.upper() for m in _SECRET_NAMES)) \
+        | frozenset(secrets.secret_values())
 
 
 def redact(text: str, secrets: frozenset[str] | None = None) -> str:
@@ -122,6 +125,9 @@ class AuditEntry:
         return {f: getattr(self, f) for f in _FIELDS}
 
 
+NOT_WRITTEN = "the audit log cannot be written: permission decisions are not being recorded"
+
+
 class AuditLog(LazyDatabase):
     """Appends decisions to `audit.db`; `begin` returns a row handle that `end` completes."""
 
@@ -140,10 +146,12 @@ class AuditLog(LazyDatabase):
                     " outcome, ask_ms, project) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (time.time(), session_id, call_id, tool, redact(summary), decision, decided_by, redact(reason),
                      option, outcome, ask_ms, project))
-                return cur.lastrowid
-        except Exception:  # auditing never breaks a call
-            log.warning("could not write the audit log", exc_info=True)
+                seq = cur.lastrowid
+        except Exception as exc:  # auditing never breaks a call; it says (once) that it is not recording
+            self._failed(exc, NOT_WRITTEN)
             return None
+        self._worked()
+        return seq
 
     def end(self, seq: int | None, outcome: str, run_ms: int | None = None) -> None:
         if seq is None:
@@ -151,8 +159,8 @@ class AuditLog(LazyDatabase):
         try:
             with self._db() as db:
                 db.execute("UPDATE audit SET outcome = ?, run_ms = ? WHERE seq = ?", (outcome, run_ms, seq))
-        except Exception:  # auditing never breaks a call
-            log.warning("could not complete an audit record", exc_info=True)
+        except Exception as exc:  # auditing never breaks a call; it says (once) that it is not recording
+            self._failed(exc, NOT_WRITTEN)
 
     def entries(self, *, limit: int = 50, session_id: str | None = None,
                 project: str | None = None) -> list[AuditEntry]:
@@ -172,12 +180,6 @@ class AuditLog(LazyDatabase):
         with self._db() as db:
             rows = db.execute(sql, (*args, max(1, limit))).fetchall()
         return [AuditEntry(*r) for r in reversed(rows)]
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
 
 
 def audit_log(directory: str | None = None) -> AuditLog:

@@ -40,7 +40,7 @@ from permissions.gateway import PermissionGateway, PermissionRequest
 from permissions.modes import ApprovalMode
 from permissions.options import Choice, build_choices
 from permissions.policy import CallFacts, Decision, decide
-from permissions.rules import RuleStore
+from permissions.rules import RuleStore, Scope
 
 log = logging.getLogger("gatewright.permissions")
 
@@ -129,9 +129,10 @@ def permission_timeout_from_env() -> float | None:
     return value if value > 0 else None
 
 
-def standard_options(subject: ApprovalSubject, persistent: bool = False) -> tuple[Any, ...]:
-    """The offered options (first of each kind standard, then wider or narrower scopes)."""
-    return tuple(c.option for c in build_choices(subject.facts, subject.summary, persistent))
+def standard_options(subject: ApprovalSubject, persistent: bool = False,
+                     remember: Scope = "session") -> tuple[Any, ...]:
+    """The offered options (see `permissions.options`: at most five, one scope per kind)."""
+    return tuple(c.option for c in build_choices(subject.facts, subject.summary, persistent, remember))
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,7 +248,7 @@ class ToolApprovalDecorator(Generic[C, X, R]):
     # ---- asking --------------------------------------------------------------------------------------------------
     async def _ask(self, call: C, ctx: X, subject: ApprovalSubject, decision: Decision) -> _Approved:
         for _ in range(_MAX_ASKS):
-            choices = build_choices(subject.facts, subject.summary, self.rules.persistent)
+            choices = build_choices(subject.facts, subject.summary, self.rules.persistent, self.rules.remember)
             request = PermissionRequest(
                 call_id=subject.call_id,
                 tool=subject.facts.tool,
@@ -287,8 +288,7 @@ class ToolApprovalDecorator(Generic[C, X, R]):
             await anyio.lowlevel.checkpoint_if_cancelled()
             choice = next((c for c in choices if c.option.option_id == outcome.option_id), None)
             if choice is not None and choice.remember is not None:
-                self.rules.add(choice.action, subject.facts, choice.label, choice.remember, choice.match,
-                               choice.directory)
+                self.rules.add(choice.action, subject.facts, choice.label, choice.remember)
                 _settle_open_questions()
             if choice is None or not choice.allow:
                 # An unknown option id is not an approval: fail closed.

@@ -2,7 +2,8 @@
 
 Deny beats ask beats allow, and anything the facts cannot vouch for asks (fails closed). The function performs no
 I/O: the runtime gathers the facts (which paths a call touches and where they resolve, what a command does) and
-this module only decides.
+this module only decides. Remembered rules that cannot be read are not "no rule": the rule source says so with
+`RulesUnknown`, and every call a remembered rejection might cover then asks, in every mode.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ if TYPE_CHECKING:
     from permissions.rules import Rule
 
 Action = Literal["allow", "ask", "deny"]
+# A rule key starting with this marker names something that exists only in this agent process (a background process
+# id such as `proc_1`, which restarts in every process): such a call is never remembered beyond the session.
+SESSION_ONLY_KEY = "session-only:"
 Effect = Literal["read", "write", "execute", "other"]
 PathClass = Literal["inside", "outside", "protected"]
 
@@ -37,7 +41,8 @@ class CallFacts:
     example of a shell command) proved that an `execute` call cannot change anything. `rule_key` identifies the call
     for remembered rules: two calls with the same key are the same call. `portable_key` is the same identity with
     the workspace root written as a placeholder (what an "everywhere" rule binds to), and `root` is the workspace
-    root the paths were resolved against (what "edits under `src/`" rules are relative to).
+    root the paths were resolved against. A key carries everything that decides the call's effect (a command and its
+    working directory, a file's resolved path and a digest of the new content, the input sent to a process).
     """
 
     tool: str
@@ -50,11 +55,39 @@ class CallFacts:
     portable_key: str = ""
     root: str = ""
 
+    @property
+    def session_only(self) -> bool:
+        """Whether the call is tied to this agent process (see `SESSION_ONLY_KEY`): remembered for the session only."""
+        return self.rule_key.startswith(SESSION_ONLY_KEY)
+
+    @property
+    def everywhere_key(self) -> str:
+        """The key an "everywhere" rule would bind to, or "" when the call may not be remembered everywhere: only a
+        command with a portable key, no reason for a closer look, and nothing tied to this agent process."""
+        if self.effect != "execute" or self.dangerous or self.session_only:
+            return ""
+        return self.portable_key
+
+
+@dataclass(frozen=True, slots=True)
+class RulesUnknown:
+    """The remembered rules could not be read (a corrupt or unreadable rules database): any of them, a rejection
+    included, might cover the call. `reason` says what failed, in one line."""
+
+    reason: str
+
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    RuleMatch: TypeAlias = Rule | RulesUnknown | None
+
 
 class RuleSource(Protocol):
-    """Anything that can say which remembered rule covers a call (deny rules first). See `permissions.rules`."""
+    """Anything that can say which remembered rule covers a call (deny rules first), or that it cannot know (a rule
+    it cannot read might). See `permissions.rules`."""
 
-    def match(self, facts: CallFacts) -> Rule | None: ...
+    def match(self, facts: CallFacts) -> RuleMatch: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +104,8 @@ class Decision:
 def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleSource | None = None) -> Decision:
     """Decide what to do with one call. An unknown or missing mode is treated as `manual` (it never fails open).
 
-    A rule source that fails (a broken rules database) counts as "no rule": the call then asks or is denied by the
-    mode, never allowed by accident.
+    A rule source that cannot say (it answers `RulesUnknown`, or fails) is not "no rule": a remembered rejection
+    might cover the call, so it asks in every mode (or is denied by `read-only`), and is never allowed by accident.
     """
     if mode not in ("manual", "safe", "auto", "read-only"):
         mode = "manual"
@@ -89,12 +122,17 @@ def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleSource | None
             return Decision("deny", f"read-only mode: {outside[0].path} is outside the workspace", by=by)
         if not harmless or writes:
             return Decision("deny", f"read-only mode: {facts.tool} would write or run a process", by=by)
-    remembered = None
+    remembered: Rule | None = None
+    unknown: RulesUnknown | None = None
     if rules is not None:
         try:
-            remembered = rules.match(facts)
-        except Exception:  # fail closed: an unreadable rule is no rule
-            remembered = None
+            found = rules.match(facts)
+        except Exception as exc:  # fail closed: a rule source that cannot answer might have held a rejection
+            found = RulesUnknown(f"the remembered rules could not be checked ({exc})")
+        if isinstance(found, RulesUnknown):
+            unknown = found
+        else:
+            remembered = found
     if remembered is not None and remembered.action == "deny":
         return Decision("deny", f"rejected by a remembered rule: {remembered.describe()}", remembered.id,
                         by=f"rule:{remembered.id}")
@@ -114,6 +152,8 @@ def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleSource | None
         reasons.append("manual mode asks for every call")
     elif mode == "safe" and not harmless:
         reasons.append(f"safe mode asks before {facts.effect if facts.effect != 'other' else 'unknown'} actions")
+    if unknown is not None:
+        reasons.append(f"{unknown.reason}; a remembered rejection might cover this call")
     if reasons:
         return Decision("ask", reasons[0], asked_because=tuple(reasons), by=by)
 

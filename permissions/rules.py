@@ -1,24 +1,28 @@
 """Remembered approval rules (`allow_always` / `reject_always`) and what each one covers.
 
-A rule matches a call in one of two ways, never by a string prefix of a command:
-- `exact`: the call's canonical identity (`CallFacts.rule_key`, computed by the runtime from the tool and its
-  canonical arguments) equals the rule's key. "Always allow `npm test`" therefore never covers `npm test; rm -rf x`.
-- `under`: "edits under `src/`": every path the call touches is a write inside the workspace (not protected) whose
-  resolved path lies below the rule's directory, compared by path components (`/ws/src` never covers `/ws/src-evil`).
+A rule covers exactly one call identity, never a string prefix of a command: the call's canonical identity
+(`CallFacts.rule_key`, computed by the runtime from the tool and everything that decides its effect) equals the
+rule's key. "Always allow `npm test`" therefore never covers `npm test; rm -rf x`, and "always allow" for input sent
+to a background process never covers other input.
 
 Scopes: `session` rules live in memory in one `RuleStore`; `project` rules (keyed by the workspace root) and `global`
-rules ("everywhere") are persisted by `permissions.store.RuleDatabase` in the state dir, so every session and every
-process sharing that state dir sees them, and a revocation applies at the next decision. Deny beats allow.
+rules ("everywhere", bound to `CallFacts.everywhere_key`) are persisted by `permissions.store.RuleDatabase` in the
+state dir, so every session and every process sharing that state dir sees them, and a revocation applies at the next
+decision. Deny beats allow. A call tied to this agent process (`CallFacts.session_only`) is only ever remembered for
+the session. Which scope an "always" answer uses is the session's setting (`RuleStore.remember`, see
+`permissions.options`).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import os
 import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
+
+from permissions._sqlite import known_state_dir_problem
+from permissions.policy import RulesUnknown
 
 if TYPE_CHECKING:
     from permissions.policy import CallFacts
@@ -28,23 +32,15 @@ log = logging.getLogger("gatewright.permissions")
 
 Scope = Literal["session", "project", "global"]
 RuleAction = Literal["allow", "deny"]
-MatchKind = Literal["exact", "under"]
+MatchKind = Literal["exact"]  # the rules file's `match` column; "edits under DIR" rules are no longer offered
 _ids = itertools.count(1)
 
 SCOPE_WORDS: dict[str, str] = {"session": "in this session", "project": "in this project", "global": "everywhere"}
 
 
-def is_within(path: str, directory: str) -> bool:
-    """Whether `path` is `directory` or below it, by path components (both absolute and resolved)."""
-    if path == directory:
-        return True
-    base = directory if directory.endswith(os.sep) else directory + os.sep
-    return path.startswith(base)
-
-
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """One remembered decision. `label` says what it covers ("`npm test`", "edits under `src/`")."""
+    """One remembered decision. `label` says what it covers ("`npm test`", "this edit to `a.py`")."""
 
     id: str
     action: RuleAction
@@ -63,20 +59,23 @@ class Rule:
         return f"{verb} {self.label} {where}"
 
     def covers(self, facts: CallFacts) -> bool:
-        if self.match == "under":
-            return covered_by_directory(facts, self.rule_key)
-        if self.tool != facts.tool:
+        if self.match != "exact" or self.tool != facts.tool:
             return False
         if self.scope == "global":
-            return bool(facts.portable_key) and self.rule_key == facts.portable_key
+            # An "everywhere" approval never covers a call that needs a closer look or belongs to this process.
+            key = facts.portable_key if self.action == "deny" else facts.everywhere_key
+            return bool(key) and self.rule_key == key
         return self.rule_key == facts.rule_key
 
 
-def covered_by_directory(facts: CallFacts, directory: str) -> bool:
-    """An "edits under DIR" rule covers a call only if everything it touches is an ordinary write below DIR."""
-    if facts.effect != "write" or not facts.paths or facts.dangerous:
-        return False
-    return all(p.writes and p.klass == "inside" and is_within(p.path, directory) for p in facts.paths)
+def effective_scope(facts: CallFacts, wanted: Scope) -> Scope:
+    """Where an "always" answer about this call may be remembered, given the wanted scope: a call tied to this agent
+    process only in the session; "everywhere" only for a call with an everywhere key, else the project."""
+    if facts.session_only:
+        return "session"
+    if wanted == "global" and not facts.everywhere_key:
+        return "project"
+    return wanted
 
 
 def pick(rules: list[Rule], facts: CallFacts) -> Rule | None:
@@ -90,64 +89,111 @@ def pick(rules: list[Rule], facts: CallFacts) -> Rule | None:
 
 class RuleStore:
     """The rules one session sees: its own in-memory rules plus, when a database is attached, the persisted rules of
-    its project and the global ones.
+    its project and the global ones; and `remember`, the session's setting of where an "always" answer is kept.
 
-    `list()` and `revoke(rule_id)` are the API of the `/permissions` command and of `gatewright permissions`.
+    `match` fails closed: when the persisted rules cannot be read it answers `RulesUnknown` (so the call asks), unless
+    one of this session's own rules decides: a session rejection always does, a session approval only if the user
+    gave it while the persisted rules were unreadable (the question said so, and the answer is about this very call).
+
+    `configured` are the rules of the config file's `[permissions]` table: they apply like the others and are never
+    revoked here (the file is their source). `list()` and `revoke(rule_id)` are the API of the `/permissions`
+    command and of `gatewright permissions`.
     """
 
-    def __init__(self, database: RuleDatabase | None = None, project: str | None = None) -> None:
+    def __init__(self, database: RuleDatabase | None = None, project: str | None = None,
+                 remember: Scope = "session", configured: tuple[Rule, ...] = ()) -> None:
         self._rules: dict[str, Rule] = {}
+        self._given_blind: set[str] = set()  # ids of session approvals given while the persisted rules were unknown
+        self._unknown = False
         self.database = database
         self.project = project
+        self.remember: Scope = remember
+        self.configured = configured
 
     @property
     def persistent(self) -> bool:
-        """Whether project and global scopes are available (a state dir and a workspace root are known)."""
-        return self.database is not None and self.project is not None
+        """Whether project and global scopes are available now: a state dir and a workspace root are known, and the
+        rules file can be read and written."""
+        db = self.database
+        return db is not None and self.project is not None and db.can_save and not self._unknown and \
+            known_state_dir_problem(db.directory) is None
 
-    def add(self, action: RuleAction, facts: CallFacts, label: str, scope: Scope = "session",
-            match: MatchKind = "exact", directory: str | None = None) -> Rule:
-        """Remember a decision. A persisted scope that cannot be written falls back to this session (logged)."""
-        if match == "under":
-            if directory is None:
-                raise ValueError("an `under` rule needs a directory")
-            key, tool = directory, "*"
-        else:
-            key = facts.portable_key if scope == "global" else facts.rule_key
-            tool = facts.tool
-        rule = Rule(f"s{next(_ids)}", action, tool, key, label, scope, match,
+    @property
+    def unknown(self) -> bool:
+        """Whether the persisted rules could not be read at the last attempt (calls then ask; see `match`)."""
+        return self._unknown
+
+    @property
+    def problem(self) -> str | None:
+        """Why the persisted rules cannot be used right now, in one line (for `/status`), or None."""
+        db = self.database
+        if db is None:
+            return None
+        return db.problem or known_state_dir_problem(db.directory)
+
+    def add(self, action: RuleAction, facts: CallFacts, label: str, scope: Scope = "session") -> Rule:
+        """Remember a decision. A call tied to this agent process is remembered for the session only, one that may not
+        be remembered everywhere for the project; a persisted scope that cannot be written falls back to this session
+        (said once, see `RuleDatabase`)."""
+        from permissions.audit import redact  # a label quotes the command: no secret in it reaches the rules file
+
+        scope = effective_scope(facts, scope)
+        key = facts.everywhere_key if scope == "global" else facts.rule_key
+        rule = Rule(f"s{next(_ids)}", action, facts.tool, key, redact(label), scope, "exact",
                     self.project if scope == "project" else None, time.time())
         if scope != "session":
-            if self.database is not None and (scope == "global" or self.project is not None) and \
-                    (match == "under" or key):
+            if self.database is not None and (scope == "global" or self.project is not None) and key:
                 try:
                     return self.database.add(rule)
-                except Exception:  # the choice still holds for this session
-                    log.warning("could not persist a %s rule; keeping it for this session only", scope,
-                                exc_info=True)
+                except Exception:  # the choice still holds for this session; the database said why, once
+                    log.debug("could not persist a %s rule; keeping it for this session only", scope)
             rule = replace(rule, scope="session", project=None)
         self._rules[rule.id] = rule
+        if self._unknown and action == "allow":
+            self._given_blind.add(rule.id)
         return rule
 
     def _persisted(self) -> list[Rule]:
+        """The project's and the global rules. Raises `RulesUnreadable` when they cannot be read."""
         if self.database is None:
             return []
         try:
-            return self.database.rules_for(self.project)
-        except Exception:  # an unreadable database is no rule (the call asks)
-            log.warning("could not read the remembered rules database", exc_info=True)
-            return []
+            found = self.database.rules_for(self.project)
+        except Exception:
+            self._unknown = True
+            raise
+        self._unknown = False
+        return found
 
-    def match(self, facts: CallFacts) -> Rule | None:
-        return pick([*self._rules.values(), *self._persisted()], facts)
+    def match(self, facts: CallFacts) -> Rule | RulesUnknown | None:
+        own = list(self._rules.values())
+        try:
+            persisted = self._persisted()
+        except Exception as exc:
+            reason = getattr(exc, "reason", None) or str(exc)
+            # Rejections known without the file still decide (the session's own and the config file's).
+            denied = next((r for r in [*own, *self.configured] if r.action == "deny" and r.covers(facts)), None)
+            if denied is not None:
+                return denied
+            blind = next((r for r in own if r.id in self._given_blind and r.covers(facts)), None)
+            return blind if blind is not None else RulesUnknown(f"the remembered rules cannot be read ({reason})")
+        return pick([*own, *persisted, *self.configured], facts)
 
     def revoke(self, rule_id: str) -> bool:
+        """Forget a rule of this session, or a persisted one this session sees. Raises `RulesUnreadable` when the
+        rule may be a persisted one and the rules file cannot be read."""
         if self._rules.pop(rule_id, None) is not None:
+            self._given_blind.discard(rule_id)
             return True
         if self.database is not None and any(r.id == rule_id for r in self._persisted()):
             return self.database.revoke(rule_id)
         return False
 
     def list(self) -> list[Rule]:
-        """This session's rules, then the project's and the global ones (newest last within each)."""
-        return [*self._rules.values(), *self._persisted()]
+        """This session's rules, then the project's and the global ones (newest last within each), then the config
+        file's. When the persisted rules cannot be read, they are left out (`problem` says why)."""
+        try:
+            persisted = self._persisted()
+        except Exception:
+            persisted = []
+        return [*self._rules.values(), *persisted, *self.configured]

@@ -67,7 +67,7 @@ class Sink:
 class Harness:
     def __init__(self, tmp_path: Path, responses: list[dict[str, Any]], *, mode: str = "safe",
                  answers: list[Answer] | None = None, state: bool = True, ws_name: str = "ws",
-                 question_timeout: float | None = None) -> None:
+                 question_timeout: float | None = None, remember: str = "session") -> None:
         self.ws = tmp_path / ws_name
         self.ws.mkdir(exist_ok=True)
         self.state_dir = tmp_path / "state"
@@ -77,7 +77,7 @@ class Harness:
         workspace = Workspace(str(self.ws))
         self.db = RuleDatabase(str(self.state_dir)) if state else None
         self.audit = AuditLog(str(self.state_dir)) if state else None
-        self.rules = RuleStore(self.db, workspace.cwd if state else None)
+        self.rules = RuleStore(self.db, workspace.cwd if state else None, remember)  # type: ignore[arg-type]
         router = RoutingToolExecutor(self.registry, 60)
         self.executor = ToolApprovalDecorator(router, self.gateway, make_describer(self.registry),
                                               lambda: self.mode, self.rules, self.audit,  # type: ignore[arg-type]
@@ -103,6 +103,9 @@ class Harness:
 
     def option_ids(self, n: int = 0) -> list[str]:
         return [o.option_id for o in self.gateway.asked[n].options]
+
+    def option_names(self, n: int = 0) -> list[str]:
+        return [o.name for o in self.gateway.asked[n].options]
 
     def close(self) -> None:
         if self.db is not None:

@@ -209,6 +209,10 @@ REQUIREMENTS: tuple[Requirement, ...] = (
       "Provider keys and MCP env/header values never appear on stdout, stderr, transcripts, audit or the store.",
       ("test_transcripts.py::test_recording_never_writes_secret_values",
        "test_tools_bash.py::test_exec_environment_drops_the_agents_secrets")),
+    R("gw:secrets:configured-key-variables", "issue 14 hole 7; style guide §4.12",
+      "A variable named by a provider's api_key_env, MCP env and header values, provider header values and "
+      "authenticate payloads are registered secrets: no child process inherits them (bash, background processes, "
+      "editor terminals, other MCP servers) and no sink writes them (wire, transcript, store, audit, logs).", ()),
 )
 
 GAPS: tuple[Gap, ...] = (

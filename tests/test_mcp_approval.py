@@ -103,16 +103,20 @@ async def test_the_question_names_the_server_and_tool_and_shows_only_the_models_
     req = gateway.asked[0]
     assert req.title == "srv/lookup"
     assert req.raw_input == {"q": "x"}  # the pinned tenant is the host's business
-    assert any("the MCP tool `srv/lookup`" in o.name for o in req.options if o.kind == "allow_always")
+    (always,) = [o for o in req.options if o.kind == "allow_always"]
+    assert always.name == "Always allow this call to the MCP tool “srv/lookup” in this session"
 
 
-async def test_always_allow_covers_the_tool_with_any_arguments(tmp_path):
+async def test_always_allow_covers_the_identical_call_and_never_the_same_tool_with_other_arguments(tmp_path):
     conn, _, gateway, executor = make("safe", read_only=False, option="allow_always")
     await executor.execute(CALL, ctx(tmp_path))
-    other = ToolCall("c2", "mcp__srv__lookup", {"q": "y"}, '{"q": "y"}')
-    await executor.execute(other, ctx(tmp_path))
-    assert len(gateway.asked) == 1
-    assert len(conn.calls) == 2
+    await executor.execute(ToolCall("c2", CALL.name, dict(CALL.arguments), CALL.raw_arguments), ctx(tmp_path))
+    assert len(gateway.asked) == 1 and len(conn.calls) == 2
+    gateway.option = "reject_continue"
+    other = ToolCall("c3", "mcp__srv__lookup", {"q": "DROP TABLE users"}, '{"q": "DROP TABLE users"}')
+    with pytest.raises(ApprovalDenied):
+        await executor.execute(other, ctx(tmp_path))
+    assert len(gateway.asked) == 2 and len(conn.calls) == 2, "other arguments ask again, and rejected do not run"
 
 
 async def test_a_model_supplied_pinned_value_is_an_invalid_call_before_any_question(tmp_path):

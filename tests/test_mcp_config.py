@@ -100,22 +100,38 @@ def test_pinned_fields_leave_the_schema_and_come_back_at_execution():
     assert supplied_pins({"q": "x", "tenant": "evil"}, {"tenant": "acme"}) == ["tenant"]
 
 
-def test_log_records_from_any_logger_have_active_secrets_scrubbed():
+def test_log_records_from_any_logger_have_registered_secrets_scrubbed_even_after_the_session_closed():
     import io
     import logging
 
-    from runtime.mcp.secrets import active_secrets, forget_secrets, remember_secrets
+    from runtime.mcp.config import StdioServer, register_secrets
 
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
     root = logging.getLogger()
     root.addHandler(handler)
     try:
-        remember_secrets(["sk-live-abcdef"])
+        register_secrets(StdioServer("s", "/bin/x", env=(("K", "sk-live-abcdef"),)))
         logging.getLogger("httpx2.fake").warning("POST https://x/mcp?key=%s failed", "sk-live-abcdef")
-        forget_secrets(["sk-live-abcdef"])
-        assert "sk-live-abcdef" not in active_secrets()
     finally:
         root.removeHandler(handler)
     assert "sk-live-abcdef" not in stream.getvalue()
     assert REDACTED in stream.getvalue()
+
+
+def test_passed_through_and_path_values_are_not_registered_as_secrets(monkeypatch, tmp_path):
+    """An MCP env value the agent's environment already holds under that name (a PATH passed through) or that names
+    existing absolute paths is not a secret: registering it would strip PATH from every child and blank paths in
+    every tool result."""
+    from runtime import secrets
+    from runtime.mcp.config import StdioServer, register_secrets
+
+    monkeypatch.setenv("GW_PLAIN_SETTING", "plain-setting-value")
+    register_secrets(StdioServer("s", "/bin/x", env=(("GW_PLAIN_SETTING", "plain-setting-value"),
+                                                     ("WORKDIR", str(tmp_path)),
+                                                     ("SEARCH", f"{tmp_path}:{tmp_path}"),
+                                                     ("TICKET_KEY", "tk-0123456789"))))
+    values = secrets.secret_values()
+    assert "tk-0123456789" in values
+    assert not {"plain-setting-value", str(tmp_path), f"{tmp_path}:{tmp_path}"} & set(values)
+    assert secrets.child_environ()["GW_PLAIN_SETTING"] == "plain-setting-value"

@@ -288,8 +288,9 @@ async def test_a_streamable_http_server_works_end_to_end_with_its_headers(tmp_pa
             await agent.prompt(sid)
         transcript = agent.transcript()
     assert client.permissions == []  # whoami is marked read-only
-    assert client.final("c1").content[0].content.text == "authorization: Bearer e2e-secret"
-    # The tool's own output may show it (the server chose to); the recorded session/new must not.
+    # The server received the header and echoed it back: its value is a registered secret, so the model and the
+    # editor see it redacted (runtime.secrets), and the recorded session/new never has it.
+    assert client.final("c1").content[0].content.text == "authorization: <redacted>"
     new_session = next(line for line in transcript.splitlines() if '"session/new"' in line)
     assert "e2e-secret" not in new_session
 

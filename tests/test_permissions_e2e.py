@@ -49,12 +49,22 @@ def _text(agent, sid: str | None = None) -> str:
 BUILD = {"id": "b1", "name": "bash", "arguments": {"command": "touch built.txt"}}
 
 
+def _remember(agent, sid: str, scope: str) -> dict[str, Any]:
+    """Set the session's "Remember approvals in" config option; returns that option as the answer shows it."""
+    answer = agent.result("session/set_config_option", {"sessionId": sid, "configId": "remember", "value": scope})
+    return next(o for o in answer["configOptions"] if o["id"] == "remember")
+
+
 def test_always_allow_in_this_project_is_remembered_by_the_next_agent_process(spawn, workspace, tmp_path):
     model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "built"}])
-    first = spawn("--model", model, responder=lambda m: _option(m, "allow_always_project"))
+    first = spawn("--model", model, responder=lambda m: _option(m, "allow_always"))
     first.initialize()
     sid = first.new_session(workspace)
+    assert _remember(first, sid, "project")["currentValue"] == "project"
     assert first.prompt(sid, "build")["result"]["stopReason"] == "end_turn"
+    (asked,) = first.agent_requests
+    assert [o["name"] for o in asked["params"]["options"] if o["kind"] == "allow_always"] == [
+        "Always allow “touch built.txt” in this project"]
     assert first.close() == 0
     (workspace / "built.txt").unlink()
 
@@ -94,7 +104,7 @@ def test_reject_stops_with_a_message_and_try_another_way_lets_the_model_go_on(sp
     assert "Trying something else." in _text(agent)
     assert _statuses(agent, "b1") == ["pending", "failed"]
     assert agent.prompt(sid, "two")["result"]["stopReason"] == "end_turn"
-    assert "Stopped: you rejected Run `touch built.txt`." in _text(agent) and "NEVER" not in _text(agent)
+    assert "Stopped: you rejected Run touch built.txt." in _text(agent) and "NEVER" not in _text(agent)
     assert not (workspace / "built.txt").exists()
 
 
@@ -138,6 +148,8 @@ def _two_sessions_one_answer(spawn, workspace, tmp_path, option: str):
     agent = spawn("--model", model, responder=questions)
     agent.initialize()
     sa, sb = agent.new_session(workspace), agent.new_session(workspace)
+    for sid in (sa, sb):  # whichever asks first, its answer is remembered for the project
+        _remember(agent, sid, "project")
     ra, rb = agent.start_prompt(sa, "a"), agent.start_prompt(sb, "b")
     assert questions.both_asked.wait(15)
     results = agent.response(ra)["result"], agent.response(rb)["result"]
@@ -149,7 +161,7 @@ def _two_sessions_one_answer(spawn, workspace, tmp_path, option: str):
 
 def test_always_reject_for_the_project_also_settles_the_same_question_open_in_another_session(
         spawn, workspace, tmp_path):
-    agent, results, other = _two_sessions_one_answer(spawn, workspace, tmp_path, "reject_always_project")
+    agent, results, other = _two_sessions_one_answer(spawn, workspace, tmp_path, "reject_always")
     assert [r["stopReason"] for r in results] == ["end_turn", "end_turn"]
     assert _statuses(agent, "b1", other)[-1] == "failed"
     assert not (workspace / "built.txt").exists()
@@ -157,7 +169,7 @@ def test_always_reject_for_the_project_also_settles_the_same_question_open_in_an
 
 def test_always_allow_for_the_project_also_settles_the_same_question_open_in_another_session(
         spawn, workspace, tmp_path):
-    agent, results, other = _two_sessions_one_answer(spawn, workspace, tmp_path, "allow_always_project")
+    agent, results, other = _two_sessions_one_answer(spawn, workspace, tmp_path, "allow_always")
     assert [r["stopReason"] for r in results] == ["end_turn", "end_turn"]
     assert _statuses(agent, "b1", other)[-1] == "completed"
     (running,) = [u for u in agent.updates(other) if u.get("toolCallId") == "b1" and u.get("status") == "in_progress"]
@@ -191,3 +203,38 @@ def test_decisions_of_an_acp_session_show_in_gatewright_audit(spawn, workspace, 
     (entry,) = [json.loads(line) for line in out.stdout.splitlines()]
     assert entry["call_id"] == "b1" and entry["decided_by"] == "user" and entry["option"] == "allow_once"
     assert entry["outcome"] == "completed" and entry["project"] == str(workspace)
+
+
+def test_where_approvals_are_remembered_is_a_session_config_option_kept_with_the_session(spawn, workspace, tmp_path):
+    from tests.permissions_helpers import run_gatewright
+
+    model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "built"}])
+    agent = spawn("--model", model, responder=lambda m: _option(m, "allow_always"))
+    agent.initialize()
+    created = agent.result("session/new", {"cwd": str(workspace), "mcpServers": []})
+    sid = created["sessionId"]
+    (remember,) = [o for o in created["configOptions"] if o["id"] == "remember"]
+    assert remember["name"] == "Remember approvals in" and remember["currentValue"] == "session"
+    assert [(v["value"], v["name"]) for v in remember["options"]] == [
+        ("session", "This session"), ("project", "This project"), ("global", "Everywhere")]
+    bad = agent.request("session/set_config_option", {"sessionId": sid, "configId": "remember", "value": "galaxy"})
+    assert bad["error"]["code"] == -32602
+    assert _remember(agent, sid, "global")["currentValue"] == "global"
+    agent.prompt(sid, "build")
+    (asked,) = agent.agent_requests
+    assert [o["name"] for o in asked["params"]["options"]] == [
+        "Allow once", "Always allow “touch built.txt” everywhere", "Reject once and stop",
+        "Reject, and let the agent try another way", "Always reject “touch built.txt” everywhere"]
+    agent.prompt(sid, "/permissions remember project")
+    assert "now remembered in this project" in _text(agent, sid)
+    pushed = [u for u in agent.updates(sid) if u["sessionUpdate"] == "config_option_update"][-1]
+    assert next(o for o in pushed["configOptions"] if o["id"] == "remember")["currentValue"] == "project"
+    assert agent.close() == 0
+    (rule,) = [json.loads(line) for line in run_gatewright("permissions", "list", "--json",
+                                                         state=str(tmp_path / "state")).stdout.splitlines()]
+    assert rule["scope"] == "global" and rule["action"] == "allow"
+
+    again = spawn("--model", model, responder=never_answer)
+    again.initialize()
+    loaded = again.result("session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []})
+    assert next(o for o in loaded["configOptions"] if o["id"] == "remember")["currentValue"] == "project"

@@ -170,6 +170,9 @@ def test_every_built_in_tool_gets_the_documented_decision_in_every_mode_and_path
     assert registry.get(tool) is not None
     arguments = _fill(args, places)
     ctx = ToolContext("s", "c", Workspace(str(ws)))
+    if tool == "write_file" and klass != "outside":
+        # The model read the file it overwrites: an unread one is refused before any decision (test_tools_read_state).
+        anyio.run(registry.get("read_file").run, {"path": arguments["path"]}, ctx)  # type: ignore[union-attr]
     subject = anyio.run(make_describer(registry), ToolCall("c", tool, arguments, "{}"), ctx)
     if klass != "none":
         assert {p.klass for p in subject.facts.paths} == {klass}
@@ -183,13 +186,32 @@ def test_the_real_table_covers_all_eight_tools_and_every_path_class():
     assert {k for _, _, k, _ in REAL_CALLS} == {"none", "inside", "outside", "protected"}
 
 
-def test_a_broken_rule_source_fails_closed():
+def test_a_broken_rule_source_fails_closed_in_every_mode():
+    """A rule source that fails might have held a rejection: the call asks even where the mode would allow it."""
+
     class Broken:
         def match(self, facts):
             raise OSError("database is locked")
 
-    assert decide(facts("write", "inside"), "safe", Broken()).action == "ask"  # type: ignore[arg-type]
-    assert decide(facts("write", "inside"), "auto", Broken()).action == "allow"
+    for mode in ("manual", "safe", "auto"):
+        decision = decide(facts("write", "inside"), mode, Broken())  # type: ignore[arg-type]
+        assert decision.action == "ask"
+        assert "could not be checked (database is locked)" in decision.asked_because[-1]
+    assert decide(facts("read", "inside"), "auto", Broken()).action == "ask"  # type: ignore[arg-type]
+    assert decide(facts("write", "inside"), "read-only", Broken()).action == "deny"  # type: ignore[arg-type]
+
+
+def test_a_rule_source_that_says_unknown_makes_the_call_ask_with_that_reason():
+    from permissions.policy import RulesUnknown
+
+    class Unknown:
+        def match(self, facts):
+            return RulesUnknown("the remembered rules cannot be read (/s/permissions.db: file is not a database)")
+
+    decision = decide(facts("execute", "none"), "auto", Unknown())  # type: ignore[arg-type]
+    assert decision.action == "ask" and decision.by == "mode:auto"
+    assert decision.reason == ("the remembered rules cannot be read (/s/permissions.db: file is not a database); "
+                               "a remembered rejection might cover this call")
 
 
 def test_decisions_name_what_decided_them():
@@ -198,3 +220,62 @@ def test_decisions_name_what_decided_them():
     assert decide(f, "safe").by == "mode:safe"
     rule = rules.add("allow", f, "x")
     assert decide(f, "safe", rules).by == f"rule:{rule.id}"
+
+
+# ---- rule keys: everything that decides the effect, and nothing tied to this agent process beyond the session -------
+_KEY_CASES = [
+    # (tool, arguments, the same call with something that decides its effect changed)
+    ("bash", {"command": "make"}, {"command": "make", "cwd": "sub"}),
+    ("bash", {"command": "make"}, {"command": "make test"}),
+    ("bash", {"action": "write", "processId": "proc_1", "input": "echo hello\n"},
+     {"action": "write", "processId": "proc_1", "input": "rm -rf ~\n"}),
+    ("bash", {"action": "write", "processId": "proc_1", "input": "y\n"},
+     {"action": "write", "processId": "proc_2", "input": "y\n"}),
+    ("write_file", {"path": "a.txt", "content": "one"}, {"path": "a.txt", "content": "two"}),
+    ("write_file", {"path": "a.txt", "content": "one"}, {"path": "a.txt", "content": "one", "mode": "append"}),
+    ("edit", {"path": "a.txt", "old_string": "a", "new_string": "b"},
+     {"path": "a.txt", "old_string": "a", "new_string": "import os"}),
+    ("edit", {"path": "a.txt", "old_string": "a", "new_string": "b"},
+     {"path": "a.txt", "old_string": "a", "new_string": "b", "replaceAll": True}),
+    ("apply_patch", {"patch": _PATCH.format(p="n.txt")}, {"patch": _PATCH.format(p="n.txt").replace("+x", "+y")}),
+    ("update_agents_md", {"action": "append", "content": "be nice"}, {"action": "append", "content": "curl | sh"}),
+    ("read_file", {"path": "a.txt"}, {"path": "sub/a.txt"}),
+    ("grep", {"pattern": "hello", "path": "sub"}, {"pattern": "PRIVATE KEY", "path": "sub"}),
+    ("glob", {"pattern": "*.py", "path": "sub"}, {"pattern": "**/.env*", "path": "sub"}),
+]
+
+
+@pytest.mark.parametrize(("tool", "args", "changed"), _KEY_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(_KEY_CASES)])
+def test_a_rule_key_changes_with_anything_that_decides_the_effect_and_holds_no_content(real_workspace, tool, args,
+                                                                                       changed):
+    from runtime.tools.builtin import builtin_tools
+    from runtime.workspace import Workspace
+
+    ws, _ = real_workspace
+    t = next(x for x in builtin_tools() if x.name == tool)
+    w = Workspace(str(ws))
+    assert t.rule_key(args, w) == t.rule_key(dict(args), w)
+    assert t.rule_key(args, w) != t.rule_key(changed, w)
+    keys = t.rule_key(args, w) + t.rule_key(changed, w)
+    for field in ("command", "content", "input", "new_string", "patch", "pattern"):
+        for value in (args.get(field), changed.get(field)):
+            assert not isinstance(value, str) or len(value) < 4 or value.strip() not in keys, "contents stay out"
+
+
+def test_calls_on_a_background_process_are_tied_to_this_session_and_never_offered_everywhere(real_workspace):
+    import anyio
+
+    from runtime.approval import make_describer
+    from runtime.tools.base import ToolCall, ToolContext, ToolRegistry
+    from runtime.tools.builtin import builtin_tools
+    from runtime.workspace import Workspace
+
+    ws, _ = real_workspace
+    describe = make_describer(ToolRegistry(builtin_tools()))
+    ctx = ToolContext("s", "c", Workspace(str(ws)))
+    for args in ({"action": "write", "processId": "proc_1", "input": "x"}, {"action": "stop", "processId": "proc_1"},
+                 {"action": "logs", "processId": "proc_1"}, {"action": "status", "processId": "proc_1"}):
+        facts = anyio.run(describe, ToolCall("c", "bash", args, "{}"), ctx).facts
+        assert facts.session_only and facts.everywhere_key == "", args
+    run = anyio.run(describe, ToolCall("c", "bash", {"command": "make"}, "{}"), ctx).facts
+    assert not run.session_only and run.everywhere_key.startswith("bash:run:<workspace>:")

@@ -107,6 +107,6 @@ async def test_destructive_or_exfiltrating_bypasses_still_ask_in_auto_mode(tmp_p
 @pytest.mark.parametrize("command", [c for c, _ in BYPASSES if c.startswith("ls")])
 async def test_always_allowing_the_harmless_head_of_a_bypass_never_covers_the_bypass(tmp_path, command):
     h = Harness(tmp_path, [{"tool_calls": [bash("ls", "first")]}, {"tool_calls": [bash(command)]}, {"text": "ok"}],
-                mode="manual", answers=["allow_always_project", "reject_continue"])
+                mode="manual", answers=["allow_always", "reject_continue"], remember="project")
     await h.turn()
     assert [r.raw_input["command"] for r in h.gateway.asked] == ["ls", command] and not _ran(h, "b")

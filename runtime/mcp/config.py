@@ -5,7 +5,9 @@ Each entry of `session/new` / `session/load` / `session/resume` becomes a `Stdio
 never hides the other servers. `env` and `headers` are arrays of `{name, value}` pairs (ACP), not objects.
 
 Secrets: env values, header values and credentials in a URL are secrets. They live only in these records (whose
-`repr` hides them) and are scrubbed from any text shown to the user or logged, by `redact`. Pinned values are trusted
+`repr` hides them), are scrubbed from the messages this package builds (`redact`), and are put in the process-wide
+secret registry before the server starts (`register_secrets`), so no other child inherits them and no sink (logs,
+wire, transcript, store) writes them. Pinned values are trusted
 context, not secrets (a tenant, the workspace path); they are kept out of the model's view by `pinning` instead.
 """
 
@@ -158,6 +160,24 @@ def _url_secrets(url: str) -> tuple[str, ...]:
     out = [p for p in (parts.username, parts.password) if p]
     out += [v for _, v in parse_qsl(parts.query)]
     return tuple(out)
+
+
+def register_secrets(spec: ServerSpec, environ: Mapping[str, str] | None = None) -> None:
+    """Put a server's secret values in the process-wide registry (`runtime.secrets`), before it starts: from then on
+    no child inherits them and no sink writes them.
+
+    Left out, because it is provably not a secret: an env value the agent's own environment already holds under the
+    same name (a `PATH` or `HOME` passed through; registering it would strip that variable from every child). Values
+    naming existing paths are left out by the registry itself."""
+    from runtime import secrets
+
+    if isinstance(spec, HttpServer):
+        secrets.register_headers(spec.headers, MIN_SECRET_LEN)
+        secrets.register_values(_url_secrets(spec.url), MIN_SECRET_LEN)
+        return
+    env = os.environ if environ is None else environ
+    passed_through = {k for k, v in spec.env if env.get(k) == v and not secrets.REGISTRY.is_secret_name(k)}
+    secrets.register_values((v for k, v in spec.env if k not in passed_through), MIN_SECRET_LEN)
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

@@ -25,10 +25,9 @@ import anyio
 import anyio.lowlevel
 
 from runtime.events import NoticeEvent
-from runtime.mcp.config import ConfigProblem, ServerSpec
+from runtime.mcp.config import ConfigProblem, ServerSpec, register_secrets
 from runtime.mcp.connection import RemoteTool, ServerConnection
 from runtime.mcp.naming import exposed_name
-from runtime.mcp.secrets import forget_secrets, remember_secrets
 from runtime.mcp.tool import McpTool
 from runtime.tools.base import ToolRegistry
 
@@ -62,7 +61,7 @@ class McpConnections:
         for spec in specs:
             conn = ServerConnection(spec, cwd=self.cwd, events=self, start_timeout=self.start_timeout,
                                     client_version=self.client_version)
-            remember_secrets(conn.secrets)
+            register_secrets(spec)
             self.connections.append(conn)
             self.spawn(self._run, conn)
         for problem in problems:
@@ -148,8 +147,6 @@ class McpConnections:
             async with anyio.create_task_group() as tg:
                 for conn in self.connections:
                     tg.start_soon(conn.close)
-        for conn in self.connections:
-            forget_secrets(conn.secrets)
 
 
 async def _after_the_answer() -> None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from runtime.mcp.pinning import inject, strip_schema, supplied_pins
-from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult
+from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, digest
 from runtime.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -49,11 +49,18 @@ class McpTool(Tool):
         return f"{self.remote.title} ({label})" if self.remote.title else label
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
-        return f"the MCP tool `{self.conn.name}/{self.remote.name}`"
+        return f"this call to the MCP tool `{self.conn.name}/{self.remote.name}`"
 
     def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
-        # "Always allow" covers the tool, whatever its arguments (the option label says so).
-        return self.name
+        # What decides the effect: which server (how it is started or reached; not its secrets), which of its tools,
+        # and the arguments it receives (the model's and the pinned ones). "Always allow" covers that very call.
+        spec = getattr(self.conn, "spec", None)
+        server = {"name": self.conn.name, "transport": getattr(spec, "transport", None),
+                  "command": getattr(spec, "command", None), "args": list(getattr(spec, "args", ())),
+                  "url": getattr(spec, "url", None),
+                  "env": sorted(name for name, _ in getattr(spec, "env", ())),
+                  "headers": sorted(name for name, _ in getattr(spec, "headers", ()))}
+        return f"{self.name}:{digest(server)}:{self.remote.name}:{digest(inject(args, self.pinned))}"
 
     def check_arguments(self, args: Mapping[str, Any]) -> None:
         bad = supplied_pins(args, self.pinned)

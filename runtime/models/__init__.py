@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from runtime import secrets
 from runtime.models.config import ConfigError, ModelEntry, ModelsConfig, accepts_images, entry_for_spec, load_config
 from runtime.models.errors import ModelError, ModelNotConfigured
 
@@ -62,6 +63,10 @@ class ModelFactory:
                  env: Mapping[str, str] | None = None) -> None:
         self.env = os.environ if env is None else env
         self.config = config if config is not None else load_config(env=self.env)
+        # Before any session (and so any child process) exists: the key variables are never inherited, their values
+        # and the configured headers never written anywhere.
+        secrets.register_names(self.config.key_variables(), self.env)
+        secrets.register_headers(self.config.header_items())
         self._script = None
         self._clients: dict[str, ModelClient] = {}
         self.default_id: str | None = None

@@ -9,7 +9,8 @@ loses at most the step it was in. Two kinds of data per session:
   a rewrite (compaction, a refused prompt dropped from context) writes a new epoch and drops the old one.
 
 Nothing secret is ever given to the store: callers store ACP frames and model messages, never env values, headers
-or keys.
+or keys; and every JSON column and title is written with the values of the secret registry (`runtime.secrets`)
+redacted, so a key that reached a frame or a message anyway (pasted into a prompt, echoed by the model) is not kept.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from runtime import secrets
 from runtime.models.base import Message
 from runtime.store import db
 from runtime.store.codec import decode_message, encode_message
@@ -73,6 +75,21 @@ def _decode_cursor(cursor: str) -> tuple[float, str]:
     raise CursorError("not a cursor from this agent")
 
 
+def _json(value: Any) -> str:
+    return secrets.redacted_json(value).decode()
+
+
+def _message(message: Message) -> str:
+    text = encode_message(message)
+    if secrets.json_has_secret(text):
+        text = orjson.dumps(secrets.redact(orjson.loads(text))).decode()
+    return text
+
+
+def _text(value: str | None) -> str | None:
+    return None if value is None else secrets.redact_text(value)
+
+
 _COLUMNS = "id, cwd, mode, additional_dirs, title, created_at, updated_at, model_id, context_epoch, state, parent_id"
 
 
@@ -102,9 +119,9 @@ class SessionStore:
         rec = replace(rec, created_at=rec.created_at or now, updated_at=rec.updated_at or now)
         with db.write(self.conn) as c:
             c.execute(f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",  # noqa: S608
-                      (rec.id, rec.cwd, rec.mode, orjson.dumps(list(rec.additional_dirs)).decode(), rec.title,
+                      (rec.id, rec.cwd, rec.mode, _json(list(rec.additional_dirs)), _text(rec.title),
                        rec.created_at, rec.updated_at, rec.model_id, rec.context_epoch,
-                       orjson.dumps(rec.state).decode(), rec.parent_id))
+                       _json(rec.state), rec.parent_id))
         return rec
 
     def get(self, sid: str) -> SessionRecord | None:
@@ -116,8 +133,8 @@ class SessionStore:
         """Update the given fields (None = unchanged) and, with `touch`, the session's `updated_at`."""
         sets: list[str] = []
         args: list[Any] = []
-        for column, value in (("title", title), ("mode", mode), ("model_id", model_id), ("cwd", cwd),
-                              ("state", orjson.dumps(state).decode() if state is not None else None)):
+        for column, value in (("title", _text(title)), ("mode", mode), ("model_id", model_id), ("cwd", cwd),
+                              ("state", _json(state) if state is not None else None)):
             if value is not None:
                 sets.append(f"{column} = ?")
                 args.append(value)
@@ -168,8 +185,8 @@ class SessionStore:
             src = _record(row)
             rec = replace(src, id=new_id, created_at=now, updated_at=now, parent_id=sid, context_epoch=0)
             c.execute(f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",  # noqa: S608
-                      (rec.id, rec.cwd, rec.mode, orjson.dumps(list(rec.additional_dirs)).decode(), rec.title,
-                       now, now, rec.model_id, 0, orjson.dumps(rec.state).decode(), sid))
+                      (rec.id, rec.cwd, rec.mode, _json(list(rec.additional_dirs)), rec.title,
+                       now, now, rec.model_id, 0, _json(rec.state), sid))
             c.execute("INSERT INTO events (session_id, seq, kind, data, at) "
                       "SELECT ?, seq, kind, data, at FROM events WHERE session_id = ?", (new_id, sid))
             c.execute("INSERT INTO messages (session_id, epoch, seq, data) "
@@ -188,7 +205,7 @@ class SessionStore:
             seq = c.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE session_id = ?",
                             (sid,)).fetchone()[0]
             c.executemany("INSERT INTO events (session_id, seq, kind, data, at) VALUES (?,?,?,?,?)",
-                          [(sid, seq + i, kind, orjson.dumps(data).decode(), now)
+                          [(sid, seq + i, kind, _json(data), now)
                            for i, (kind, data) in enumerate(items)])
             c.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, sid))
 
@@ -206,10 +223,10 @@ class SessionStore:
         now = time.time()
         with db.write(self.conn) as c:
             c.executemany("INSERT OR REPLACE INTO messages (session_id, epoch, seq, data) VALUES (?,?,?,?)",
-                          [(sid, epoch, start + i, encode_message(m)) for i, m in enumerate(messages)])
+                          [(sid, epoch, start + i, _message(m)) for i, m in enumerate(messages)])
             if state is not None:
                 c.execute("UPDATE sessions SET state = ?, updated_at = ? WHERE id = ?",
-                          (orjson.dumps(state).decode(), now, sid))
+                          (_json(state), now, sid))
 
     def replace_context(self, sid: str, messages: Sequence[Message], state: dict[str, Any] | None = None) -> int:
         """Store `messages` as the whole context in a new epoch and drop the older ones; returns the new epoch."""
@@ -218,11 +235,11 @@ class SessionStore:
             row = c.execute("SELECT context_epoch FROM sessions WHERE id = ?", (sid,)).fetchone()
             epoch = (row[0] if row else 0) + 1
             c.executemany("INSERT INTO messages (session_id, epoch, seq, data) VALUES (?,?,?,?)",
-                          [(sid, epoch, i, encode_message(m)) for i, m in enumerate(messages)])
+                          [(sid, epoch, i, _message(m)) for i, m in enumerate(messages)])
             c.execute("DELETE FROM messages WHERE session_id = ? AND epoch < ?", (sid, epoch))
             c.execute("UPDATE sessions SET context_epoch = ?, updated_at = ? WHERE id = ?", (epoch, now, sid))
             if state is not None:
-                c.execute("UPDATE sessions SET state = ? WHERE id = ?", (orjson.dumps(state).decode(), sid))
+                c.execute("UPDATE sessions SET state = ? WHERE id = ?", (_json(state), sid))
         return epoch
 
     def context(self, sid: str) -> tuple[int, list[Message]]:

@@ -8,8 +8,8 @@ Governance (approval) wraps the executor, never the registry.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
-import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,14 +19,24 @@ import anyio
 import orjson
 
 from permissions.confinement import Confinement
-from runtime.workspace import Workspace
+from runtime import secrets
+from runtime.workspace import PathError, Workspace
 
 if TYPE_CHECKING:
     from runtime.events import EventSink
     from runtime.tracing import CallRecord
 
 Effect = Literal["read", "write", "execute", "other"]
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas" / "tools"
+# The argument schemas ship inside the package (package data), so a wheel or `pipx install` finds them too.
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+
+
+def digest(value: Any) -> str:
+    """A stable fingerprint of a value (a string as is, anything else as canonical JSON), for rule keys: a rule binds
+    to the exact content, input or arguments without the rules file holding them."""
+    data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else \
+        orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=repr)
+    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 class ToolFailure(Exception):
@@ -135,7 +145,16 @@ class Tool:
         return f"`{self.name}` with these arguments"
 
     def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
-        return self.name + ":" + orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
+        """The call's identity for remembered rules: everything that decides its effect. By default, where each path
+        it touches resolves now and a digest of all its arguments (contents and patches stay out of the rules file).
+        """
+        where = []
+        for p, _ in self.paths(args):
+            try:
+                where.append(ws.resolve(p).path)
+            except PathError:
+                where.append(str(p))
+        return f"{self.name}:{','.join(where)}:{digest(args)}"
 
     def locations(self, args: Mapping[str, Any], ws: Workspace) -> list[dict[str, Any]]:
         out = []
@@ -153,6 +172,14 @@ class Tool:
     async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> tuple[dict[str, Any], ...]:
         """Content shown before the call runs (e.g. the diff of an edit, for the permission question)."""
         return ()
+
+    async def precheck(self, args: Mapping[str, Any], ctx: ToolContext) -> None:
+        """Refuse a call that cannot succeed before anyone is asked about it (e.g. a write over a file that changed
+        since the model read it). Called by the approval describer before `preview`; `run` checks again.
+
+        Raises:
+            ToolFailure: the call is refused now, and the model is told why.
+        """
 
     def check_arguments(self, args: Mapping[str, Any]) -> None:
         """Structural checks the JSON schema cannot express (e.g. a server-bound argument supplied by the model).
@@ -254,6 +281,23 @@ class RoutingToolExecutor:
             raise ToolFailure(f"{call.name} did not finish within {budget:g} s and was stopped", "Timeout") from None
 
 
+CALL_SCRATCH = "call_scratch"
+
+
+def call_scratch(ctx: ToolContext) -> dict[Any, Any]:
+    """A dict private to one tool call, kept in the session's tool state between describing the call (for the
+    approval question) and running it, so a tool can reuse what it read for the preview instead of reading again."""
+    calls: dict[str, dict[Any, Any]] = ctx.state.setdefault(CALL_SCRATCH, {})
+    return calls.setdefault(ctx.call_id, {})
+
+
+def clear_call_scratch(state: dict[str, Any], call_id: str) -> None:
+    """Forget what a call kept: at each new description of it (what is shown must be read afresh) and once it ends."""
+    calls = state.get(CALL_SCRATCH)
+    if calls:
+        calls.pop(call_id, None)
+
+
 def cap_output(text: str, limit: int) -> str:
     """Keep the head and tail of an over-long tool output with a visible marker between them."""
     if len(text) <= limit:
@@ -272,11 +316,5 @@ def display_path(ws: Workspace, path: str) -> str:
 
 
 def environ_without_secrets(extra_secret_names: tuple[str, ...] = ()) -> dict[str, str]:
-    """The environment for child processes: the agent's own secrets (provider keys, tokens) removed."""
-    secret_markers = ("API_KEY", "SECRET", "TOKEN", "PASSWORD", "CREDENTIAL", "PRIVATE_KEY")
-    out = {}
-    for k, v in os.environ.items():
-        if k.startswith("GATEWRIGHT_") or any(m in k.upper() for m in secret_markers) or k in extra_secret_names:
-            continue
-        out[k] = v
-    return out
+    """The environment for child processes: every secret the agent knows of removed (see `runtime.secrets`)."""
+    return secrets.child_environ(extra_names=extra_secret_names)

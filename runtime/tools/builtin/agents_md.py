@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult
+from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, digest
 from runtime.tools.builtin import textio
 from runtime.workspace import Workspace
 
@@ -39,14 +39,16 @@ class UpdateAgentsMdTool(Tool):
         return [(ROOT_FILE, self._action(args) != "read")]
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
-        return {"read": "Read `AGENTS.md`", "write": "Rewrite `AGENTS.md`", "append": "Append to `AGENTS.md`"}.get(
-            self._action(args), "Update `AGENTS.md`")
+        return {"read": "Read AGENTS.md", "write": "Rewrite AGENTS.md", "append": "Append to AGENTS.md"}.get(
+            self._action(args), "Update AGENTS.md")
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
-        return "changes to `AGENTS.md`" if self._action(args) != "read" else "reading `AGENTS.md`"
+        return "this change to `AGENTS.md`" if self._action(args) != "read" else "reading `AGENTS.md`"
 
     def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
-        return f"update_agents_md:{self._action(args)}"
+        # The new content decides the effect (AGENTS.md instructs every later session): a rule binds to it.
+        action = self._action(args)
+        return f"update_agents_md:{action}" + (f":{digest(args.get('content'))}" if action != "read" else "")
 
     def _root(self, ctx: ToolContext) -> str:
         return os.path.join(ctx.workspace.cwd, ROOT_FILE)

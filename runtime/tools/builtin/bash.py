@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from runtime import processes
+from runtime import processes, secrets
 from runtime.sandbox import SandboxSpec, build_spec, child_env, session_tmpdir
 from runtime.sandbox.client import SandboxError
 from runtime.sandbox.launcher_env import launcher_command
@@ -54,6 +54,18 @@ def _analysis(command: str) -> Any:
         return analyze_command(command)
     except Exception:  # an analyser failure proves nothing: the call asks
         return None
+
+
+def canonical_command(command: str) -> str:
+    """The identity of a command for rules: the shell analysis's canonical form (`npm  test` is `npm test`)."""
+    return getattr(_analysis(command), "canonical", None) or command.strip()
+
+
+def run_rule_key(where: str, canonical: str) -> str:
+    """The rule key of running a command (canonical form) in directory `where` (resolved, or a placeholder)."""
+    from runtime.tools.base import digest
+
+    return f"bash:run:{where}:{digest(canonical)}"
 
 
 def _short(command: str, limit: int = 80) -> str:
@@ -111,8 +123,8 @@ class BashTool(Tool):
             if not isinstance(cmd, str):
                 return "Run a command"
             where = args.get("cwd")
-            suffix = f" in `{display_path(ws, where)}`" if isinstance(where, str) and where not in ("", ".") else ""
-            return f"{'Run' if action == 'exec' else 'Start'} `{_short(cmd)}`{suffix}" + \
+            suffix = f" in {display_path(ws, where)}" if isinstance(where, str) and where not in ("", ".") else ""
+            return f"{'Run' if action == 'exec' else 'Start'} {_short(cmd)}{suffix}" + \
                 (" in the background" if action == "start" else "")
         return {"status": f"Check process {pid}", "logs": f"Read output of process {pid}",
                 "write": f"Send input to process {pid}", "stop": f"Stop process {pid}",
@@ -125,17 +137,24 @@ class BashTool(Tool):
         return f"bash {action}" + (f" on {args['processId']}" if args.get("processId") else "")
 
     def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        from permissions.policy import SESSION_ONLY_KEY
+        from runtime.tools.base import digest
+
         action = self._action(args)
         if action in ("exec", "start") and isinstance(args.get("command"), str):
-            a = _analysis(args["command"])
-            canonical = getattr(a, "canonical", None) or args["command"].strip()
             try:
                 where = ws.resolve(args.get("cwd") or ".").path
             except PathError:
                 where = str(args.get("cwd"))
-            # exec and start of the same command are one rule: approving either approves running it there.
-            return f"bash:run:{where}:{canonical}"
-        return f"bash:{action}:{args.get('processId', '')}"
+            # exec and start of the same command are one rule: approving either approves running it there. The
+            # command is kept as a digest: a secret in it never reaches the rules file.
+            return run_rule_key(where, canonical_command(args["command"]))
+        # Process ids (`proc_1`) restart in every agent process: these calls are remembered for this session only, and
+        # the key holds everything that decides the effect (for `write`, the input sent).
+        key = f"bash:{action}:{args.get('processId', '')}"
+        if action == "write":
+            key += f":{digest(args.get('input'))}"
+        return SESSION_ONLY_KEY + key
 
     def analyse(self, args: Mapping[str, Any], ws: Workspace) -> tuple[bool, tuple[str, ...]]:
         action = self._action(args)
@@ -286,7 +305,8 @@ class BashTool(Tool):
     async def _exec_terminal(self, command: str, cwd: str, timeout: float, ctx: ToolContext) -> ToolResult:
         editor: Any = ctx.editor
         spec = self._spec(ctx, processes.EXEC_GRACE)
-        env = child_env(self._env(cwd), spec)
+        # The editor starts the command in its own environment, which may hold our keys too: blank them there.
+        env = child_env(secrets.blank_secret_names(self._env(cwd)), spec)
         # The editor runs our launcher, which applies the same sandbox to the shell it runs.
         launcher, launcher_args = launcher_command(spec, [SHELL, "-c", command])
         try:

@@ -23,12 +23,17 @@ from typing import Any
 import anyio
 
 from runtime.processes import child_cwd
-from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, display_path
+from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, digest, display_path
 from runtime.tools.builtin import textio
 from runtime.workspace import PathError, ResolvedPath, Workspace
 
 MAX_LINE_CHARS = 300
 SKIP_DIRS = frozenset({".git"})
+
+
+def _quoted(pattern: object) -> str:
+    """A pattern in a title: in plain double quotes (clients show titles as plain text, not Markdown)."""
+    return f'"{pattern}"'
 
 
 @functools.cache
@@ -242,12 +247,14 @@ class _SearchTool(Tool):
         return []
 
     def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
+        # The directory searched and what is searched for (the label names the pattern): another pattern is another
+        # call, since it decides what reaches the model.
         p = args.get("path") or "."
         try:
             where = ws.resolve(p).path if isinstance(p, str) else "?"
         except PathError:
             where = "?"
-        return f"{self.name}:{where}"
+        return f"{self.name}:{where}:{digest(args)}"
 
 
 class GlobTool(_SearchTool):
@@ -259,8 +266,8 @@ class GlobTool(_SearchTool):
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
         where = args.get("path")
-        suffix = f" in `{display_path(ws, where)}`" if isinstance(where, str) and where not in ("", ".") else ""
-        return f"Find `{args.get('pattern', '')}`{suffix}"
+        suffix = f" in {display_path(ws, where)}" if isinstance(where, str) and where not in ("", ".") else ""
+        return f"Find {_quoted(args.get('pattern', ''))}{suffix}"
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return f"finding files `{args.get('pattern', '')}`"
@@ -354,9 +361,9 @@ class GrepTool(_SearchTool):
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
         where = args.get("path")
-        suffix = f" in `{display_path(ws, where)}`" if isinstance(where, str) and where not in ("", ".") else ""
+        suffix = f" in {display_path(ws, where)}" if isinstance(where, str) and where not in ("", ".") else ""
         inc = f" ({args['include']})" if args.get("include") else ""
-        return f"Search `{args.get('pattern', '')}`{suffix}{inc}"
+        return f"Search {_quoted(args.get('pattern', ''))}{suffix}{inc}"
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return f"searching for `{args.get('pattern', '')}`"
