@@ -208,6 +208,17 @@ def capabilities() -> tuple[Capabilities, str]:
 
 
 def main(fd: int) -> None:
+    """The helper's life: until the agent's end of the socket closes. Never a traceback on the agent's stderr."""
+    try:
+        _main(fd)
+    except (BrokenPipeError, ConnectionError, EOFError):
+        pass  # the agent went away first (it exited before the helper had started): nothing was spawned
+    except Exception as exc:  # one line where the agent's logs go
+        os.write(2, f"gatewright sandbox helper: {type(exc).__name__}: {exc}\n".encode("utf-8", "replace"))
+        os._exit(1)
+
+
+def _main(fd: int) -> None:
     lc = libc()
     lc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     lc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
