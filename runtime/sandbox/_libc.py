@@ -33,19 +33,9 @@ MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
 MS_REMOUNT = 32
-MS_NOATIME = 1024
-MS_NODIRATIME = 2048
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
-MS_RELATIME = 1 << 21
-
-# statvfs f_flag bits (ST_*) → the mount flags a remount inside a user namespace must keep: the kernel refuses to
-# clear a flag the outer mount has locked.
-ST_TO_MS = ((os.ST_RDONLY, MS_RDONLY), (os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV),
-            (os.ST_NOEXEC, MS_NOEXEC), (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME),
-            (os.ST_RELATIME, MS_RELATIME))
-
 
 class Libc:
     """Bound libc entry points with errno capture. Build once with `libc()`."""
@@ -64,10 +54,6 @@ class Libc:
         self.mount.restype = ctypes.c_int
         self.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p)
         self.get_errno = ctypes.get_errno
-        # libc's fork, not os.fork: used only in single-threaded children, where Python's at-fork hooks already ran.
-        self.fork = lib.fork
-        self.fork.restype = ctypes.c_int
-        self.fork.argtypes = ()
         nrs = _LANDLOCK_NR.get(platform.machine())
         self.landlock_nrs = nrs  # None: an architecture whose numbers we have not checked: no Landlock
         self.clone_nr = _CLONE_NR.get(platform.machine())  # None: no namespaces (the fallback)

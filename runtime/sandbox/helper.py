@@ -54,7 +54,6 @@ class Helper:
     def __init__(self, sock: socket.socket, caps: Capabilities) -> None:
         self.sock = sock
         self.caps = caps
-        self.me = os.getpid()
         self.children: dict[int, int] = {}  # spawn pid -> pidfd (to kill them all when the agent goes)
         self.fallback: dict[int, _Fallback] = {}
 

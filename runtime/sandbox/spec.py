@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -77,7 +77,6 @@ class SandboxSpec:
     # The drain grace of `exec` (the namespace's other processes are killed this long after the command exits);
     # None: the sandbox lives until its last process exits (background processes, MCP servers).
     grace: float | None = None
-    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def to_json(self) -> str:
         return json.dumps({"read": self.read, "write": self.write, "protected": self.protected,
