@@ -209,6 +209,19 @@ async def test_a_sandboxed_command_cannot_open_or_signal_the_process_that_starte
     assert res.stdout.split() == ["done"]
 
 
+@needs_namespaces
+@pytest.mark.asyncio
+async def test_a_command_cannot_forge_its_own_end_through_the_init_of_its_sandbox(world):
+    """The init reports the command's status to the agent on a pipe: the command can neither inherit it, nor open
+    it through /proc/1/fd, nor read the init's memory or environment."""
+    ws, _, _ = world
+    res = await run(ws, "for f in /proc/1/fd/*; do (printf 'S0\\n' > $f) 2>/dev/null && echo wrote $f; done; "
+                        "head -c 1 /proc/1/mem 2>/dev/null && echo mem; head -c 1 /proc/1/environ 2>/dev/null && "
+                        "echo env; ls /proc/self/fd | wc -l; exit 3")
+    assert res.exit_code == 3
+    assert "wrote" not in res.stdout and "mem" not in res.stdout and "env" not in res.stdout
+
+
 # ---- containment ---------------------------------------------------------------------------------------------------
 @pytest.mark.asyncio
 async def test_setsid_and_double_forked_children_are_gone_when_exec_returns(world):

@@ -71,20 +71,22 @@ def _running_children_script(tmp_path, m: str) -> str:
         {"text": "done"}])
 
 
-@pytest.mark.parametrize("how", ["kill -9", "stdin EOF", "cancel"])
+@pytest.mark.parametrize("how", ["kill -9", "stdin EOF", "cancel", "kill -9 without namespaces"])
 def test_no_process_the_agent_started_survives_its_end_or_a_cancel(spawn, workspace, tmp_path, how):
     """Hole 8: background and foreground commands, each with a `setsid` or double-forked child, are all gone after
     `kill -9` of the agent (only the agent: its sandbox helper notices), after its stdin closes, and after a
-    cancelled prompt (then the background process, which belongs to the session, still runs)."""
+    cancelled prompt (then the background process, which belongs to the session, still runs). Without namespaces
+    the helper finds what left the process groups by the spawn's marker."""
     m = marker()
-    agent = spawn("--model", f"scripted:{_running_children_script(tmp_path, m)}", "--mode", "auto")
+    env = {"GATEWRIGHT_SANDBOX": "landlock"} if "without namespaces" in how else None
+    agent = spawn("--model", f"scripted:{_running_children_script(tmp_path, m)}", "--mode", "auto", env=env)
     agent.initialize()
     sid = agent.new_session(workspace)
     rid = agent.start_prompt(sid, "go")
     # the background shell (its argv holds the marker too) and its two sleeps; the foreground's two sleeps (its shell
     # execs the last one)
     assert wait_for(lambda: len(survivors(m)) == 5, 20), survivors(m)
-    if how == "kill -9":
+    if how.startswith("kill -9"):
         os.kill(agent.proc.pid, signal.SIGKILL)
         agent.proc.wait(5)
     elif how == "stdin EOF":
