@@ -153,7 +153,12 @@ class GatewrightAgent:
         def tool_calls() -> None:  # argument checking of the first tool call (~30 ms)
             import jsonschema  # noqa: F401
 
-        return [session, model, tool_calls]
+        def sandbox() -> None:  # the sandbox helper (~40 ms to start and probe, its own process): the first command
+            from runtime.sandbox import prestart  # need not wait for it
+
+            prestart()
+
+        return [session, model, tool_calls, sandbox]
 
     async def shutdown(self) -> None:
         for session in list(self.sessions.values()):

@@ -172,7 +172,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
     from runtime.cli_host import run_prompt
+    from runtime.sandbox import harden_agent
 
+    harden_agent()
     return run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,  # type: ignore[arg-type]
                       state_dir=args.state_dir, record=args.record, json_events=args.json,
                       rules=checked.rules)  # type: ignore[arg-type]

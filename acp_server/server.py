@@ -97,6 +97,12 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
     from acp_server.rpc import JsonRpcConnection
     from acp_server.stdio import FdReader, FdWriter
 
+    # The agent is not dumpable from here on: no other process of the user (a sandboxed command above all) may ptrace
+    # it or open its /proc/<pid>/fd, mem or environ. After the initialize answer: ctypes costs a few ms to import.
+    from runtime.sandbox import harden_agent
+
+    harden_agent()
+
     # The interpreter hands the GIL to a waiting thread after this long (default 5 ms). The protocol's reader and
     # writer are threads: while a turn streams on the event loop, a 5 ms wait would delay the first frames on the
     # wire and the reading of a `session/cancel` by that much. 1 ms measured ~3% more streamed frames/s, first chunk

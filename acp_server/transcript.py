@@ -228,7 +228,15 @@ class Normaliser:
             params = msg.get("params")
             if msg["method"] == "terminal/create" and isinstance(params, dict) and "env" in params:
                 # The agent's own environment, handed on to the editor's terminal: this machine's, not the code's.
-                msg["params"] = {**params, "env": "<ENVIRONMENT>"}
+                msg["params"] = params = {**params, "env": "<ENVIRONMENT>"}
+            if msg["method"] == "terminal/create" and isinstance(params, dict) and isinstance(params.get("args"), list):
+                # The sandbox launcher's spec (`python -m runtime.sandbox --spec JSON -- …`) names this run's agent
+                # pid, temp dir and the system's sandbox: this machine's, not the code's.
+                args = list(params["args"])
+                for i in range(len(args) - 1):
+                    if args[i] == "--spec" and isinstance(args[i + 1], str):
+                        args[i + 1] = "<SANDBOX>"
+                msg["params"] = {**params, "args": args}
         return self.value(msg)
 
 

@@ -1,6 +1,6 @@
 """`python -m bench`: every figure in one table, each a median over repeated, interleaved runs, next to a baseline
 measured in the same run. `--quick` for a fast smoke run; `--only NAME[,NAME]` for some figures
-(startup, session_new, first_prompt, streaming, approval, search, memory, load)."""
+(startup, session_new, first_prompt, streaming, approval, search, memory, load, sandbox)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,22 @@ def search(files: int, runs: int) -> list[Row]:
     return rows
 
 
+def sandbox(runs: int) -> list[Row]:
+    from bench import bench_sandbox as bs
+    from runtime.sandbox import support
+
+    s = bs.measure(runs)
+    box, off, direct = bs.p50(s["sandboxed"]), bs.p50(s["off"]), bs.p50(s["direct"])
+    added = box - direct
+    return [
+        Row("bash exec `true`, sandboxed: added p50", f"+{added * 1000:.1f} ms", f"direct spawn: {ms(direct)}",
+            f"{ms(box)} in all", "≤ 5 ms added", verdict(added <= 0.005)),
+        Row("  vs the same path with the sandbox off", ms(box), f"GATEWRIGHT_SANDBOX=off: {ms(off)}",
+            f"{(box - off) * 1000:+.1f} ms", "", ""),
+        Row("  what this system offers", support().describe().removeprefix("sandbox: "), "", "", "", ""),
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="fewer runs and a 5,000-file tree (a smoke run)")
@@ -80,6 +96,7 @@ def main() -> None:
         "search": lambda: search(5_000 if q else 50_000, 3 if q else 7),
         "memory": lambda: figures.bench_memory(2 if q else 5, peers=peers),
         "load": lambda: figures.bench_load(2 if q else 5, (20, 200) if q else (100, 1000)),
+        "sandbox": lambda: sandbox(30 if q else 200),
     }
     only = [x.strip() for x in opts.only.split(",") if x.strip()]
     unknown = set(only) - set(plan)

@@ -2,10 +2,12 @@
 
 `exec` runs `/bin/bash -c COMMAND` (an argv list, never `shell=True`) in the session cwd or a `cwd` resolved through
 the workspace boundary, in its own process group, stdin closed, with the agent's secrets removed from the
-environment. After `timeoutMs` (default 30 s) or a cancelled prompt the whole group is killed. When the editor
-advertised `terminal`, `exec` runs in an editor terminal instead (`terminal/create` … `terminal/release`), so the
-user watches it live. `start`/`status`/`logs`/`write`/`stop`/`list` drive background processes that live until
-stopped or until the session closes (see `runtime.processes`).
+environment, inside the OS sandbox the call's approval allows (`ctx.confinement` → `runtime.sandbox`: writes,
+reads, network; `TMPDIR` is the session's private temp dir). After `timeoutMs` (default 30 s) or a cancelled prompt
+everything it started is killed. When the editor advertised `terminal`, `exec` runs in an editor terminal instead
+(`terminal/create` … `terminal/release`), through the sandbox launcher (`python -m runtime.sandbox`), so the user
+watches it live and it is confined the same way. `start`/`status`/`logs`/`write`/`stop`/`list` drive background
+processes, sandboxed likewise, that live until stopped or until the session closes (see `runtime.processes`).
 
 For approval, the command is analysed by `permissions.shell` when available: a proven read-only command needs no
 question in `safe` mode, and "allow always" binds to the canonical command and working directory.
@@ -20,6 +22,9 @@ from typing import Any
 import anyio
 
 from runtime import processes, secrets
+from runtime.sandbox import SandboxSpec, build_spec, child_env, session_tmpdir
+from runtime.sandbox.client import SandboxError
+from runtime.sandbox.launcher_env import launcher_command
 from runtime.tools.base import (
     Effect,
     Tool,
@@ -69,6 +74,18 @@ def _short(command: str, limit: int = 80) -> str:
     if len(first) > limit:
         first, more = first[: limit - 1], True
     return first + ("…" if more else "")
+
+
+def _sandbox_notes(exit_code: int | None, stderr: str, notes: list[str]) -> list[str]:
+    """What the model must know about the sandbox to understand a failure (nothing when the command succeeded)."""
+    if exit_code == 0:
+        return []
+    out = []
+    why = processes.setup_failure(stderr)
+    if why is not None:
+        out.append(f"[the sandbox could not be set up, so the command did not run: {why}]")
+    out += [f"[sandbox: {n}]" for n in notes]
+    return out
 
 
 class BashTool(Tool):
@@ -239,6 +256,11 @@ class BashTool(Tool):
         env["GIT_TERMINAL_PROMPT"] = "0"
         return env
 
+    @staticmethod
+    def _spec(ctx: ToolContext, grace: float | None) -> SandboxSpec:
+        """The sandbox this call's approval allows (`ctx.confinement`, set by the approval decorator)."""
+        return build_spec(ctx.confinement, ctx.workspace.roots, tmpdir=session_tmpdir(ctx.session_id), grace=grace)
+
     async def _exec(self, command: str, resolved: ResolvedPath, args: Mapping[str, Any],
                     ctx: ToolContext) -> ToolResult:
         timeout = int(args.get("timeoutMs") or DEFAULT_TIMEOUT_MS) / 1000
@@ -247,9 +269,13 @@ class BashTool(Tool):
         try:
             if editor is not None and getattr(editor, "can_terminal", False):
                 return await self._exec_terminal(command, resolved.path, timeout, ctx)
+            notes: list[str] = []
             res = await processes.run_exec([SHELL, "-c", command], cwd=resolved.path, cwd_fd=fd,
                                            env=self._env(resolved.path), timeout=timeout, head_bytes=HEAD_BYTES,
-                                           tail_bytes=TAIL_BYTES)
+                                           tail_bytes=TAIL_BYTES, spec=self._spec(ctx, processes.EXEC_GRACE),
+                                           note=notes)
+        except SandboxError as exc:
+            raise ToolFailure(f"the command did not run: {exc}", "SandboxError") from None
         finally:
             os.close(fd)
         parts = []
@@ -269,6 +295,7 @@ class BashTool(Tool):
         if res.leftovers_killed:
             parts.append("[background processes the command left running were stopped; use action=start to keep "
                          "a process running]")
+        parts += _sandbox_notes(res.exit_code, res.stderr, notes)
         output = "\n".join(parts)
         raw = {"command": command, "cwd": resolved.path, "exitCode": res.exit_code, "signal": res.signal,
                "timedOut": res.timed_out, "stdout": res.stdout, "stderr": res.stderr, "pid": res.pid,
@@ -277,10 +304,13 @@ class BashTool(Tool):
 
     async def _exec_terminal(self, command: str, cwd: str, timeout: float, ctx: ToolContext) -> ToolResult:
         editor: Any = ctx.editor
+        spec = self._spec(ctx, processes.EXEC_GRACE)
         # The editor starts the command in its own environment, which may hold our keys too: blank them there.
-        env = secrets.blank_secret_names(self._env(cwd))
+        env = child_env(secrets.blank_secret_names(self._env(cwd)), spec)
+        # The editor runs our launcher, which applies the same sandbox to the shell it runs.
+        launcher, launcher_args = launcher_command(spec, [SHELL, "-c", command])
         try:
-            tid = await editor.create_terminal(SHELL, ["-c", command], cwd, env, TERMINAL_OUTPUT_LIMIT)
+            tid = await editor.create_terminal(launcher, launcher_args, cwd, env, TERMINAL_OUTPUT_LIMIT)
         except textio.EditorError as exc:
             raise ToolFailure(f"the editor could not start a terminal: {exc.message}", "EditorError") from None
         terminal = {"type": "terminal", "terminalId": tid}
@@ -335,9 +365,11 @@ class BashTool(Tool):
         fd = self._open_cwd(ctx, resolved)
         try:
             proc = table.start([SHELL, "-c", command], command=command, cwd=resolved.path, env=self._env(resolved.path),
-                               cwd_fd=fd)
+                               cwd_fd=fd, spec=self._spec(ctx, None))
         except processes.ProcessLimit as exc:
             raise ToolFailure(str(exc), "ProcessLimit") from None
+        except SandboxError as exc:
+            raise ToolFailure(f"the command did not run: {exc}", "SandboxError") from None
         except OSError as exc:
             raise ToolFailure(f"could not start the command: {exc}", "StartFailed") from None
         finally:
