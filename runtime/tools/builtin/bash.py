@@ -43,6 +43,24 @@ DEFAULT_LOG_CHARS = 12_000
 TERMINAL_OUTPUT_LIMIT = 64_000
 SHELL = "/bin/bash"
 READ_ACTIONS = frozenset({"status", "logs", "list"})
+OPAQUE_PATHS = "names paths that are only known once it runs, and no sandbox holds it to the workspace"
+
+
+def sandbox_active() -> bool:
+    """Whether the OS sandbox confines the processes this tool starts (see `runtime.sandbox`)."""
+    from runtime.sandbox import support
+
+    return support().active
+
+
+def _place(text: str, base: str) -> str:
+    """Where bash finds a path the command names: `~` is the home directory, other relative paths are relative to
+    the call's cwd (`base`, itself relative to the workspace)."""
+    if text == "~" or text.startswith("~/"):
+        return os.path.expanduser(text)
+    if os.path.isabs(text) or not base:
+        return text
+    return os.path.join(base, text)
 
 
 def _analysis(command: str) -> Any:
@@ -91,6 +109,7 @@ def _sandbox_notes(exit_code: int | None, stderr: str, notes: list[str]) -> list
 class BashTool(Tool):
     name = "bash"
     kind = "execute"
+    sandboxed = True
     description = (
         "Run a shell command with bash. action=exec (default) runs it and waits (timeoutMs, default 30000; the "
         "command and all its children are killed after it); stdin is closed, so commands must not wait for input. "
@@ -106,11 +125,18 @@ class BashTool(Tool):
         return "read" if self._action(args) in READ_ACTIONS else "execute"
 
     def paths(self, args: Mapping[str, Any]) -> list[tuple[str, bool]]:
-        cwd = args.get("cwd")
-        if self._action(args) in ("exec", "start") and isinstance(cwd, str) and cwd:
-            # A command may write anywhere under its cwd: a protected or outside cwd asks.
-            return [(cwd, True)]
-        return []
+        """The cwd (a command may write anywhere under it, so a protected or outside cwd asks) and every path the
+        command names, placed where bash would find it (`~` is the home directory, relative paths are relative to
+        the cwd)."""
+        command, cwd = args.get("command"), args.get("cwd")
+        if self._action(args) not in ("exec", "start") or not isinstance(command, str):
+            return []
+        base = cwd if isinstance(cwd, str) and cwd else ""
+        out = [(base, True)] if base else []
+        a = _analysis(command)
+        for named in getattr(a, "paths", ()):
+            out.append((_place(named.text, base), named.writes))
+        return out
 
     def locations(self, args: Mapping[str, Any], ws: Workspace) -> list[dict[str, Any]]:
         return []
@@ -169,7 +195,14 @@ class BashTool(Tool):
             reasons = tuple(needs_approval_reasons(a))
         except Exception:
             reasons = tuple(getattr(a, "reasons", ()) or ())
-        proven = bool(getattr(a, "parsed", False) and getattr(a, "read_only", False)) and action == "exec"
+        confined = sandbox_active()
+        # Under the sandbox a command that only git's repository-configured programs keep from being read-only is
+        # read-only in effect: it runs where it can write nothing and reach no network.
+        read_only = a.read_only or (a.read_only_when_confined and confined)
+        proven = bool(a.parsed and read_only) and action == "exec"
+        if a.opaque_paths and not confined:
+            # Without a sandbox nothing holds a path the words do not show: ask, in every mode.
+            reasons += (OPAQUE_PATHS,)
         return proven, reasons
 
     def timeout_seconds(self, args: Mapping[str, Any]) -> float | None:
