@@ -281,12 +281,18 @@ class BashTool(Tool):
             raise ToolFailure(str(exc), exc.error_type) from None
 
     @staticmethod
-    def _env(cwd: str) -> dict[str, str]:
+    def _env(cwd: str, ctx: ToolContext) -> dict[str, str]:
         env = environ_without_secrets()
         env["PWD"] = cwd
         env.setdefault("PAGER", "cat")
         env.setdefault("GIT_PAGER", "cat")
         env["GIT_TERMINAL_PROMPT"] = "0"
+        if not ctx.confinement.write:
+            # A command proven read-only is proven so only with git's repository-configured programs switched off
+            # (fsmonitor, pagers, signature programs, lazy fetches): the analysis relies on this environment.
+            from permissions.shell import read_only_git_env
+
+            env = read_only_git_env(env)
         return env
 
     @staticmethod
@@ -304,7 +310,7 @@ class BashTool(Tool):
                 return await self._exec_terminal(command, resolved.path, timeout, ctx)
             notes: list[str] = []
             res = await processes.run_exec([SHELL, "-c", command], cwd=resolved.path, cwd_fd=fd,
-                                           env=self._env(resolved.path), timeout=timeout, head_bytes=HEAD_BYTES,
+                                           env=self._env(resolved.path, ctx), timeout=timeout, head_bytes=HEAD_BYTES,
                                            tail_bytes=TAIL_BYTES, spec=self._spec(ctx, processes.EXEC_GRACE),
                                            note=notes)
         except SandboxError as exc:
@@ -339,7 +345,7 @@ class BashTool(Tool):
         editor: Any = ctx.editor
         spec = self._spec(ctx, processes.EXEC_GRACE)
         # The editor starts the command in its own environment, which may hold our keys too: blank them there.
-        env = child_env(secrets.blank_secret_names(self._env(cwd)), spec)
+        env = child_env(secrets.blank_secret_names(self._env(cwd, ctx)), spec)
         # The editor runs our launcher, which applies the same sandbox to the shell it runs.
         launcher, launcher_args = launcher_command(spec, [SHELL, "-c", command])
         try:
@@ -397,7 +403,8 @@ class BashTool(Tool):
         table = processes.session_table(ctx.session_id)
         fd = self._open_cwd(ctx, resolved)
         try:
-            proc = table.start([SHELL, "-c", command], command=command, cwd=resolved.path, env=self._env(resolved.path),
+            proc = table.start([SHELL, "-c", command], command=command, cwd=resolved.path,
+                               env=self._env(resolved.path, ctx),
                                cwd_fd=fd, spec=self._spec(ctx, None))
         except processes.ProcessLimit as exc:
             raise ToolFailure(str(exc), "ProcessLimit") from None
