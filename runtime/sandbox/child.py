@@ -113,7 +113,7 @@ class Plan:
         self._lc = libc()
         self._mounts: list[tuple[bytes | None, bytes, bytes | None, int, bytes | None]] = []
         self._flags = 0
-        self._chdir: tuple[bytes, int, int] | None = None
+        self._cwd_id: tuple[int, int] | None = None
         self._shm_rule: int = 0
         self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
         self._max_fd = os.sysconf("SC_OPEN_MAX")
@@ -163,10 +163,6 @@ class Plan:
             b = os.fsencode(path)
             mounts.append((b, b, None, MS_BIND | MS_REC, None))
             mounts.append((None, b, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _mount_flags_to_keep(path), None))
-        if spec.protected and any(within(self.cwd, p) for p in spec.protected):
-            # The working directory is entered before the mounts: enter it again through them.
-            st = os.stat(self.cwd)
-            self._chdir = (os.fsencode(self.cwd), st.st_dev, st.st_ino)
 
     def close(self) -> None:
         if self.ruleset is not None:
@@ -229,10 +225,21 @@ class Plan:
         self._close_except((0, 1, 2, self.report_w, rs_fd, *keep,
                             *((self.cwd_fd,) if self.cwd_fd is not None else ())))
         if self.cwd_fd is not None:
+            st = os.fstat(self.cwd_fd)
+            self._cwd_id = (st.st_dev, st.st_ino)
             os.fchdir(self.cwd_fd)
             os.close(self.cwd_fd)
         else:
             os.chdir(self.cwd)
+
+    def _cwd_in_namespace(self) -> None:
+        """The verified directory again, by path, once in the new mount namespace: a directory entered through a
+        descriptor of the agent's namespace has no path from this namespace's root (bash, git and `pwd` fail to find
+        it). It must still be the directory that was verified, or the command does not run (swapped meanwhile)."""
+        os.chdir(self.cwd)
+        st = os.stat(".")
+        if self._cwd_id is not None and (st.st_dev, st.st_ino) != self._cwd_id:
+            self._fail(f"{self.cwd} was replaced while the command started")
 
     # ---- without namespaces: the command itself -------------------------------------------------------------------
     def _fallback(self, parent_pid: int) -> None:
@@ -273,6 +280,7 @@ class Plan:
         os.setsid()
         self._stdio_and_cwd((parent_pidfd, *keep, *((agent_pidfd,) if agent_pidfd is not None else ())))
         self._enter_namespaces()
+        self._cwd_in_namespace()
         self._enforce()
         os.set_inheritable(self.report_w, False)  # the command must not be able to write the agent a report
         try:
@@ -317,12 +325,6 @@ class Plan:
         if self._shm_rule and self.ruleset is not None and \
                 lc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777") == 0:
             self.ruleset.allow("/dev/shm", self._shm_rule)  # noqa: S108 - a private mount, just made
-        if self._chdir is not None:
-            path, dev, ino = self._chdir
-            os.chdir(path)
-            st = os.stat(".")
-            if (st.st_dev, st.st_ino) != (dev, ino):
-                self._fail("the working directory changed while the sandbox was set up")
 
     def _enforce(self) -> None:
         rs = self.ruleset

@@ -134,7 +134,7 @@ def test_auto_mode_never_writes_protected_or_outside_paths_without_an_approval(s
         {"name": "write_file", "arguments": {"path": str(world.outside / "w.txt"), "content": "x"}},
     ]
     description = (world.ws / ".git" / "description").read_text()
-    run = attack(spawn, world, calls, mode="auto")
+    run = attack(spawn, world, calls, mode="auto", responder=answer_with("reject_continue"))
     for name in ("pre-commit", "post-checkout", "pre-push"):
         assert not (hooks / name).exists(), f".git/hooks/{name} was written"
     assert not outside_mark.exists()
@@ -164,7 +164,8 @@ TEST_V = ["test -v 'a[$(touch {m})]'", "[ -v 'a[$(touch {m})]' ]", "[[ -v a[$(to
 @pytest.mark.parametrize("mode", ["read-only", "safe"])
 def test_subscripts_and_arithmetic_never_run_code_unasked(spawn, world, mode):
     markers = [world.marker(f"v{i}") for i in range(len(TEST_V))]
-    run = attack(spawn, world, [bash(t.format(m=m)) for t, m in zip(TEST_V, markers, strict=True)], mode=mode)
+    run = attack(spawn, world, [bash(t.format(m=m)) for t, m in zip(TEST_V, markers, strict=True)], mode=mode,
+                 responder=answer_with("reject_continue"))
     made = [m.name for m in markers if m.exists()]
     assert not made, f"substitutions ran: {made}"
     assert len(run.results()) == len(TEST_V)
@@ -399,10 +400,11 @@ def test_proven_read_only_commands_reach_no_network_and_approved_ones_do(spawn, 
 
 # ---- the sandbox does not break ordinary work ----------------------------------------------------------------------------
 def test_ordinary_work_still_works_in_safe_and_auto(spawn, world):
-    run = attack(spawn, world, [bash("cat README.md"), bash("git status --short"), bash("ls /usr/bin | head -3")],
-                 mode="safe")
+    run = attack(spawn, world, [bash("cat README.md"), bash("git status --short"), bash("ls /usr/bin | head -3"),
+                                bash("pwd")], mode="safe")
     assert not run.questions, [q["params"]["toolCall"]["title"] for q in run.questions]
     assert "hello from the workspace" in run.output(0)
+    assert str(world.ws) in run.output(3) and "getcwd" not in run.output(3)
     run = attack(spawn, world, [bash("echo ok > out.txt && cat out.txt"), bash("python3 -c 'print(6*7)'"),
                                 bash("t=$(mktemp) && echo tmp > $t && cat $t")], mode="auto")
     assert not run.questions
@@ -461,3 +463,57 @@ def test_a_command_run_in_the_editors_terminal_is_confined_the_same_way(spawn, w
     shadow = shadow_line()
     assert shadow is None or shadow not in run.wire()
     assert not mark.exists()
+
+
+# ---- read-only mode refuses, without asking ---------------------------------------------------------------------------
+def test_read_only_mode_refuses_writes_and_processes_without_asking(spawn, world):
+    calls = [bash("echo x > made.txt"), bash("python3 -c 'open(\"made2.txt\", \"w\")'"),
+             {"name": "write_file", "arguments": {"path": "made3.txt", "content": "x"}}, bash("cat README.md")]
+    run = attack(spawn, world, calls, mode="read-only")
+    assert not run.questions
+    assert not any((world.ws / n).exists() for n in ("made.txt", "made2.txt", "made3.txt"))
+    assert "hello from the workspace" in run.output(3)
+
+
+# ---- a delegated subagent's commands run in the same sandbox ------------------------------------------------------------
+def test_a_subagents_commands_are_confined_like_the_sessions(spawn, world):
+    mark = world.marker("subagent", "outside")
+    calls = [{"name": "delegate_task", "arguments": {"task": "look around"}},
+             bash(f"cat /etc/shadow; cat {world.other / '.env'}; python3 -c 'open({str(mark)!r}, \"w\")'"),
+             {"text": "sub done"}]
+    script = [{"tool_calls": [calls[0]]}, {"tool_calls": [calls[1]]}, calls[2], {"text": "done"}]
+    from tests.harness import write_script
+
+    model = write_script(world.root / "sub.json", script)
+    agent = spawn("--model", f"scripted:{model}", "--mode", "auto", cwd=world.ws, state_dir=world.state,
+                  responder=answer_with("reject_continue"), env={"HOME": str(world.home)})
+    agent.initialize()
+    sid = agent.new_session(world.ws)
+    agent.prompt(sid, "go", timeout=60)
+    wire = b"".join(agent.raw_lines).decode("utf-8", "replace")
+    assert world.secrets["other_env"] not in wire
+    shadow = shadow_line()
+    assert shadow is None or shadow not in wire
+    assert not mark.exists()
+
+
+# ---- without a sandbox, the modes ask more ------------------------------------------------------------------------------
+def test_without_a_sandbox_the_session_says_so_once_and_asks_for_what_it_cannot_hold(spawn, world):
+    """`GATEWRIGHT_SANDBOX=off` (as on a machine without Landlock): proven read-only commands that name an outside
+    path, or words that may expand to one, ask in `safe`; outside writes ask in `auto`; the user is told once."""
+    off = {"GATEWRIGHT_SANDBOX": "off"}
+    run = attack(spawn, world, [bash("cat /etc/shadow"), bash("cat \"$HOME/.ssh/id_rsa\""), bash("cat README.md")],
+                 mode="safe", env=off, responder=answer_with("reject_continue"))
+    asked = [q["params"]["toolCall"]["rawInput"]["command"] for q in run.questions]
+    assert asked == ["cat /etc/shadow", "cat \"$HOME/.ssh/id_rsa\""], asked
+    shadow = shadow_line()
+    assert_no_secret(run, world.secrets["ssh_key"], *([shadow] if shadow else []))
+    notices = [u for u in run.agent.updates(run.session) if u.get("sessionUpdate") == "agent_message_chunk"
+               and "No sandbox" in u["content"]["text"]]
+    assert len(notices) == 1
+    assert "hello from the workspace" in run.output(2)
+    out = world.marker("nosandbox", "outside")
+    run = attack(spawn, world, [bash(f"echo x > {out}"), bash("echo y > inside.txt")], mode="auto", env=off,
+                 responder=answer_with("reject_continue"))
+    assert [q["params"]["toolCall"]["rawInput"]["command"] for q in run.questions] == [f"echo x > {out}"]
+    assert not out.exists() and (world.ws / "inside.txt").exists()
