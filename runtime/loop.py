@@ -402,7 +402,9 @@ class AgentRuntime:
             await emit(ToolCallProgress(cid, status="in_progress", meta=meta))
 
         async def progress(partial: ToolResult) -> None:
-            await emit(ToolCallProgress(cid, content=partial.content or None, raw_output=partial.raw_output))
+            # What a running call shows meanwhile passes the same redaction as its result.
+            await emit(ToolCallProgress(cid, status="in_progress", content=secrets.redact(partial.content) or None,
+                                        raw_output=secrets.redact(partial.raw_output)))
 
         slot.record = CallRecord(cid, new_operation_id())
         ctx = ToolContext(self.env.session_id, cid, self.env.workspace, editor=self.env.editor,

@@ -25,7 +25,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -306,6 +306,9 @@ class HeadTail:
         return f"{head}\n[... {self.dropped} bytes truncated: output exceeded {cap} bytes ...]\n{tail}"
 
 
+PROGRESS_TAIL = 8_000  # bytes of the newest output a progress report of a running `exec` shows
+
+
 @dataclass(frozen=True, slots=True)
 class ExecResult:
     stdout: str
@@ -331,8 +334,14 @@ async def run_exec(
     drain_grace: float = EXEC_GRACE,
     spec: SandboxSpec | None = None,
     note: list[str] | None = None,
+    progress: Callable[[str], Awaitable[None]] | None = None,
+    progress_interval: float = 1.0,
 ) -> ExecResult:
     """Run `argv` with stdin closed and wait for it, sandboxed by `spec`.
+
+    `progress`, when given, receives the output so far (the last `PROGRESS_TAIL` bytes of stdout and stderr in the
+    order they arrived) every `progress_interval` seconds while there is new output, so a long command shows its
+    life.
 
     After `timeout` seconds, or if the calling task is cancelled, everything it started is killed with SIGKILL.
     When the command exits but left processes running, they get `drain_grace` seconds (their output is still
@@ -343,6 +352,7 @@ async def run_exec(
         SandboxError: the sandbox could not be set up (nothing ran).
     """
     out, err = HeadTail(head_bytes, tail_bytes), HeadTail(head_bytes, tail_bytes)
+    live = HeadTail(0, PROGRESS_TAIL)  # both streams as they arrive, for `progress`
     started = time.monotonic()
     # Synchronous, so no cancellation can land between the spawn and our holding the handle that kills it.
     child = spawn(argv, cwd=cwd, env=env, cwd_fd=cwd_fd, spec=spec, grace=drain_grace)
@@ -357,6 +367,7 @@ async def run_exec(
             try:
                 while data := await stream.receive():
                     buf.add(data)
+                    live.add(data)
             except OSError:
                 pass
             finally:
@@ -364,9 +375,20 @@ async def run_exec(
                 if not pumps_left[0]:
                     pumps_done.set()
 
+        async def report() -> None:
+            assert progress is not None
+            shown = 0
+            while True:
+                await anyio.sleep(progress_interval)
+                if live.total != shown:
+                    shown = live.total
+                    await progress(live.text())
+
         async with anyio.create_task_group() as tg:
             for fd, buf in streams:
                 tg.start_soon(pump, FdStream(fd), buf)
+            if progress is not None:
+                tg.start_soon(report)
             # The spawn ends when the command and everything it started are gone: what it left running gets the
             # drain grace (its output is still read), then is killed.
             with anyio.move_on_after(timeout) as deadline:

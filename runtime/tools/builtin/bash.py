@@ -53,6 +53,20 @@ def sandbox_active() -> bool:
     return support().active
 
 
+def _live_output(ctx: ToolContext) -> Any:
+    """While a command runs, the editor gets its output so far as `in_progress` updates (once a second at most)."""
+    report = ctx.progress
+    if report is None:
+        return None
+
+    async def progress(text: str) -> None:
+        assert report is not None
+        await report(ToolResult("", content=({"type": "content", "content": {"type": "text", "text": text}},),
+                                raw_output={"output": text, "running": True}))
+
+    return progress
+
+
 def _place(text: str, base: str) -> str:
     """Where bash finds a path the command names: `~` is the home directory, other relative paths are relative to
     the call's cwd (`base`, itself relative to the workspace)."""
@@ -312,7 +326,7 @@ class BashTool(Tool):
             res = await processes.run_exec([SHELL, "-c", command], cwd=resolved.path, cwd_fd=fd,
                                            env=self._env(resolved.path, ctx), timeout=timeout, head_bytes=HEAD_BYTES,
                                            tail_bytes=TAIL_BYTES, spec=self._spec(ctx, processes.EXEC_GRACE),
-                                           note=notes)
+                                           note=notes, progress=_live_output(ctx))
         except SandboxError as exc:
             raise ToolFailure(f"the command did not run: {exc}", "SandboxError") from None
         finally:
