@@ -1,8 +1,8 @@
 """One ACP session: its runtime, its approval mode, and the mapping from runtime events to `session/update`.
 
 `AcpPermissionGateway` is the ACP implementation of `permissions.PermissionGateway`: it round-trips
-`session/request_permission` so the editor owns the approval UI. `AcpToolApprovalDecorator` is the approval
-decorator built with that gateway.
+`session/request_permission` so the editor owns the approval UI; the session's runtime, with the approval decorator
+asking through that gateway, comes from the one composition root (`runtime.build_runtime`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,33 +18,24 @@ import anyio
 import orjson
 
 from acp_server.editor import AcpEditorBridge
-from permissions import ToolApprovalDecorator
-from permissions.audit import audit_log
-from permissions.decorator import AuditSink
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES, ApprovalMode
 from permissions.options import REMEMBER_CHOICES
 from permissions.rules import RuleStore
-from permissions.store import rule_database, state_dir_problem
-from runtime.approval import make_describer
-from runtime.delegation import install_delegation
-from runtime.events import (
+from runtime import (
     NoticeEvent,
     PlanUpdated,
     RuntimeEvent,
+    RuntimeOptions,
     TextChunk,
     ThoughtChunk,
     ToolCallProgress,
     ToolCallStarted,
+    Usage,
     UsageReported,
+    build_runtime,
+    close_session_processes,
 )
-from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
-from runtime.models.base import Usage
-from runtime.processes import close_session as close_session_processes
-from runtime.tools.base import RoutingToolExecutor, ToolExecutor, ToolRegistry
-from runtime.tools.builtin import builtin_tools
-from runtime.tracing import RetryingExecutor
-from runtime.workspace import Workspace
 
 if TYPE_CHECKING:
     from acp_server.journal import SessionJournal
@@ -98,14 +89,6 @@ def parse_permission_answer(answer: Any, valid_ids: set[str]) -> PermissionOutco
             return PermissionOutcome.selected(oid)
     log.warning("unusable answer to session/request_permission; treating it as a rejection")
     return PermissionOutcome.selected("")
-
-
-def AcpToolApprovalDecorator(
-    delegate: ToolExecutor, conn: JsonRpcConnection, session_id: str, registry: ToolRegistry,
-    mode: Callable[[], ApprovalMode], rules: RuleStore, audit: AuditSink | None = None,
-) -> ToolApprovalDecorator[Any, Any, Any]:
-    return ToolApprovalDecorator(delegate, AcpPermissionGateway(conn, session_id), make_describer(registry), mode,
-                                 rules, audit)
 
 
 def pending_tool_call(call_id: str, title: str, kind: str, raw_input: Any, content: Sequence[Any] | None,
@@ -197,29 +180,17 @@ class AcpSession:
 
     def __post_init__(self) -> None:
         self._chunk_prefixes: dict[str, bytes] = {}
-        self.workspace = Workspace(self.cwd, self.additional_directories)
-        self.registry = ToolRegistry(builtin_tools())
-        audit = None
-        if self.state_dir is not None:
-            # Said once per process, in one line, if the state dir cannot be written (see permissions._sqlite).
-            state_dir_problem(self.state_dir)
-            # Project rules are keyed by the resolved workspace root; both files are opened at first use.
-            self.rules = RuleStore(rule_database(self.state_dir), self.workspace.cwd, self.rules.remember)
-            audit = audit_log(self.state_dir)
-        self.audit = audit
-        router = RoutingToolExecutor(self.registry, self.options.tool_call_timeout_ms / 1000)
-        # Retries sit under approval: an approved read is not asked again when a transient failure repeats it.
-        executor = AcpToolApprovalDecorator(RetryingExecutor(router, self.registry), self.conn, self.id, self.registry,
-                                            lambda: self.mode, self.rules, audit)
-        self.runtime = AgentRuntime(
-            model=self.model,
-            registry=self.registry,
-            executor=executor,
-            environment=ToolEnvironment(self.id, self.workspace, editor=AcpEditorBridge.from_capabilities(
-                self.conn, self.id, self.client_caps)),
-            options=self.options,
-        )
-        install_delegation(self.runtime)
+        # The one composition root (runtime.assembly); only the gateway and the editor bridge are the ACP host's.
+        self.parts = build_runtime(
+            session_id=self.id, cwd=self.cwd, additional_directories=self.additional_directories, model=self.model,
+            gateway=AcpPermissionGateway(self.conn, self.id), mode=lambda: self.mode, state_dir=self.state_dir,
+            remember=self.rules.remember, options=self.options,
+            editor=AcpEditorBridge.from_capabilities(self.conn, self.id, self.client_caps))
+        self.workspace = self.parts.workspace
+        self.registry = self.parts.registry
+        self.rules = self.parts.rules
+        self.audit = self.parts.audit
+        self.runtime = self.parts.runtime
 
     async def emit(self, ev: RuntimeEvent) -> None:
         kind = type(ev)

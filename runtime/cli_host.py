@@ -23,11 +23,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from permissions import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
-from permissions.rules import RuleStore
-from runtime.approval import make_describer
-from runtime.delegation import install_delegation
+from runtime.assembly import build_runtime
 from runtime.events import (
     NoticeEvent,
     PlanUpdated,
@@ -37,12 +34,8 @@ from runtime.events import (
     ToolCallProgress,
     ToolCallStarted,
 )
-from runtime.loop import MODEL_FAILED, AgentRuntime, AuthRequired, RuntimeOptions, ToolEnvironment
+from runtime.loop import MODEL_FAILED, AuthRequired
 from runtime.models.base import TextPart
-from runtime.tools.base import RoutingToolExecutor, ToolRegistry
-from runtime.tools.builtin import builtin_tools
-from runtime.tracing import RetryingExecutor
-from runtime.workspace import Workspace
 
 if TYPE_CHECKING:
     from permissions.modes import ApprovalMode
@@ -154,29 +147,6 @@ class TerminalPrinter:
                     if text:
                         self.err.write(f"    {text.splitlines()[0][:300]}\n")
         self.err.flush()
-
-
-def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str = "cli",
-                  state_dir: str | None = None) -> AgentRuntime:
-    """The same construction as the ACP host: registry, routing and retrying executors, approval decorator, runtime,
-    subagents. With a state dir, the project's and the global remembered rules apply and decisions are audited."""
-    workspace = Workspace(cwd)
-    registry = ToolRegistry(builtin_tools())
-    options = RuntimeOptions()
-    router = RoutingToolExecutor(registry, options.tool_call_timeout_ms / 1000)
-    rules, audit = RuleStore(), None
-    if state_dir is not None:
-        from permissions.audit import audit_log
-        from permissions.store import rule_database, state_dir_problem
-
-        state_dir_problem(state_dir)  # an unwritable state dir is one line at start, not one per call
-        rules, audit = RuleStore(rule_database(state_dir), workspace.cwd), audit_log(state_dir)
-    executor = ToolApprovalDecorator(RetryingExecutor(router, registry), gateway, make_describer(registry),
-                                     lambda: mode_ref[0], rules, audit)
-    runtime = AgentRuntime(model=model, registry=registry, executor=executor,
-                           environment=ToolEnvironment(session_id, workspace), options=options)
-    install_delegation(runtime)
-    return runtime
 
 
 class JsonPrinter:
@@ -350,8 +320,9 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
 
     printer: Any = JsonPrinter() if json_events else TerminalPrinter()
     observers = tuple(o for o in (printer if json_events else None, recorder) if o is not None)
-    runtime = build_runtime(cwd, model, [mode], TerminalGateway(observers=observers),
-                            state_dir=resolve_state_dir(state_dir))
+    # The one composition root, as in the ACP host; only the gateway (and the sink, per turn) are this host's.
+    runtime = build_runtime(session_id=SESSION_ID, cwd=cwd, model=model, gateway=TerminalGateway(observers=observers),
+                            mode=lambda: mode, state_dir=resolve_state_dir(state_dir)).runtime
     sink = _fanout(printer, recorder) if recorder is not None else printer
     if recorder is not None:
         recorder.prompt(prompt)
