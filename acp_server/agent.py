@@ -131,8 +131,8 @@ class GatewrightAgent:
         """Import and open what the first `session/new` needs (the runtime, tools, permissions, the session store),
         ahead of it. `server.py` calls this once the connection has been idle for a moment after `initialize`, so an
         editor that opens its first thread later does not wait for it."""
-        import acp_server.journal
         import acp_server.session  # noqa: F401
+        import runtime.store.live  # noqa: F401  (the journal, the store)
         from runtime.tools.builtin import builtin_tools
 
         builtin_tools()  # imports the tool modules
@@ -154,7 +154,6 @@ class GatewrightAgent:
 
     async def new_session(self, params: Any) -> Any:
         from acp_server.session import AcpSession, new_session_id
-        from acp_server.session_methods import runtime_options
         from permissions.modes import parse_mode
         from permissions.store import state_dir
 
@@ -162,7 +161,7 @@ class GatewrightAgent:
         cwd = req_str(p, "cwd")
         if not os.path.isabs(cwd) or "\x00" in cwd:
             raise InvalidParams("Invalid params: \"cwd\" must be an absolute path")
-        if not os.path.isdir(cwd):
+        if not os.path.isdir(cwd):  # noqa: ASYNC240  (one stat of a path the client named: not worth a thread)
             raise InvalidParams("Invalid params: \"cwd\" is not an existing directory")
         extra = str_list(p, "additionalDirectories")
         if extra:
@@ -172,8 +171,9 @@ class GatewrightAgent:
         sid = new_session_id()
         factory = self.config.model_factory
         model = factory.create() if factory else None
-        session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
-                             runtime_options(), model_id=factory.default_id if factory and model else None,
+        session = AcpSession(id=sid, cwd=cwd, additional_directories=extra, mode=parse_mode(self.config.mode),
+                             model=model, conn=self.conn, client_caps=self.client_caps, factory=factory,
+                             model_id=factory.default_id if factory and model else None,
                              model_choices=factory.choices() if factory else (),
                              state_dir=state_dir(self.config.state_dir))
         self.sessions[sid] = session
@@ -249,8 +249,7 @@ class GatewrightAgent:
         session = self._session(p)
         mode_id = req_str(p, "modeId")
         await self._apply_mode(session, mode_id, announce_mode=False)
-        if session.journal is not None:
-            session.journal.save_settings()
+        session.save_settings()
         return {}
 
     async def set_config_option(self, params: Any) -> dict[str, Any]:
@@ -277,22 +276,16 @@ class GatewrightAgent:
             session.set_model(value, self.config.model_factory.create(value))
         else:
             await self._apply_mode(session, value, announce_mode=True, announce_config=False)
-        if session.journal is not None:
-            session.journal.save_settings()
+        session.save_settings()
         return {"configOptions": session.config_options()}
 
     async def _apply_mode(self, session: AcpSession, mode_id: str, *, announce_mode: bool,
                           announce_config: bool = True) -> None:
-        from permissions.modes import MODES
-
-        if mode_id not in {m.id for m in MODES}:
-            raise InvalidParams(f"Invalid params: unknown mode {mode_id[:100]!r}")
-        session.mode = mode_id  # type: ignore[assignment]  # read by the decorator at the next call
-        if announce_mode:
-            await session.send_update({"sessionUpdate": "current_mode_update", "currentModeId": mode_id})
-        if announce_config:
-            await session.send_update({"sessionUpdate": "config_option_update",
-                                       "configOptions": session.config_options()})
+        try:
+            session.set_mode(mode_id)  # read by the decorator at the next call
+        except ValueError:
+            raise InvalidParams(f"Invalid params: unknown mode {mode_id[:100]!r}") from None
+        await session.announce(mode=announce_mode, config=announce_config)
 
 
 def convert_prompt(blocks: list[Any], *, accepts_images: bool) -> tuple[list[Any], list[str]]:

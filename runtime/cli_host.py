@@ -36,6 +36,7 @@ from runtime.events import (
 )
 from runtime.loop import MODEL_FAILED, AuthRequired
 from runtime.models.base import TextPart
+from runtime.updates import event_to_update, pending_tool_call
 
 if TYPE_CHECKING:
     from permissions.modes import ApprovalMode
@@ -162,9 +163,7 @@ class JsonPrinter:
         self.out.flush()
 
     async def __call__(self, ev: RuntimeEvent) -> None:
-        from acp_server.session import event_to_update
-
-        update = event_to_update(ev, notices=False)
+        update = event_to_update(ev)
         if update is not None:
             self._write({"type": "update", "update": update})
 
@@ -199,16 +198,12 @@ class RunRecorder:
             "sessionId": SESSION_ID, "prompt": [{"type": "text", "text": text}]}})
 
     async def __call__(self, ev: RuntimeEvent) -> None:
-        from acp_server.session import event_to_update
-
-        update = event_to_update(ev, notices=False)
+        update = event_to_update(ev)
         if update is not None:
             self.rec.record("out", {"jsonrpc": "2.0", "method": "session/update",
                                     "params": {"sessionId": SESSION_ID, "update": update}})
 
     def question(self, request: PermissionRequest) -> None:
-        from acp_server.session import pending_tool_call
-
         request_id = self._next_id
         self._next_id += 1
         self._asking = request_id

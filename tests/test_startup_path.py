@@ -44,7 +44,7 @@ import sys
 from acp_server.agent import AgentConfig, GatewrightAgent
 agent = GatewrightAgent(AgentConfig(state_dir={str(tmp_path / "state")!r}))
 agent.warm_up()
-needed = ("acp_server.session", "acp_server.journal", "acp_server.session_methods", "runtime.loop",
+needed = ("acp_server.session", "runtime.store.journal", "acp_server.session_methods", "runtime.loop",
           "runtime.tools.builtin.bash", "runtime.tools.builtin.patch", "runtime.tools.builtin.search", "sqlite3")
 missing = [m for m in needed if m not in sys.modules]
 assert not missing, missing
