@@ -1,5 +1,6 @@
-"""The `gatewright` command line: `acp` (what editors launch), `run` (one prompt on a terminal), `demo`, and the
-`permissions list|revoke` and `audit` views of the state dir (these print to stdout: they are not acp mode).
+"""The `gatewright` command line: `acp` (what editors launch), `chat` (an interactive session on a terminal, also
+`gatewright` alone on a terminal), `run` (one prompt, scriptable), `demo`, and the `permissions list|revoke` and
+`audit` views of the state dir (these print to stdout: they are not acp mode).
 
 Kept light on purpose: this module is on the start-up path of `gatewright acp`, so it imports only the standard
 library at module level; everything else is imported by the subcommand that needs it.
@@ -41,6 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cwd", default=None, help="workspace directory (default: the current directory)")
     run.add_argument("--json", action="store_true", help="one JSON object per event on stdout")
     run.add_argument("prompt", nargs="+", help="the prompt; - reads it from stdin")
+    chat = sub.add_parser("chat", help="an interactive session in the current directory, on the same runtime and "
+                                       "session store as acp")
+    _add_common(chat)
+    which = chat.add_mutually_exclusive_group()
+    which.add_argument("--continue", dest="continue_latest", action="store_true",
+                       help="resume the latest session of this directory")
+    which.add_argument("--resume", metavar="ID", default=None, help="resume the session ID (as session/list shows)")
     sub.add_parser("demo", help="offline showcase: drive `gatewright acp` with a scripted model as an editor would")
     perms = sub.add_parser("permissions", help="list or revoke remembered permission rules (project and global)")
     perms_sub = perms.add_subparsers(dest="perm_command", metavar="ACTION")
@@ -120,6 +128,22 @@ def cmd_run(args: argparse.Namespace) -> int:
                       state_dir=args.state_dir, record=args.record, json_events=args.json)
 
 
+def cmd_chat(args: argparse.Namespace) -> int:
+    _setup_logging(args.log_level)
+    checked = _check_options(args)
+    if checked is None:
+        return EXIT_USAGE
+    factory, mode = checked
+    if args.record:
+        sys.stderr.write("gatewright: chat does not record transcripts yet; use `gatewright acp --record` or "
+                         "`gatewright run --record`\n")
+        return EXIT_USAGE
+    from runtime.chat.app import run_chat
+
+    return run_chat(cwd=os.getcwd(), factory=factory, mode=mode, state_dir=args.state_dir,  # type: ignore[arg-type]
+                    resume=args.resume, continue_latest=args.continue_latest)
+
+
 def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.perm_command not in ("list", "revoke"):
         sys.stderr.write("gatewright: permissions needs an action: `permissions list` or `permissions revoke ID`\n")
@@ -197,6 +221,11 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args)
         except KeyboardInterrupt:  # Ctrl-C before the turn's own handler is in place
             return EXIT_INTERRUPTED
+    if args.command == "chat":
+        return cmd_chat(args)
+    if args.command is None and sys.stdin.isatty() and sys.stdout.isatty():
+        # `gatewright` alone on a terminal is the chat, with the options' environment defaults.
+        return cmd_chat(parser.parse_args(["chat"]))
     if args.command == "permissions":
         return cmd_permissions(args, parser)
     if args.command == "audit":

@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Needed later (the event loop, sessions, tools, providers), never to answer `initialize`.
 HEAVY = ("anyio", "asyncio", "sqlite3", "pydantic", "jsonschema", "mcp", "openai", "anthropic", "httpx",
-         "tree_sitter", "runtime.events", "runtime.models.base", "runtime.loop", "acp_server.session",
-         "acp_server.session_methods", "acp_server.rpc")
+         "tree_sitter", "rich", "prompt_toolkit", "runtime.events", "runtime.models.base", "runtime.loop",
+         "acp_server.session", "acp_server.session_methods", "acp_server.rpc")
 
 
 def test_answering_initialize_imports_none_of_the_heavy_modules(tmp_path):
