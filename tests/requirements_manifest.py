@@ -189,7 +189,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
       "One function assembles a session's agent (registry, executor stack, approval, rules, audit, delegation) for "
       "the ACP host, the terminal hosts and the test harnesses.",
       ("test_runtime_api.py::test_only_the_composition_root_assembles_a_session_agent",
-       "test_hosts_identical.py::test_the_same_script_and_answers_give_the_same_executions_in_both_hosts")),
+       "test_hosts_identical.py::test_the_same_script_and_answers_give_the_same_executions_in_every_host")),
     R("gw:chat:sessions-shared-with-editors", "issue 18 item 5; CLI contract (chat)",
       "A chat session is saved as it goes, listed by session/list, continued with --continue, and loaded by an "
       "editor with a full replay; an editor's session is continued in the terminal.",

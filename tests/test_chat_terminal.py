@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -132,9 +133,13 @@ def test_a_conversation_in_the_terminal_with_an_always_answer_is_saved_continued
     try:
         sid = term.expect(r"new session (sess_[0-9a-f]+)").group(1)
         term.say("say hello")
+        term.expect(r"∴ Thought for")  # collapsed; Ctrl-T at the prompt shows it
         term.expect(r"First answer: hello\.")
         term.expect(r"alpha")
-        term.say("write a.txt")
+        term.prompt()
+        term.child.sendcontrol("t")
+        term.expect(r"Nothing to look up\.")
+        term.child.send("write a.txt\r")
         term.expect(r"Allow Write a\.txt")
         term.expect(r"\+one")  # the diff, before the question
         term.expect(r"\[a\] Always allow .*a\.txt.* in this session")
@@ -215,6 +220,79 @@ def test_ctrl_c_during_a_long_command_cancels_the_turn_kills_the_command_and_ret
         term.kill()
         for pid in sleepers():
             os.kill(pid, 9)
+
+
+def test_ctrl_c_at_a_question_cancels_the_turn_and_nothing_is_written(tmp_path):
+    ws = workspace(tmp_path)
+    model = script(tmp_path / "model.json", [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x\n"}}]},
+        {"text": "Next turn."},
+    ])
+    term = Term("--model", model, cwd=ws, state=tmp_path / "state")
+    try:
+        term.say("write it")
+        term.expect(r"cancels the turn\) ›")
+        term.child.send("\r")  # Enter chooses nothing
+        term.child.send("q")  # nor does a key that is no option
+        term.child.sendintr()
+        term.expect(r"Cancelled\.")
+        term.say("again")
+        term.expect(r"Next turn\.")
+        term.prompt()
+        term.child.sendcontrol("d")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()
+    assert not (ws / "a.txt").exists()
+    assert term.text.count("Allow Write a.txt") == 1
+
+
+def test_closing_the_terminal_mid_command_ends_the_chat_and_the_command_and_keeps_the_session(tmp_path):
+    ws = workspace(tmp_path)
+    state = tmp_path / "state"
+    model = script(tmp_path / "model.json", [
+        {"tool_calls": [{"name": "bash", "arguments": {"command": f"touch started && sleep {SLEEP_MARK}"}}]},
+    ])
+    term = Term("--model", model, "--mode", "auto", cwd=ws, state=state)
+    try:
+        sid = term.expect(r"new session (sess_[0-9a-f]+)").group(1)
+        term.say("run the long thing")
+        wait_until(lambda: (ws / "started").exists() and sleepers(), 30, "the command did not start")
+        term.child.kill(signal.SIGHUP)
+        term.child.expect(pexpect.EOF, timeout=20)
+        term.child.close()
+    finally:
+        term.kill()
+        for pid in sleepers():
+            os.kill(pid, 9)
+    wait_until(lambda: not sleepers(), 10, "the command outlived the chat")
+    editor = AgentProcess(cwd=ws, state_dir=state)
+    try:
+        editor.initialize()
+        assert [s["sessionId"] for s in editor.result("session/list", {})["sessions"]] == [sid]
+        editor.close()
+    finally:
+        if editor.proc.poll() is None:
+            editor.kill()
+
+
+def test_the_prompt_history_never_holds_a_secret_value(tmp_path):
+    ws = workspace(tmp_path)
+    state = tmp_path / "state"
+    secret = "sk-chat-test-0f9e8d7c6b5a"
+    model = script(tmp_path / "model.json", [{"text": "Noted."}])
+    term = Term("--model", model, cwd=ws, state=state, env={"CHAT_TEST_API_KEY": secret})
+    try:
+        term.say(f"my key is {secret}")
+        term.expect(r"Noted\.")
+        term.prompt()
+        term.child.sendcontrol("d")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()
+    history = (state / "chat_history").read_text(encoding="utf-8")
+    assert "my key is <redacted>" in history and secret not in history
+    assert all(secret.encode() not in f.read_bytes() for f in state.iterdir() if f.is_file())
 
 
 def test_an_editor_session_is_continued_in_the_terminal(tmp_path):

@@ -133,6 +133,8 @@ class ChatView:
             self._pending.extend(items)
             return
         if self._live is not None:
+            # Printed above the live region, which is then drawn again: with what it holds now, not a stale view.
+            self._live.update(self._live_view(), refresh=False)
             self._live.console.print(*items)
         else:
             self.console.print(*items)
