@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from acp_server.rpc import JsonRpcConnection
     from acp_server.session import AcpSession
     from acp_server.session_methods import SessionLifecycle
-    from runtime.models import ModelFactory
+    from runtime import ModelFactory
 
 log = logging.getLogger("gatewright.agent")
 
@@ -132,8 +132,7 @@ class GatewrightAgent:
         ahead of it. `server.py` calls this once the connection has been idle for a moment after `initialize`, so an
         editor that opens its first thread later does not wait for it."""
         import acp_server.session  # noqa: F401
-        import runtime.store.live  # noqa: F401  (the journal, the store)
-        from runtime.tools.builtin import builtin_tools
+        from runtime import builtin_tools, store_new  # noqa: F401  (store_new: the journal, the store)
 
         builtin_tools()  # imports the tool modules
         _ = self.lifecycle.store
@@ -178,7 +177,7 @@ class GatewrightAgent:
                              state_dir=state_dir(self.config.state_dir))
         self.sessions[sid] = session
         if servers:
-            from runtime.mcp import connect_servers  # lazy: sessions without MCP servers never load it
+            from runtime import connect_servers  # lazy: sessions without MCP servers never load it
 
             await connect_servers(session, servers)  # returns at once; servers start after this answer
         result = {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
@@ -200,8 +199,8 @@ class GatewrightAgent:
     async def prompt(self, params: Any) -> dict[str, Any]:
         import anyio
 
-        from runtime.loop import AuthRequired as RuntimeAuthRequired
-        from runtime.models import NO_MODEL_MESSAGE
+        from runtime import NO_MODEL_MESSAGE
+        from runtime import AuthRequired as RuntimeAuthRequired
 
         arrival_epoch = self._prompt_tickets.pop(id(params), None)
         p = obj(params)
@@ -290,7 +289,7 @@ class GatewrightAgent:
 
 def convert_prompt(blocks: list[Any], *, accepts_images: bool) -> tuple[list[Any], list[str]]:
     """ACP content blocks → the runtime's user parts, plus plain notes for the user about what was not sent."""
-    from runtime.models.base import ImagePart, TextPart
+    from runtime import ImagePart, TextPart
 
     parts: list[Any] = []
     notes: list[str] = []

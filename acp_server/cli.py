@@ -69,26 +69,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(level: str) -> None:
-    from runtime.secrets import install_log_filter
+    from runtime import secrets
 
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(level).upper(), logging.WARNING),
                         format="gatewright %(levelname)s %(name)s: %(message)s")
-    install_log_filter()  # no record reaches stderr with a secret in it (keys known now and registered later)
+    secrets.install_log_filter()  # no record reaches stderr with a secret in it (keys known now and registered later)
 
 
 def _check_options(args: argparse.Namespace) -> tuple[object, str] | None:
     """Validate model spec and mode; print a one-line error and return None on bad usage."""
     from permissions.modes import parse_mode
-    from runtime.models import ModelFactory, parse_model_spec
-    from runtime.models.scripted import ScriptError
+    from runtime import ModelFactory, ScriptError, parse_model_spec
 
     try:
         mode = parse_mode(args.mode)
         factory = ModelFactory(parse_model_spec(args.model))
     except (ValueError, ScriptError) as exc:
-        from runtime.secrets import redact_text
+        from runtime import secrets
 
-        sys.stderr.write(f"gatewright: {redact_text(str(exc))}\n")
+        sys.stderr.write(f"gatewright: {secrets.redact_text(str(exc))}\n")
         return None
     return factory, mode
 
@@ -122,7 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not os.path.isdir(cwd):
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
-    from runtime.cli_host import run_prompt
+    from runtime import run_prompt
 
     return run_prompt(prompt, cwd=cwd, factory=factory, mode=mode,  # type: ignore[arg-type]
                       state_dir=args.state_dir, record=args.record, json_events=args.json)
@@ -138,7 +137,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         sys.stderr.write("gatewright: chat does not record transcripts yet; use `gatewright acp --record` or "
                          "`gatewright run --record`\n")
         return EXIT_USAGE
-    from runtime.chat.app import run_chat
+    from runtime import run_chat
 
     return run_chat(cwd=os.getcwd(), factory=factory, mode=mode, state_dir=args.state_dir,  # type: ignore[arg-type]
                     resume=args.resume, continue_latest=args.continue_latest)

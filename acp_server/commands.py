@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtime.commands import Command
+from runtime import commands
 
 
-def wire(command: Command) -> dict[str, Any]:
+def wire(command: commands.Command) -> dict[str, Any]:
     out: dict[str, Any] = {"name": command.name, "description": command.description}
     if command.hint:
         out["input"] = {"hint": command.hint}
     return out
 
 
-def update_frame(commands: list[Command]) -> dict[str, Any]:
-    return {"sessionUpdate": "available_commands_update", "availableCommands": [wire(c) for c in commands]}
+def update_frame(available: list[commands.Command]) -> dict[str, Any]:
+    return {"sessionUpdate": "available_commands_update", "availableCommands": [wire(c) for c in available]}

@@ -19,9 +19,16 @@ from acp_server.editor import AcpEditorBridge
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES
 from permissions.options import REMEMBER_CHOICES
-from runtime import RuntimeEvent, TextChunk, ThoughtChunk, UsageReported
-from runtime.session import Session, new_session_id
-from runtime.updates import event_to_update, pending_tool_call
+from runtime import (
+    RuntimeEvent,
+    Session,
+    TextChunk,
+    ThoughtChunk,
+    UsageReported,
+    event_to_update,
+    new_session_id,
+    pending_tool_call,
+)
 
 if TYPE_CHECKING:
     from acp_server.rpc import JsonRpcConnection

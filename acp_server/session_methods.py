@@ -20,14 +20,12 @@ from typing import TYPE_CHECKING, Any
 from acp_server import commands as acp_commands
 from acp_server.errors import InvalidParams, ResourceNotFound
 from acp_server.params import obj, opt_list, req_str, str_list
-from runtime import commands
-from runtime.session import PromptPlan, plan_prompt
+from runtime import PromptPlan, commands, plan_prompt
 
 if TYPE_CHECKING:
     from acp_server.agent import GatewrightAgent
     from acp_server.session import AcpSession
-    from runtime.models.base import UserPart
-    from runtime.store import SessionRecord, SessionStore
+    from runtime import SessionRecord, SessionStore, UserPart
 
 log = logging.getLogger("gatewright.sessions")
 
@@ -47,7 +45,7 @@ class SessionLifecycle:
     @property
     def store(self) -> SessionStore:
         if self._store is None:
-            from runtime.store.live import open_store
+            from runtime import open_store
 
             self._store = open_store(self.agent.config.state_dir)
         return self._store
@@ -61,7 +59,7 @@ class SessionLifecycle:
     def created(self, session: AcpSession, result: dict[str, Any]) -> Any:
         """A `session/new` session: store it, attach its journal; the commands follow the answer."""
         from acp_server.rpc import Answer
-        from runtime.store.live import store_new
+        from runtime import store_new
 
         store_new(self.store, session)
         return Answer(result, lambda: self._send_commands(session))
@@ -72,7 +70,7 @@ class SessionLifecycle:
 
         from acp_server.session import AcpSession
         from permissions.store import state_dir
-        from runtime.store.live import revive
+        from runtime import revive
 
         agent = self.agent
         assert agent.conn is not None
@@ -98,7 +96,7 @@ class SessionLifecycle:
     async def _connect_mcp(session: AcpSession, servers: list[Any]) -> None:
         """The client re-sends its MCP servers on load/resume/fork: (re)start them; returns at once."""
         if servers:
-            from runtime.mcp import connect_servers
+            from runtime import connect_servers
 
             await connect_servers(session, servers)
 
@@ -155,7 +153,7 @@ class SessionLifecycle:
                        "configOptions": session.config_options()}, lambda: self._send_commands(session))
 
     async def list(self, params: Any) -> dict[str, Any]:
-        from runtime.store import CursorError
+        from runtime import CursorError
 
         p = obj(params) if params is not None else {}
         cwd, cursor = p.get("cwd"), p.get("cursor")
@@ -232,7 +230,7 @@ class SessionLifecycle:
 
     # ---- replay --------------------------------------------------------------------------------------------------
     async def _replay(self, session: AcpSession) -> None:
-        from runtime.store.live import replay_records
+        from runtime import replay_records
 
         for update in replay_records(self.store.events(session.id)):
             await session.conn.notify("session/update", {"sessionId": session.id, "update": update})

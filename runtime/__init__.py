@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from runtime.assembly import SessionRuntime, build_runtime
+    from runtime.chat.app import run_chat
+    from runtime.cli_host import run_prompt
     from runtime.events import (
         EventSink,
         NoticeEvent,
@@ -25,12 +27,19 @@ if TYPE_CHECKING:
         UsageReported,
     )
     from runtime.loop import MODEL_FAILED, AgentRuntime, AuthRequired, RuntimeOptions, ToolEnvironment, TurnOutcome
+    from runtime.mcp import close_servers, connect_servers
     from runtime.models import NO_MODEL_MESSAGE, ModelFactory, parse_model_spec
     from runtime.models.base import ImagePart, Message, ModelClient, TextPart, Usage, UserPart
+    from runtime.models.scripted import ScriptError
     from runtime.processes import close_session as close_session_processes
     from runtime.processes import kill_all_process_groups
-    from runtime.store import SessionRecord, SessionStore
+    from runtime.session import PromptPlan, Session, new_session_id, plan_prompt
+    from runtime.store import CursorError, SessionRecord, SessionStore
+    from runtime.store.live import open_store, replay_records, revive, store_new
     from runtime.tools.base import EditorBridge, Tool, ToolExecutor, ToolRegistry
+    from runtime.tools.builtin import builtin_tools
+    from runtime.tools.builtin.textio import EditorError
+    from runtime.updates import event_to_update, pending_tool_call
     from runtime.workspace import Workspace
 
 _EXPORTS: dict[str, tuple[str, str]] = {
@@ -71,18 +80,43 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Workspace": ("runtime.workspace", "Workspace"),
     "close_session_processes": ("runtime.processes", "close_session"),
     "kill_all_process_groups": ("runtime.processes", "kill_all_process_groups"),
+    # sessions: the host-neutral session, what a prompt does before the model, the records hosts show and store
+    "PromptPlan": ("runtime.session", "PromptPlan"),
+    "Session": ("runtime.session", "Session"),
+    "new_session_id": ("runtime.session", "new_session_id"),
+    "plan_prompt": ("runtime.session", "plan_prompt"),
+    "event_to_update": ("runtime.updates", "event_to_update"),
+    "pending_tool_call": ("runtime.updates", "pending_tool_call"),
     # the session store
+    "CursorError": ("runtime.store", "CursorError"),
     "SessionRecord": ("runtime.store", "SessionRecord"),
     "SessionStore": ("runtime.store", "SessionStore"),
+    "open_store": ("runtime.store.live", "open_store"),
+    "replay_records": ("runtime.store.live", "replay_records"),
+    "revive": ("runtime.store.live", "revive"),
+    "store_new": ("runtime.store.live", "store_new"),
+    # MCP servers of a session
+    "close_servers": ("runtime.mcp", "close_servers"),
+    "connect_servers": ("runtime.mcp", "connect_servers"),
+    # errors a host reports
+    "EditorError": ("runtime.tools.builtin.textio", "EditorError"),
+    "ScriptError": ("runtime.models.scripted", "ScriptError"),
+    # the built-in tools (a host warms them up), the terminal hosts
+    "builtin_tools": ("runtime.tools.builtin", "builtin_tools"),
+    "run_chat": ("runtime.chat.app", "run_chat"),
+    "run_prompt": ("runtime.cli_host", "run_prompt"),
 }
 
 # A literal list, so that tools see the re-exports (tests/test_runtime_api.py checks it matches _EXPORTS).
-__all__ = ["AgentRuntime", "AuthRequired", "EditorBridge", "EventSink", "ImagePart", "MODEL_FAILED", "Message",
-    "ModelClient", "ModelFactory", "NO_MODEL_MESSAGE", "NoticeEvent", "PlanUpdated", "RuntimeEvent",
-    "RuntimeOptions", "SessionRecord", "SessionRuntime", "SessionStore", "TextChunk", "TextPart", "ThoughtChunk",
-    "Tool", "ToolCallProgress", "ToolCallStarted", "ToolEnvironment", "ToolExecutor", "ToolRegistry", "TurnOutcome",
-    "Usage", "UsageReported", "UserPart", "Workspace", "build_runtime", "close_session_processes",
-    "kill_all_process_groups", "parse_model_spec"]
+__all__ = ["AgentRuntime", "AuthRequired", "CursorError", "EditorBridge", "EditorError", "EventSink", "ImagePart",
+           "MODEL_FAILED", "Message", "ModelClient", "ModelFactory", "NO_MODEL_MESSAGE", "NoticeEvent", "PlanUpdated",
+           "PromptPlan", "RuntimeEvent", "RuntimeOptions", "ScriptError", "Session", "SessionRecord",
+           "SessionRuntime", "SessionStore", "TextChunk", "TextPart", "ThoughtChunk", "Tool", "ToolCallProgress",
+           "ToolCallStarted", "ToolEnvironment", "ToolExecutor", "ToolRegistry", "TurnOutcome", "Usage",
+           "UsageReported", "UserPart", "Workspace", "build_runtime", "builtin_tools", "close_servers",
+           "close_session_processes", "connect_servers", "event_to_update", "kill_all_process_groups",
+           "new_session_id", "open_store", "parse_model_spec", "pending_tool_call", "plan_prompt", "replay_records",
+           "revive", "run_chat", "run_prompt", "store_new"]
 
 
 def __getattr__(name: str) -> Any:

@@ -261,6 +261,7 @@ def test_closing_the_terminal_mid_command_ends_the_chat_and_the_command_and_keep
         term.child.kill(signal.SIGHUP)
         term.child.expect(pexpect.EOF, timeout=20)
         term.child.close()
+        assert term.child.exitstatus == 0
     finally:
         term.kill()
         for pid in sleepers():

@@ -177,8 +177,10 @@ class Chat:
                 if signum == signal.SIGINT:
                     self.cancel_turn()
                     continue
-                # The terminal went away or we were asked to stop: leave, with the session saved.
+                # The terminal went away or we were asked to stop: leave, with the session saved (and nothing more
+                # written to a terminal that may be gone).
                 self.leaving = True
+                self.view.console.quiet = True
                 self.cancel_turn()
                 self.cancel_turn()
                 scope.cancel()
