@@ -11,7 +11,7 @@ from permissions.gateway import PermissionOption, PermissionOutcome, PermissionR
 from permissions.options import build_choices
 from permissions.policy import CallFacts
 from runtime.chat.ask import CANCEL, TerminalChooser, option_keys
-from runtime.chat.view import ChatView, stable_split
+from runtime.chat.view import LIVE_CHARS, ChatView, live_tail, stable_split
 from runtime.events import NoticeEvent, PlanUpdated, TextChunk, ThoughtChunk, ToolCallProgress, ToolCallStarted
 from runtime.models.base import Usage
 
@@ -114,3 +114,11 @@ async def test_each_key_answers_its_option_and_ctrl_c_cancels_the_turn(key, outc
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
+
+
+def test_the_live_region_redraws_only_the_end_of_a_long_unfinished_block():
+    text = "```python\n" + "".join(f"line_{i} = {i}\n" for i in range(2000))
+    tail = live_tail(text)
+    assert len(tail) <= LIVE_CHARS + 10 and tail.startswith("```\n") and tail.endswith("line_1999 = 1999\n")
+    assert live_tail("short") == "short"
+

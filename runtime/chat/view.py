@@ -43,6 +43,7 @@ DIFF_LINES = 40  # at most this many diff lines under a question or an edit
 OUTPUT_LINES = 6  # the last lines of a failed call's message
 THOUGHT_TAIL = 3  # lines of a running thought kept in view
 DRAW_S = 1 / 30  # streamed chunks redraw the live region at most this often (the ticker draws the rest)
+LIVE_CHARS = 6_000  # the unfinished block is shown by its end: the live region is one screen at most
 
 
 def stable_split(text: str) -> tuple[str, str]:
@@ -58,6 +59,19 @@ def stable_split(text: str) -> tuple[str, str]:
         elif not in_fence and not stripped and line.endswith("\n"):
             cut = pos
     return text[:cut], text[cut:]
+
+
+def live_tail(text: str, limit: int = LIVE_CHARS) -> str:
+    """The end of an unfinished block, small enough to redraw at every chunk: the live region only shows its last
+    screenful anyway. Cut at a line (or word) boundary; a code fence left open by the cut is opened again."""
+    if len(text) <= limit:
+        return text
+    start = len(text) - limit
+    nl = text.find("\n", start)
+    start = nl + 1 if 0 <= nl < start + limit // 2 else max(text.find(" ", start) + 1, start)
+    dropped = text[:start]
+    fences = sum(1 for ln in dropped.splitlines() if ln.strip().startswith(("```", "~~~")))
+    return ("```\n" if fences % 2 else "…") + text[start:]
 
 
 def diff_text(old: str | None, new: str, path: str, limit: int = DIFF_LINES) -> Text:
@@ -124,7 +138,7 @@ class ChatView:
         self._calls: dict[str, _Call] = {}
         self._turn_started = 0.0
         self._waiting_since = 0.0
-        self._drawn = 0.0
+        self._next_draw = 0.0
         self.last_usage: UsageReported | None = None
 
     # ---- the live region -----------------------------------------------------------------------------------------
@@ -148,7 +162,7 @@ class ChatView:
                 tail = self._thought.rstrip().splitlines()[-THOUGHT_TAIL:]
                 parts.append(Text("\n".join(tail), style="dim italic"))
         if self._text:
-            parts.append(Markdown(self._text, code_theme=CODE_THEME))
+            parts.append(Markdown(live_tail(self._text), code_theme=CODE_THEME))
         now = time.monotonic()
         for c in self._calls.values():
             since = c.running if c.running is not None else c.started
@@ -168,10 +182,12 @@ class ChatView:
         if self._live is None or self._held:
             return
         now = time.monotonic()
-        if streamed and now - self._drawn < DRAW_S:
+        if streamed and now < self._next_draw:
             return
-        self._drawn = now
         self._live.update(self._live_view(), refresh=True)
+        # A slow terminal or a big block: wait at least twice as long as the drawing took before the next one.
+        done = time.monotonic()
+        self._next_draw = done + max(DRAW_S, 2 * (done - now))
 
     def tick(self) -> None:
         """Called a few times a second during a turn: the spinner and the elapsed times move."""
