@@ -220,11 +220,12 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args)
         except KeyboardInterrupt:  # Ctrl-C before the turn's own handler is in place
             return EXIT_INTERRUPTED
-    if args.command == "chat":
-        return cmd_chat(args)
-    if args.command is None and sys.stdin.isatty() and sys.stdout.isatty():
+    if args.command == "chat" or args.command is None and sys.stdin.isatty() and sys.stdout.isatty():
         # `gatewright` alone on a terminal is the chat, with the options' environment defaults.
-        return cmd_chat(parser.parse_args(["chat"]))
+        try:
+            return cmd_chat(args if args.command == "chat" else parser.parse_args(["chat"]))
+        except KeyboardInterrupt:  # Ctrl-C before the chat's own handler is in place
+            return EXIT_INTERRUPTED
     if args.command == "permissions":
         return cmd_permissions(args, parser)
     if args.command == "audit":
