@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from acp_server.rpc import JsonRpcConnection
     from acp_server.session import AcpSession
     from acp_server.session_methods import SessionLifecycle
+    from permissions.rules import Rule
     from runtime import ModelFactory
 
 log = logging.getLogger("gatewright.agent")
@@ -34,6 +35,7 @@ class AgentConfig:
     mode: str = "safe"
     model_factory: ModelFactory | None = None
     state_dir: str | None = None
+    rules: tuple[Rule, ...] = ()  # the config file's allow/deny rules, in every session
 
 
 class GatewrightAgent:
@@ -128,14 +130,34 @@ class GatewrightAgent:
         return False
 
     def warm_up(self) -> None:
-        """Import and open what the first `session/new` needs (the runtime, tools, permissions, the session store),
-        ahead of it. `server.py` calls this once the connection has been idle for a moment after `initialize`, so an
-        editor that opens its first thread later does not wait for it."""
-        import acp_server.session  # noqa: F401
-        from runtime import builtin_tools, store_new  # noqa: F401  (store_new: the journal, the store)
+        for stage in self.warm_up_stages():
+            stage()
 
-        builtin_tools()  # imports the tool modules
-        _ = self.lifecycle.store
+    def warm_up_stages(self) -> list[Callable[[], None]]:
+        """What a fresh process loads for its first session and first prompt, in the order they need it.
+        `server.py` runs each stage when the connection has been idle for a moment (after `initialize`; while the
+        user types the first prompt), so an editor that waits between steps does not wait at any of them."""
+
+        def session() -> None:  # the runtime, tools, permissions, the session store (~100 ms)
+            import acp_server.session  # noqa: F401
+            from runtime import builtin_tools, store_new  # noqa: F401  (store_new: the journal, the store)
+
+            builtin_tools()  # imports the tool modules
+            _ = self.lifecycle.store
+
+        def model() -> None:  # the default model's HTTP stack and client (~40 ms); no connection is opened
+            if self.config.model_factory is not None:
+                self.config.model_factory.prepare_default()
+
+        def tool_calls() -> None:  # argument checking of the first tool call (~30 ms)
+            import jsonschema  # noqa: F401
+
+        def sandbox() -> None:  # the sandbox helper (~40 ms to start and probe, its own process): the first command
+            from runtime.sandbox import prestart  # need not wait for it
+
+            prestart()
+
+        return [session, model, tool_calls, sandbox]
 
     async def shutdown(self) -> None:
         for session in list(self.sessions.values()):
@@ -174,7 +196,7 @@ class GatewrightAgent:
                              model=model, conn=self.conn, client_caps=self.client_caps, factory=factory,
                              model_id=factory.default_id if factory and model else None,
                              model_choices=factory.choices() if factory else (),
-                             state_dir=state_dir(self.config.state_dir))
+                             state_dir=state_dir(self.config.state_dir), configured_rules=self.config.rules)
         self.sessions[sid] = session
         if servers:
             from runtime import connect_servers  # lazy: sessions without MCP servers never load it
@@ -324,6 +346,9 @@ def convert_prompt(blocks: list[Any], *, accepts_images: bool) -> tuple[list[Any
             else:
                 notes.append("(The current model does not take images; the attached image was not sent to it.)\n\n")
         elif kind == "audio":
+            # Checked like an image: the block is stored and replayed on `session/load` as the client sent it.
+            if not isinstance(b.get("data"), str) or not isinstance(b.get("mimeType"), str):
+                raise InvalidParams(f"Invalid params: prompt[{i}] audio needs \"data\" and \"mimeType\"")
             notes.append("(The current model does not take audio; the attached audio was not sent to it.)\n\n")
         else:
             raise InvalidParams(f"Invalid params: prompt[{i}] has unknown content type {kind[:50]!r}")

@@ -1,6 +1,6 @@
 """The `gatewright` command line: `acp` (what editors launch), `chat` (an interactive session on a terminal, also
-`gatewright` alone on a terminal), `run` (one prompt, scriptable), `demo`, and the `permissions list|revoke` and
-`audit` views of the state dir (these print to stdout: they are not acp mode).
+`gatewright` alone on a terminal), `run` (one prompt, scriptable), `demo`, `replay` (recorded transcripts), and the
+`permissions list|revoke` and `audit` views of the state dir (these print to stdout: they are not acp mode).
 
 Kept light on purpose: this module is on the start-up path of `gatewright acp`, so it imports only the standard
 library at module level; everything else is imported by the subcommand that needs it.
@@ -12,6 +12,7 @@ import argparse
 import logging
 import os
 import sys
+from dataclasses import dataclass
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -31,9 +32,36 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", default=os.environ.get("GATEWRIGHT_LOG", "WARNING"), help=argparse.SUPPRESS)
 
 
+def version() -> str:
+    """The installed distribution's version (package metadata), else the source tree's (running from a checkout)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("gatewright")
+    except PackageNotFoundError:
+        from acp_server import __version__
+
+        return __version__
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: the metadata is read only when asked for (argparse's own action builds its text up front)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kw: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print `gatewright X.Y.Z` and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object,
+                 option_string: str | None = None) -> None:
+        sys.stdout.write(f"gatewright {version()}\n")
+        parser.exit(EXIT_OK)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gatewright",
                                      description="An ACP coding agent whose permissions you can trust.")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     acp = sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (what an editor launches)")
     _add_common(acp)
@@ -49,6 +77,23 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--continue", dest="continue_latest", action="store_true",
                        help="resume the latest session of this directory")
     which.add_argument("--resume", metavar="ID", default=None, help="resume the session ID (as session/list shows)")
+    replay = sub.add_parser("replay", help="show a `--record` transcript readably, or --check it against this agent")
+    replay.add_argument("file", metavar="FILE", help="the transcript (`--record` output); - reads stdin")
+    replay.add_argument("--check", action="store_true",
+                        help="re-drive the recording against the current agent with its scripted model and report "
+                             "the first divergence (exit 0: none, 1: diverged, 2: not a transcript / cannot check)")
+    replay.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="colour the output (auto: when stdout is a terminal)")
+    replay.add_argument("--full", action="store_true", help="show tool output and file contents in full")
+    replay.add_argument("--workspace", metavar="DIR", default=None,
+                        help="(--check) start from a copy of DIR instead of an empty workspace")
+    replay.add_argument("--model", metavar="SPEC", default=None,
+                        help="(--check) scripted:FILE instead of the scripted model recorded in the transcript")
+    replay.add_argument("--trust", action="store_true",
+                        help="(--check) also re-run what acts outside the temporary workspace (commands, MCP "
+                             "servers, outside writes); without it such a transcript is refused")
+    replay.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                        help="(--check) how long a silent agent is waited for (default 10 s)")
     sub.add_parser("demo", help="offline showcase: drive `gatewright acp` with a scripted model as an editor would")
     perms = sub.add_parser("permissions", help="list or revoke remembered permission rules (project and global)")
     perms_sub = perms.add_subparsers(dest="perm_command", metavar="ACTION")
@@ -76,20 +121,32 @@ def _setup_logging(level: str) -> None:
     secrets.install_log_filter()  # no record reaches stderr with a secret in it (keys known now and registered later)
 
 
-def _check_options(args: argparse.Namespace) -> tuple[object, str] | None:
-    """Validate model spec and mode; print a one-line error and return None on bad usage."""
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What `acp` and `run` start with, checked before anything runs."""
+
+    factory: object  # runtime.models.ModelFactory
+    mode: str
+    rules: tuple = ()  # permissions.rules.Rule: the config file's allow/deny
+
+
+def _check_options(args: argparse.Namespace) -> Checked | None:
+    """Read the config file and validate model spec and mode; print a one-line error and return None on bad usage
+    or configuration. The mode: --mode, else GATEWRIGHT_MODE, else the config's `[permissions] mode`, else safe."""
     from permissions.modes import parse_mode
     from runtime import ModelFactory, ScriptError, parse_model_spec
+    from runtime.config import load
 
     try:
-        mode = parse_mode(args.mode)
-        factory = ModelFactory(parse_model_spec(args.model))
+        config = load()
+        mode = parse_mode(args.mode or config.permissions.mode)
+        factory = ModelFactory(parse_model_spec(args.model), config=config.models)
     except (ValueError, ScriptError) as exc:
         from runtime import secrets
 
         sys.stderr.write(f"gatewright: {secrets.redact_text(str(exc))}\n")
         return None
-    return factory, mode
+    return Checked(factory, mode, config.permissions.rules)
 
 
 def cmd_acp(args: argparse.Namespace) -> int:
@@ -97,10 +154,10 @@ def cmd_acp(args: argparse.Namespace) -> int:
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
-    factory, mode = checked
     from acp_server.server import serve_stdio
 
-    return serve_stdio(factory, mode, record=args.record, state_dir=args.state_dir)  # type: ignore[arg-type]
+    return serve_stdio(checked.factory, checked.mode, record=args.record,  # type: ignore[arg-type]
+                       state_dir=args.state_dir, rules=checked.rules)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -116,15 +173,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
-    factory, mode = checked
     cwd = os.path.abspath(args.cwd or os.getcwd())
     if not os.path.isdir(cwd):
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
     from runtime import run_prompt
+    from runtime.sandbox import harden_agent
 
-    return run_prompt(prompt, cwd=cwd, factory=factory, mode=mode,  # type: ignore[arg-type]
-                      state_dir=args.state_dir, record=args.record, json_events=args.json)
+    harden_agent()
+    return run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,  # type: ignore[arg-type]
+                      state_dir=args.state_dir, record=args.record, json_events=args.json,
+                      rules=checked.rules)  # type: ignore[arg-type]
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -132,15 +191,17 @@ def cmd_chat(args: argparse.Namespace) -> int:
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
-    factory, mode = checked
     if args.record:
         sys.stderr.write("gatewright: chat does not record transcripts yet; use `gatewright acp --record` or "
                          "`gatewright run --record`\n")
         return EXIT_USAGE
     from runtime import run_chat
+    from runtime.sandbox import harden_agent
 
-    return run_chat(cwd=os.getcwd(), factory=factory, mode=mode, state_dir=args.state_dir,  # type: ignore[arg-type]
-                    resume=args.resume, continue_latest=args.continue_latest)
+    harden_agent()
+    return run_chat(cwd=os.getcwd(), factory=checked.factory, mode=checked.mode,  # type: ignore[arg-type]
+                    state_dir=args.state_dir, resume=args.resume, continue_latest=args.continue_latest,
+                    rules=checked.rules)  # type: ignore[arg-type]
 
 
 def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -210,6 +271,17 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    if args.check:
+        from acp_server.replay import run_check
+
+        return run_check(args.file, workspace=args.workspace, model=args.model, trust=args.trust,
+                         idle=max(0.1, args.timeout))
+    from acp_server.transcript_view import run_render
+
+    return run_render(args.file, color=args.color, full=args.full)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -230,6 +302,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_permissions(args, parser)
     if args.command == "audit":
         return cmd_audit(args)
+    if args.command == "replay":
+        return cmd_replay(args)
     if args.command == "demo":
         from acp_server.demo import run_demo
 

@@ -74,7 +74,8 @@ class SessionLifecycle:
 
         agent = self.agent
         assert agent.conn is not None
-        make = functools.partial(AcpSession, conn=agent.conn, client_caps=agent.client_caps)
+        make = functools.partial(AcpSession, conn=agent.conn, client_caps=agent.client_caps,
+                                 configured_rules=agent.config.rules)
         session = revive(self.store, rec, make, cwd=cwd, factory=agent.config.model_factory,
                          default_mode=agent.config.mode, state_dir=state_dir(agent.config.state_dir), new_id=new_id)
         agent.sessions[session.id] = session

@@ -7,9 +7,11 @@ What it builds, in this order (the executor stack reads from the inside out):
     retrying        RetryingExecutor: retries transient failures of reads; it sits *under* approval, so an approved
                     read is not asked again when a transient failure repeats it
     approval        ToolApprovalDecorator: decides (mode, remembered rules), asks the host's gateway, audits
-    runtime         AgentRuntime: the turn loop over the model, the registry and that executor
+    runtime         AgentRuntime: the turn loop over the model, the registry and that executor, with the session's
+                    context (runtime.context: what the model is told about the workspace, the mode, the sandbox)
 
-With a state dir, the project's and the global remembered rules apply (`permissions.store`) and every decision is
+The config file's `[permissions]` rules (`configured_rules`) always apply; with a state dir, the project's and the
+global remembered rules apply too (`permissions.store`) and every decision is
 audited (`permissions.audit`); without one (in-process tests), rules last for the session and nothing is audited.
 
 A host passes in only what differs between hosts: the permission gateway (the editor's `session/request_permission`,
@@ -30,6 +32,7 @@ from permissions.rules import RuleStore
 from permissions.store import rule_database as shared_rule_database
 from permissions.store import state_dir_problem
 from runtime.approval import make_describer
+from runtime.context import SessionContext
 from runtime.delegation import DEFAULT_SUBAGENTS, SubagentSpec, install_delegation
 from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
 from runtime.tools.base import RoutingToolExecutor, Tool, ToolExecutor, ToolRegistry
@@ -41,8 +44,9 @@ if TYPE_CHECKING:
     from permissions.decorator import AuditSink
     from permissions.gateway import PermissionGateway
     from permissions.modes import ApprovalMode
-    from permissions.rules import Scope
+    from permissions.rules import Rule, Scope
     from permissions.store import RuleDatabase
+    from runtime.context import SandboxInfo
     from runtime.models.base import ModelClient
     from runtime.tools.base import EditorBridge
 
@@ -81,6 +85,9 @@ def build_runtime(
     audit: AuditSink | None = None,
     question_timeout: float | None = _FROM_ENV,
     wrap_router: Callable[[ToolExecutor], ToolExecutor] | None = None,
+    configured_rules: tuple[Rule, ...] = (),
+    sandbox: SandboxInfo = None,
+    context: bool = True,
 ) -> SessionRuntime:
     """Build the agent of one session.
 
@@ -98,6 +105,9 @@ def build_runtime(
         rule_database, audit: explicit files instead of the state dir's shared ones (tests that close their own).
         question_timeout: seconds a question may stay unanswered (default: GATEWRIGHT_PERMISSION_TIMEOUT).
         wrap_router: a test seam around the router (e.g. a flaky executor under the retries).
+        configured_rules: the config file's `[permissions]` allow/deny rules (runtime.config).
+        sandbox: the sandbox state the model is told about (a line, or a callable giving it; None: probed).
+        context: False leaves the model's system prompt without the session's context (in-process tests).
     """
     opts = options or RuntimeOptions()
     workspace = Workspace(cwd, list(additional_directories))
@@ -109,7 +119,7 @@ def build_runtime(
         rule_database = rule_database or shared_rule_database(state_dir)
         audit = audit or audit_log(state_dir)
     # Project rules are keyed by the resolved workspace root.
-    rules = RuleStore(rule_database, workspace.cwd if rule_database is not None else None, remember)
+    rules = RuleStore(rule_database, workspace.cwd if rule_database is not None else None, remember, configured_rules)
     router: ToolExecutor = RoutingToolExecutor(registry, opts.tool_call_timeout_ms / 1000)
     if wrap_router is not None:
         router = wrap_router(router)
@@ -118,6 +128,7 @@ def build_runtime(
         RetryingExecutor(router, registry, retry), gateway, make_describer(registry), mode, rules, audit,
         question_timeout=timeout)
     runtime = AgentRuntime(model=model, registry=registry, executor=approval,
-                           environment=ToolEnvironment(session_id, workspace, editor=editor), options=opts)
+                           environment=ToolEnvironment(session_id, workspace, editor=editor), options=opts,
+                           context=SessionContext(workspace.cwd, mode, sandbox) if context else None)
     delegates = install_delegation(runtime, subagents)
     return SessionRuntime(runtime, registry, workspace, rules, audit, approval, tuple(delegates))

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import anyio
 
 from permissions.gateway import PermissionOutcome, PermissionRequest
+from permissions.rules import Rule
 from runtime.assembly import build_runtime
 from runtime.events import (
     NoticeEvent,
@@ -289,7 +290,8 @@ def _with_url(message: str, model: Any) -> tuple[str, str | None]:
 
 
 def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMode,
-               state_dir: str | None = None, record: str | None = None, json_events: bool = False) -> int:
+               state_dir: str | None = None, record: str | None = None, json_events: bool = False,
+               rules: tuple[Rule, ...] = ()) -> int:
     from runtime.models import NO_MODEL_MESSAGE
 
     # Configuration first: nothing is called, asked or written before these are known to be right.
@@ -303,11 +305,10 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
         return EXIT_USAGE
     recorder = None
     if record:
-        from acp_server import __version__
+        from acp_server.recorder import transcript_meta
 
         try:
-            recorder = RunRecorder(record, {"gatewright": __version__, "host": "run", "model": str(factory.spec),
-                                            "mode": mode})
+            recorder = RunRecorder(record, transcript_meta(factory, mode, host="run", cwd=cwd, state_dir=state_dir))
         except OSError as exc:
             sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}\n")
             return EXIT_USAGE
@@ -317,7 +318,8 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
     observers = tuple(o for o in (printer if json_events else None, recorder) if o is not None)
     # The one composition root, as in the ACP host; only the gateway (and the sink, per turn) are this host's.
     runtime = build_runtime(session_id=SESSION_ID, cwd=cwd, model=model, gateway=TerminalGateway(observers=observers),
-                            mode=lambda: mode, state_dir=resolve_state_dir(state_dir)).runtime
+                            mode=lambda: mode, state_dir=resolve_state_dir(state_dir),
+                            configured_rules=rules).runtime
     sink = _fanout(printer, recorder) if recorder is not None else printer
     if recorder is not None:
         recorder.prompt(prompt)

@@ -13,7 +13,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -47,6 +47,7 @@ from runtime.models.base import (
     UserMessage,
     UserPart,
 )
+from runtime.prompts import prompt
 from runtime.sanitizer import normalise, tool_error, validate
 from runtime.tools.base import (
     EditorBridge,
@@ -62,16 +63,18 @@ from runtime.tools.base import (
 from runtime.tracing import META_KEY, CallRecord, check_output, find_trace, jsonable_trace, new_operation_id, wire_meta
 from runtime.workspace import PathError, Workspace
 
+if TYPE_CHECKING:
+    from runtime.context import SessionContext
+    from runtime.instructions import Signature
+
 log = logging.getLogger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 MODEL_FAILED = "The model call failed"  # the title of the notice a failed model call ends its turn with
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are gatewright, a careful coding agent working in the user's workspace through tools. Paths are relative "
-    "to the workspace root unless absolute. Prefer reading before editing, keep changes minimal, and explain briefly "
-    "what you did. A tool result starting with TOOL_ERROR describes a failure you can fix and retry."
-)
+# The base of every session's system prompt (runtime/prompts/system.md); the session's `SessionContext` adds the
+# project instructions and the environment to it at every model call.
+DEFAULT_SYSTEM_PROMPT = prompt("system")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +137,7 @@ class AgentRuntime:
         environment: ToolEnvironment,
         options: RuntimeOptions | None = None,
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        context: SessionContext | None = None,
     ) -> None:
         self.model = model
         self.registry = registry
@@ -141,6 +145,10 @@ class AgentRuntime:
         self.env = environment
         self.options = options or RuntimeOptions()
         self.system_prompt = system_prompt
+        # Project instructions and environment, added to `system_prompt` at every model call (None: the bare prompt).
+        self.context = context
+        # The nested instruction files this conversation has been shown (path → the version it saw).
+        self.instructions_seen: dict[str, Signature] = {}
         self.history: list[Message] = []
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
@@ -157,6 +165,8 @@ class AgentRuntime:
         self.steps_taken = 0
         self.before_step: StepHook | None = None
         self._turn_message: Message | None = None
+        # Without an OS sandbox the session says so once, at its first turn (a subagent's runtime never does).
+        self.sandbox_told = False
 
     # ---- control -------------------------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -173,8 +183,20 @@ class AgentRuntime:
         """Count usage spent on this runtime's behalf elsewhere (e.g. by a subagent) into its total."""
         self._add_usage(u)
 
+    def current_system_prompt(self) -> str:
+        """The system prompt the next model call sends."""
+        return self.context.system_prompt(self.system_prompt) if self.context is not None else self.system_prompt
+
     def tool_schemas(self) -> tuple[ToolSchema, ...]:
         return tuple(ToolSchema(t.name, t.description, t.schema) for t in self.registry.tools())
+
+    async def _tell_sandbox(self, emit: EventSink) -> None:
+        from runtime.sandbox import support
+
+        found = support()
+        if not found.active:
+            await emit(NoticeEvent("warning", "No sandbox",
+                                   f"{found.describe()}. Commands ask for approval more often (see /status)."))
 
     # ---- the turn ------------------------------------------------------------------------------------------------
     async def run_turn(self, parts: list[UserPart], emit: EventSink) -> TurnOutcome:
@@ -192,11 +214,18 @@ class AgentRuntime:
                 if self._cancel_requested:
                     scope.cancel()
                 try:
+                    if not self.sandbox_told:
+                        self.sandbox_told = True
+                        await self._tell_sandbox(emit)
+                    if self.context is not None:
+                        await self.context.enter_turn()
                     for hook in list(self.before_turn):
                         await hook()
                     outcome = await self._loop(emit, open_calls, start_len)
                 finally:
                     self._scope = None
+                    if self.context is not None:
+                        self.context.exit_turn()
         except anyio.get_cancelled_exc_class():
             # Cancelled from outside (a subagent's parent turn, or its time limit): still close every announced
             # call, so the client never keeps a call pending that nothing will finish.
@@ -224,7 +253,8 @@ class AgentRuntime:
             self.steps_taken += 1
             if self.before_step is not None:
                 await self.before_step(emit)
-            request = ModelRequest(self.system_prompt, tuple(self.history), self.tool_schemas(), self.env.session_id)
+            request = ModelRequest(self.current_system_prompt(), tuple(self.history), self.tool_schemas(),
+                                   self.env.session_id)
             text: list[str] = []
             thinking: list[str] = []
             calls: list[ToolCallRequest] = []
@@ -421,8 +451,28 @@ class AgentRuntime:
         except ToolFailure as exc:
             await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
             return
+        note = "" if result.is_error else self._instructions_for(item)
         await self._finish(slot, emit, "failed" if result.is_error else "completed", text,
-                           is_error=result.is_error, result=result)
+                           is_error=result.is_error, result=result, note=note)
+
+    def _instructions_for(self, call: ToolCall) -> str:
+        """Nested AGENTS.md text for the paths a successful call touched, the first time this conversation meets it."""
+        tool = self.registry.get(call.name)
+        if self.context is None or tool is None:
+            return ""
+        try:
+            resolved = []
+            for p, _ in tool.paths(call.arguments):
+                try:
+                    r = self.env.workspace.resolve(p)
+                except PathError:
+                    continue
+                if r.klass != "outside":
+                    resolved.append(r.path)
+            return self.context.attachments(resolved, self.instructions_seen) if resolved else ""
+        except Exception:  # instructions are a help: they never fail a call
+            log.debug("nested instructions for %s failed", call.name, exc_info=True)
+            return ""
 
     async def _overwrites_a_hidden_secret(self, call: ToolCall) -> str | None:
         """A write carrying the redaction marker into a file that holds a registered secret: the model saw the file
@@ -447,9 +497,9 @@ class AgentRuntime:
 
     async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
                       *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None,
-                      meta: dict[str, Any] | None = None, shown: str | None = None) -> None:
+                      meta: dict[str, Any] | None = None, shown: str | None = None, note: str = "") -> None:
         """`text` is what the model reads; `shown`, when given, is what the user sees instead (a refusal is told to
-        the model as an instruction, and to the user as what happened)."""
+        the model as an instruction, and to the user as what happened); `note` is attached for the model only."""
         call = slot.call
         cid = call.id or ""
         # The one place a tool's result becomes what the model reads and what the editor and the store get: a
@@ -464,7 +514,8 @@ class AgentRuntime:
             content: tuple[dict[str, Any], ...] = ({"type": "content", "content": {"type": "text", "text": seen}},)
             raw_output: Any = {"error": seen, "errorType": error_type}
         else:
-            output = cap_output(text, self.options.max_tool_output_chars)
+            # `note` (instructions attached for the model) comes after the cap: a long output never cuts it off.
+            output = cap_output(text, self.options.max_tool_output_chars) + note
             content = result.content if result and result.content else (
                 {"type": "content", "content": {"type": "text", "text": cap_output(text, 20_000)}},)
             raw_output = result.raw_output if result else None

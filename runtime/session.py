@@ -32,7 +32,8 @@ from runtime.updates import event_to_update, message_chunk
 if TYPE_CHECKING:
     from permissions.gateway import PermissionGateway
     from permissions.modes import ApprovalMode
-    from permissions.rules import Scope
+    from permissions.rules import Rule, Scope
+    from runtime.context import SandboxInfo
     from runtime.models import ModelFactory
     from runtime.models.base import ModelClient, UserPart
     from runtime.models.config import ModelEntry
@@ -86,12 +87,16 @@ class Session:
     priced_usage: Usage = field(default_factory=Usage)  # the part of runtime.total_usage already in `cost`
     journal: SessionJournal | None = None  # writes the session to the store as it goes (runtime.store.journal)
     mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
+    # The sandbox state the model is told about (runtime.context): a one-line description or a callable giving it.
+    sandbox: SandboxInfo = None
+    configured_rules: tuple[Rule, ...] = ()  # the config file's [permissions] allow/deny (runtime.config)
 
     def __post_init__(self) -> None:
         self.parts = build_runtime(
             session_id=self.id, cwd=self.cwd, additional_directories=self.additional_directories, model=self.model,
             gateway=self._gateway(), mode=lambda: self.mode, state_dir=self.state_dir, remember=self.remember,
-            options=self.options, editor=self._editor())
+            options=self.options, editor=self._editor(), configured_rules=self.configured_rules,
+            sandbox=self.sandbox)
         self.runtime = self.parts.runtime
         self.registry = self.parts.registry
         self.workspace = self.parts.workspace

@@ -132,7 +132,7 @@ def session_runtime(tmp_path: Path, model: Any, *, mode: str = "safe", answers: 
     parts = build_runtime(session_id="s1", cwd=str(ws), model=model, gateway=gateway, mode=lambda: mode_ref[0],
                           options=options, tools=[*builtin_tools(), SleepTool(), *(extra_tools or [])],
                           subagents=specs, retry=retry or RetryPolicy(base_delay_seconds=0),
-                          wrap_router=(lambda _: router) if router is not None else None)
+                          wrap_router=(lambda _: router) if router is not None else None, context=False)
     return parts.runtime, gateway, ws
 
 

@@ -71,8 +71,8 @@ class Harness:
         self.model = ScriptedModel(parse_script(json.dumps({"responses": responses})))
         # Rules and audit are this harness's own files (closed by `close`), not the process-wide ones.
         self.parts = build_runtime(session_id="sess_test", cwd=str(self.ws), model=self.model, gateway=self.gateway,
-                                   mode=lambda: self.mode, rule_database=self.db, audit=self.audit,
-                                   remember=remember, question_timeout=question_timeout)  # type: ignore[arg-type]
+                                   mode=lambda: self.mode, rule_database=self.db, audit=self.audit,  # type: ignore[arg-type]
+                                   remember=remember, question_timeout=question_timeout, context=False)
         self.registry = self.parts.registry
         self.rules = self.parts.rules
         self.executor = self.parts.approval

@@ -29,8 +29,9 @@ def test_importing_the_package_loads_none_of_its_modules():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
 
 
-# The runtime's public face for hosts: the package's names, and the modules that are themselves an API.
-PUBLIC_MODULES = {"runtime", "runtime.secrets", "runtime.commands"}
+# The runtime's public face for hosts: the package's names, and the modules that are themselves an API (the secret
+# registry, the slash commands, the config file, the OS sandbox).
+PUBLIC_MODULES = {"runtime", "runtime.secrets", "runtime.commands", "runtime.config", "runtime.sandbox"}
 
 
 def test_the_acp_host_imports_only_the_runtime_public_api():

@@ -87,7 +87,7 @@ def make_runtime(tmp_path: Path, responses: list[dict[str, Any]], *, mode: str =
     gateway = Gateway(list(answers))
     model = ScriptedModel(parse_script(json.dumps({"responses": responses})))
     rt = build_runtime(session_id="s1", cwd=str(ws), model=model, gateway=gateway, mode=lambda: mode, options=options,
-                       tools=[*builtin_tools(), SleepTool(), CrashTool(), BigTool()]).runtime
+                       tools=[*builtin_tools(), SleepTool(), CrashTool(), BigTool()], context=False).runtime
     return rt, gateway, ws, model
 
 

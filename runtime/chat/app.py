@@ -32,6 +32,7 @@ from runtime.updates import event_to_update
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from permissions.rules import Rule
     from runtime.loop import TurnOutcome
     from runtime.models import ModelFactory
     from runtime.store import SessionStore
@@ -220,7 +221,7 @@ def _banner(view: ChatView, session: ChatSession, continued: bool) -> None:
 
 
 def run_chat(*, cwd: str, factory: ModelFactory, mode: str, state_dir: str | None, resume: str | None = None,
-             continue_latest: bool = False) -> int:
+             continue_latest: bool = False, rules: tuple[Rule, ...] = ()) -> int:
     """The `chat` command. Configuration problems are one line on stderr and exit 2, before anything is shown."""
     from permissions.modes import parse_mode
     from permissions.store import state_dir as resolve_state_dir
@@ -241,7 +242,7 @@ def run_chat(*, cwd: str, factory: ModelFactory, mode: str, state_dir: str | Non
     store = open_store(state_dir)
     resolved = resolve_state_dir(state_dir)
     view = ChatView()
-    make = functools.partial(ChatSession, view=view)
+    make = functools.partial(ChatSession, view=view, configured_rules=rules)
     rec = None
     if resume is not None:
         rec = store.get(resume)

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from runtime.tracing import CallRecord
 
 Effect = Literal["read", "write", "execute", "other"]
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas" / "tools"
+# The argument schemas ship inside the package (package data), so a wheel or `pipx install` finds them too.
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 
 def digest(value: Any) -> str:
@@ -115,6 +116,9 @@ class Tool:
     description: str = ""
     kind: str = "other"  # ACP ToolKind
     read_only_hint: bool = False
+    # The processes this tool starts run under the OS sandbox (`runtime.sandbox`): reads it always allows (system
+    # and toolchain locations) need no question.
+    sandboxed: bool = False
 
     @functools.cached_property
     def schema(self) -> dict[str, Any]:
