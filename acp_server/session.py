@@ -1,8 +1,9 @@
 """One ACP session: its runtime, its approval mode, and the mapping from runtime events to `session/update`.
 
 `AcpPermissionGateway` is the ACP implementation of `permissions.PermissionGateway`: it round-trips
-`session/request_permission` so the editor owns the approval UI. `AcpToolApprovalDecorator` is the approval
-decorator built with that gateway.
+`session/request_permission` so the editor owns the approval UI (and, where the editor shows forms, asks why a call
+was declined). `AcpToolApprovalDecorator` is the approval decorator built with that gateway. A session's questions
+to the user go through its `AcpElicitor` (`acp_server.elicitation`); `session/cancel` withdraws them.
 """
 
 from __future__ import annotations
@@ -18,16 +19,18 @@ import anyio
 import orjson
 
 from acp_server.editor import AcpEditorBridge
+from acp_server.elicitation import AcpElicitor
 from permissions import ToolApprovalDecorator
 from permissions.audit import audit_log
 from permissions.decorator import AuditSink
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES, ApprovalMode
-from permissions.options import REMEMBER_CHOICES
+from permissions.options import REASON_FORM, REASON_QUESTION, REMEMBER_CHOICES
 from permissions.rules import RuleStore
 from permissions.store import rule_database, state_dir_problem
 from runtime.approval import make_describer
 from runtime.delegation import install_delegation
+from runtime.elicitation import CannotAsk
 from runtime.events import (
     NoticeEvent,
     PlanUpdated,
@@ -58,11 +61,25 @@ REMEMBER_OPTION = "remember"  # the session config option "Remember approvals in
 
 
 class AcpPermissionGateway:
-    """Asks the editor with `session/request_permission`. Anything but a valid selected option is not approval."""
+    """Asks the editor with `session/request_permission`. Anything but a valid selected option is not approval.
 
-    def __init__(self, conn: JsonRpcConnection, session_id: str) -> None:
+    With an elicitor that shows forms, it also asks why a call was declined (`ask_reason`)."""
+
+    def __init__(self, conn: JsonRpcConnection, session_id: str, elicitor: AcpElicitor | None = None) -> None:
         self.conn = conn
         self.session_id = session_id
+        self.elicitor = elicitor
+
+    async def ask_reason(self, request: PermissionRequest) -> str | None:
+        if self.elicitor is None or not self.elicitor.form:
+            return None
+        try:
+            answer = await self.elicitor.ask_form(REASON_QUESTION, REASON_FORM, request.call_id or None)
+        except CannotAsk as exc:
+            log.info("could not ask why %s was declined: %s", request.call_id, exc.reason)
+            return None
+        reason = (answer.content or {}).get("reason") if answer.action == "accept" else None
+        return reason if isinstance(reason, str) and reason.strip() else None
 
     async def request(self, request: PermissionRequest) -> PermissionOutcome:
         from acp_server.rpc import ClientError, ConnectionClosed
@@ -103,9 +120,10 @@ def parse_permission_answer(answer: Any, valid_ids: set[str]) -> PermissionOutco
 def AcpToolApprovalDecorator(
     delegate: ToolExecutor, conn: JsonRpcConnection, session_id: str, registry: ToolRegistry,
     mode: Callable[[], ApprovalMode], rules: RuleStore, audit: AuditSink | None = None,
+    elicitor: AcpElicitor | None = None,
 ) -> ToolApprovalDecorator[Any, Any, Any]:
-    return ToolApprovalDecorator(delegate, AcpPermissionGateway(conn, session_id), make_describer(registry), mode,
-                                 rules, audit)
+    return ToolApprovalDecorator(delegate, AcpPermissionGateway(conn, session_id, elicitor), make_describer(registry),
+                                 mode, rules, audit)
 
 
 def pending_tool_call(call_id: str, title: str, kind: str, raw_input: Any, content: Sequence[Any] | None,
@@ -198,7 +216,13 @@ class AcpSession:
     def __post_init__(self) -> None:
         self._chunk_prefixes: dict[str, bytes] = {}
         self.workspace = Workspace(self.cwd, self.additional_directories)
+        # Questions to the user, only in the modes the editor advertised (None: nothing is ever asked).
+        self.elicitor = AcpElicitor.from_capabilities(self.conn, self.id, self.client_caps)
         self.registry = ToolRegistry(builtin_tools())
+        if self.elicitor is not None and self.elicitor.form:
+            from runtime.tools.builtin.ask_user import AskUserTool
+
+            self.registry.add(AskUserTool())  # a tool the editor cannot serve is not offered to the model
         audit = None
         if self.state_dir is not None:
             # Said once per process, in one line, if the state dir cannot be written (see permissions._sqlite).
@@ -210,13 +234,13 @@ class AcpSession:
         router = RoutingToolExecutor(self.registry, self.options.tool_call_timeout_ms / 1000)
         # Retries sit under approval: an approved read is not asked again when a transient failure repeats it.
         executor = AcpToolApprovalDecorator(RetryingExecutor(router, self.registry), self.conn, self.id, self.registry,
-                                            lambda: self.mode, self.rules, audit)
+                                            lambda: self.mode, self.rules, audit, self.elicitor)
         self.runtime = AgentRuntime(
             model=self.model,
             registry=self.registry,
             executor=executor,
             environment=ToolEnvironment(self.id, self.workspace, editor=AcpEditorBridge.from_capabilities(
-                self.conn, self.id, self.client_caps)),
+                self.conn, self.id, self.client_caps), asker=self.elicitor),
             options=self.options,
         )
         install_delegation(self.runtime)
@@ -278,6 +302,9 @@ class AcpSession:
     def cancel(self) -> None:
         """Cancel the running turn and every prompt queued before now."""
         self.cancel_epoch += 1
+        if self.elicitor is not None:
+            # First, so that an MCP server waiting on a question hears `cancel` before its tool call is cancelled.
+            self.elicitor.cancel_all()
         self.runtime.cancel()
 
     async def send_update(self, update: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ import anyio.lowlevel
 
 from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
 from runtime import secrets
+from runtime.elicitation import UserAsker
 from runtime.events import (
     EventSink,
     PlanUpdated,
@@ -105,6 +106,7 @@ class ToolEnvironment:
     workspace: Workspace
     editor: EditorBridge | None = None
     state: dict[str, Any] = field(default_factory=dict)
+    asker: UserAsker | None = None  # how tools (and MCP servers) ask the user, when the host can
 
 
 @dataclass
@@ -374,7 +376,8 @@ class AgentRuntime:
         ctx = ToolContext(self.env.session_id, cid, self.env.workspace, editor=self.env.editor,
                           state=self.env.state, progress=progress, started=started,
                           operation_id=slot.record.operation_id, record=slot.record,
-                          emit=self._keeping_plan(emit))  # plans come from tools: keep the latest one
+                          emit=self._keeping_plan(emit),  # plans come from tools: keep the latest one
+                          asker=self.env.asker)
         try:
             result = await self.executor.execute(item, ctx)
         except ApprovalRejected as exc:
