@@ -160,9 +160,9 @@ def _clean_property(name: str, prop: Any) -> dict[str, Any]:
         if prop.get("default") is not None:
             out["default"] = _strings(prop["default"], f"the default of {where}", allow_empty=True)
         return out
-    shown = kind if isinstance(kind, str) else type(kind).__name__ if kind is not None else "untyped"
-    raise CannotAsk(f"{where} is {shown[:40]}; ACP forms only hold strings, numbers, integers, booleans and "
-                    "multiple choices of strings")
+    shown = f"type {kind[:40]!r}" if isinstance(kind, str) else "no type"
+    raise CannotAsk(f"{where} has {shown}; ACP forms only hold strings, numbers, integers, booleans and multiple "
+                    "choices of strings")
 
 
 def _text(value: Any, what: str) -> str:
