@@ -120,7 +120,8 @@ class ServerConnection:
         self._running: dict[str, int] = {}  # tool call id -> calls of it in flight on this connection
         self._questions: list[_OpenQuestion] = []
         self._url_ids: dict[str, str] = {}  # the server's elicitation id -> the one the editor was given
-        self._completed_send, self._completed = anyio.create_memory_object_stream[str](MAX_URL_IDS)
+        self._completed: list[str] = []  # URL-mode steps the server said are done, for the editor
+        self._completed_ready = anyio.Event()
 
     # ---- lifecycle -----------------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -220,13 +221,18 @@ class ServerConnection:
         elif method == "notifications/elicitation/complete":
             ours = self._url_ids.pop(str(getattr(getattr(note, "params", None), "elicitation_id", "")), None)
             if ours is not None:
-                with contextlib.suppress(anyio.WouldBlock):
-                    self._completed_send.send_nowait(ours)
+                self._completed.append(ours)
+                self._completed_ready.set()
 
     async def _forward_completions(self) -> None:
         """Tell the editor that a URL-mode step it showed is done (`elicitation/complete`)."""
-        async for elicitation_id in self._completed:
-            if self.asker is not None:
+        while True:
+            await self._completed_ready.wait()
+            self._completed_ready = anyio.Event()
+            done, self._completed = self._completed, []
+            for elicitation_id in done:
+                if self.asker is None:
+                    continue
                 try:
                     await self.asker.complete_url(elicitation_id)
                 except Exception:
