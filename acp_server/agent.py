@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from acp_server.rpc import JsonRpcConnection
     from acp_server.session import AcpSession
     from acp_server.session_methods import SessionLifecycle
+    from permissions.rules import Rule
     from runtime.models import ModelFactory
 
 log = logging.getLogger("gatewright.agent")
@@ -34,6 +35,7 @@ class AgentConfig:
     mode: str = "safe"
     model_factory: ModelFactory | None = None
     state_dir: str | None = None
+    rules: tuple[Rule, ...] = ()  # the config file's allow/deny rules, in every session
 
 
 class GatewrightAgent:
@@ -175,7 +177,7 @@ class GatewrightAgent:
         session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
                              runtime_options(), model_id=factory.default_id if factory and model else None,
                              model_choices=factory.choices() if factory else (),
-                             state_dir=state_dir(self.config.state_dir))
+                             state_dir=state_dir(self.config.state_dir), configured_rules=self.config.rules)
         self.sessions[sid] = session
         if servers:
             from runtime.mcp import connect_servers  # lazy: sessions without MCP servers never load it
@@ -332,6 +334,9 @@ def convert_prompt(blocks: list[Any], *, accepts_images: bool) -> tuple[list[Any
             else:
                 notes.append("(The current model does not take images; the attached image was not sent to it.)\n\n")
         elif kind == "audio":
+            # Checked like an image: the block is stored and replayed on `session/load` as the client sent it.
+            if not isinstance(b.get("data"), str) or not isinstance(b.get("mimeType"), str):
+                raise InvalidParams(f"Invalid params: prompt[{i}] audio needs \"data\" and \"mimeType\"")
             notes.append("(The current model does not take audio; the attached audio was not sent to it.)\n\n")
         else:
             raise InvalidParams(f"Invalid params: prompt[{i}] has unknown content type {kind[:50]!r}")

@@ -11,6 +11,7 @@ import argparse
 import logging
 import os
 import sys
+from dataclasses import dataclass
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -30,16 +31,44 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", default=os.environ.get("GATEWRIGHT_LOG", "WARNING"), help=argparse.SUPPRESS)
 
 
+def version() -> str:
+    """The installed distribution's version (package metadata), else the source tree's (running from a checkout)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("gatewright")
+    except PackageNotFoundError:
+        from acp_server import __version__
+
+        return __version__
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: the metadata is read only when asked for (argparse's own action builds its text up front)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kw: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="print `gatewright X.Y.Z` and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object,
+                 option_string: str | None = None) -> None:
+        sys.stdout.write(f"gatewright {version()}\n")
+        parser.exit(EXIT_OK)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gatewright",
                                      description="An ACP coding agent whose permissions you can trust.")
+    parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     acp = sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (what an editor launches)")
     _add_common(acp)
     run = sub.add_parser("run", help="run one prompt through the same runtime, approvals asked on the terminal")
     _add_common(run)
     run.add_argument("--cwd", default=None, help="workspace directory (default: the current directory)")
-    run.add_argument("prompt", nargs="+", help="the prompt")
+    run.add_argument("--json", action="store_true", help="one JSON object per event on stdout")
+    run.add_argument("prompt", nargs="+", help="the prompt; - reads it from stdin")
     sub.add_parser("demo", help="offline showcase: drive `gatewright acp` with a scripted model as an editor would")
     perms = sub.add_parser("permissions", help="list or revoke remembered permission rules (project and global)")
     perms_sub = perms.add_subparsers(dest="perm_command", metavar="ACTION")
@@ -67,21 +96,33 @@ def _setup_logging(level: str) -> None:
     install_log_filter()  # no record reaches stderr with a secret in it (keys known now and registered later)
 
 
-def _check_options(args: argparse.Namespace) -> tuple[object, str] | None:
-    """Validate model spec and mode; print a one-line error and return None on bad usage."""
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """What `acp` and `run` start with, checked before anything runs."""
+
+    factory: object  # runtime.models.ModelFactory
+    mode: str
+    rules: tuple = ()  # permissions.rules.Rule: the config file's allow/deny
+
+
+def _check_options(args: argparse.Namespace) -> Checked | None:
+    """Read the config file and validate model spec and mode; print a one-line error and return None on bad usage
+    or configuration. The mode: --mode, else GATEWRIGHT_MODE, else the config's `[permissions] mode`, else safe."""
     from permissions.modes import parse_mode
+    from runtime.config import load
     from runtime.models import ModelFactory, parse_model_spec
     from runtime.models.scripted import ScriptError
 
     try:
-        mode = parse_mode(args.mode)
-        factory = ModelFactory(parse_model_spec(args.model))
+        config = load()
+        mode = parse_mode(args.mode or config.permissions.mode)
+        factory = ModelFactory(parse_model_spec(args.model), config=config.models)
     except (ValueError, ScriptError) as exc:
         from runtime.secrets import redact_text
 
         sys.stderr.write(f"gatewright: {redact_text(str(exc))}\n")
         return None
-    return factory, mode
+    return Checked(factory, mode, config.permissions.rules)
 
 
 def cmd_acp(args: argparse.Namespace) -> int:
@@ -89,29 +130,50 @@ def cmd_acp(args: argparse.Namespace) -> int:
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
-    factory, mode = checked
     from acp_server.server import serve_stdio
 
-    return serve_stdio(factory, mode, record=args.record, state_dir=args.state_dir)  # type: ignore[arg-type]
+    return serve_stdio(checked.factory, checked.mode, record=args.record,  # type: ignore[arg-type]
+                       state_dir=args.state_dir, rules=checked.rules)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     _setup_logging(args.log_level)
+    try:
+        prompt = sys.stdin.read() if args.prompt == ["-"] else " ".join(args.prompt)
+    except (OSError, UnicodeDecodeError) as exc:
+        sys.stderr.write(f"gatewright: cannot read the prompt from stdin: {exc}\n")
+        return EXIT_USAGE
+    if not prompt.strip():
+        sys.stderr.write("gatewright: the prompt is empty\n")
+        return EXIT_USAGE
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
-    factory, mode = checked
     cwd = os.path.abspath(args.cwd or os.getcwd())
     if not os.path.isdir(cwd):
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
     from runtime.cli_host import run_prompt
 
-    return run_prompt(" ".join(args.prompt), cwd=cwd, factory=factory, mode=mode,  # type: ignore[arg-type]
-                      state_dir=args.state_dir)
+    return run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,  # type: ignore[arg-type]
+                      state_dir=args.state_dir, record=args.record, json_events=args.json,
+                      rules=checked.rules)  # type: ignore[arg-type]
 
 
 def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    if args.perm_command not in ("list", "revoke"):
+        sys.stderr.write("gatewright: permissions needs an action: `permissions list` or `permissions revoke ID`\n")
+        return EXIT_USAGE
+    import sqlite3
+
+    try:
+        return _permissions(args)
+    except (OSError, sqlite3.Error) as exc:
+        sys.stderr.write(f"gatewright: cannot open the remembered rules in the state dir: {exc}\n")
+        return EXIT_USAGE
+
+
+def _permissions(args: argparse.Namespace) -> int:
     import json
 
     from permissions.report import format_rules
@@ -139,7 +201,6 @@ def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         sys.stderr.write(f"gatewright: the remembered rules cannot be read ({exc.reason}); until they can, every "
                          "tool call asks. Repair or remove the file.\n")
         return 1
-    parser.parse_args(["permissions", "--help"])
     return EXIT_USAGE
 
 
@@ -172,7 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "acp":
         return cmd_acp(args)
     if args.command == "run":
-        return cmd_run(args)
+        try:
+            return cmd_run(args)
+        except KeyboardInterrupt:  # Ctrl-C before the turn's own handler is in place
+            return EXIT_INTERRUPTED
     if args.command == "permissions":
         return cmd_permissions(args, parser)
     if args.command == "audit":

@@ -1,7 +1,9 @@
 """Slash commands: what `available_commands_update` advertises, and running them.
 
 Built-in commands (`/help`, `/mode`, `/model`, `/permissions`, `/compact`, `/status`) run locally: they answer with
-`agent_message_chunk`s and `end_turn`, and only `/compact` calls the model (for the summary). Project commands are
+`agent_message_chunk`s (Markdown, which ACP clients render: a blank line before every list) and `end_turn`, and only
+`/compact` calls the model (for the summary). An unknown `/name` and an empty prompt are answered locally too: they
+never reach the model. Project commands are
 Markdown prompt templates in the workspace, `.gatewright/commands/NAME.md`: an optional front matter line
 `description: …`, then the prompt; `$ARGUMENTS` is replaced by what the user typed after the command (appended when
 the template has no `$ARGUMENTS`). A project command is a normal model turn with the expanded prompt.
@@ -46,8 +48,8 @@ BUILTINS: tuple[Command, ...] = (
     Command("help", "List the available commands"),
     Command("mode", "Show or switch the approval mode", "safe | manual | auto | read-only"),
     Command("model", "Show or switch the model of this session", "model id"),
-    Command("permissions", "List remembered approval rules; `/permissions revoke ID` forgets one; "
-                           "`/permissions remember session|project|everywhere` sets where answers are remembered",
+    Command("permissions", "List remembered approval rules; /permissions revoke ID forgets one; "
+                           "/permissions remember session|project|everywhere sets where answers are remembered",
             "revoke RULE_ID | remember SCOPE"),
     Command("compact", "Summarise the conversation so far into a checkpoint to free context"),
     Command("status", "Show this session: mode, model, context use and usage"),
@@ -117,6 +119,34 @@ def parse(blocks: list[Any]) -> tuple[str, str] | None:
     return (name, args.strip()) if _NAME.match(name) else None
 
 
+def is_empty(blocks: list[Any]) -> bool:
+    """A prompt with nothing in it: no blocks, or only text blocks that are empty or whitespace."""
+    return all(isinstance(b, dict) and b.get("type") == "text" and not str(b.get("text", "")).strip()
+               for b in blocks)
+
+
+EMPTY_PROMPT_REPLY = "The prompt was empty, so nothing was sent to the model. Type a request, or `/help` for commands."
+
+
+def unknown_reply(name: str, commands: list[Command]) -> str:
+    """The local answer to `/name` that is no command: the real ones, and how to send such text to the model."""
+    return (f"`/{name[:64]}` is not a command here, so nothing was sent to the model.\n\n**Commands**\n\n"
+            + command_list(commands)
+            + "\n\nTo ask the agent something that starts with a slash, put a word in front of it.")
+
+
+def command_list(commands: list[Command]) -> str:
+    """One Markdown list item per command, with its input hint (built-ins) in the same code span."""
+    return "\n".join(f"- `/{c.name}{' ' + c.hint if c.hint and c.template is None else ''}`: {c.description}"
+                     for c in commands)
+
+
+def markdown_list(head: str, items: list[str]) -> str:
+    """A paragraph, a blank line, then a list: how a Markdown client shows several lines as several lines (single
+    newlines inside a paragraph are joined into one)."""
+    return head + "\n\n" + "\n".join(f"- {item}" for item in items)
+
+
 def expand(template: str, args: str) -> str:
     if "$ARGUMENTS" in template:
         return template.replace("$ARGUMENTS", args)
@@ -126,9 +156,7 @@ def expand(template: str, args: str) -> str:
 async def run_builtin(agent: GatewrightAgent, session: AcpSession, name: str, args: str) -> str:
     """Run a built-in command; the text is the answer shown to the user."""
     if name == "help":
-        lines = ["Commands:"] + [f"- `/{c.name}`{' ' + c.hint if c.hint and c.template is None else ''}: "
-                                 f"{c.description}" for c in available(session)]
-        return "\n".join(lines)
+        return "**Commands**\n\n" + command_list(available(session))
     if name == "mode":
         from permissions.modes import MODES
 
@@ -198,9 +226,9 @@ async def _permissions(session: AcpSession, args: str) -> str:
     if not rules:
         lines.append("No remembered approval rules in this session.")
     else:
-        lines.append("Remembered approval rules:")
-        lines += [f"- `{r.id}` {r.action} {r.tool}: {r.label} ({r.scope})" for r in rules]
-    return "\n".join(lines)
+        lines.append("**Remembered approval rules**\n\n" + "\n".join(
+            f"- `{r.id}` {r.action} {r.tool}: {r.label} ({r.scope})" for r in rules))
+    return "\n\n".join(lines)  # paragraphs: a Markdown client joins single-newline lines into one
 
 
 async def _compact(session: AcpSession) -> str:
@@ -250,17 +278,18 @@ def _status(session: AcpSession) -> str:
     window = journal.window() if journal is not None else session.options.context_window
     used = journal.compactor.tokens(rt) if journal is not None else 0
     u = rt.total_usage
+    head = f"**Session** `{session.id}`" + (f": {session.title}" if session.title else "")
     lines = [
-        f"Session: {session.id}" + (f" ({session.title})" if session.title else ""),
-        f"Workspace: {session.cwd}",
-        f"Mode: {session.mode} · Model: {session.model_id or 'none'}",
+        f"Workspace: `{session.cwd}`",
+        f"Mode: {session.mode}",
+        f"Model: {session.model_id or 'none'}",
         f"Context: about {used} of {window} tokens in {len(rt.history)} messages",
         f"Usage: {u.input_tokens} input, {u.output_tokens} output tokens"
-        + (f" · cost {session.cost:.4f}" if session.cost else ""),
-        f"Remembered rules: {len(session.rules.list())}" + f" · “always” answers are remembered "
+        + (f", cost {session.cost:.4f}" if session.cost else ""),
+        f"Remembered rules: {len(session.rules.list())}; “always” answers are remembered "
         f"{SCOPE_WORDS[session.rules.remember]}",
     ]
     lines += state_lines(session)
     if journal is not None:
-        lines.append(f"Saved in: {journal.store.path}" + (" (saving failed)" if journal.broken else ""))
-    return "\n".join(lines)
+        lines.append(f"Saved in: `{journal.store.path}`" + (" (saving failed)" if journal.broken else ""))
+    return markdown_list(head, lines)

@@ -100,7 +100,11 @@ def run_demo() -> int:
         script = os.path.join(tmp, "demo-model.json")
         with open(script, "w", encoding="utf-8") as f:
             json.dump(DEMO_SCRIPT, f)
-        env = dict(os.environ, GATEWRIGHT_STATE_DIR=os.path.join(tmp, "state"))
+        # The user's own config (permission rules, default mode) must not change the showcase: an empty one.
+        config = os.path.join(tmp, "config.toml")
+        with open(config, "w", encoding="utf-8"):
+            pass
+        env = dict(os.environ, GATEWRIGHT_STATE_DIR=os.path.join(tmp, "state"), GATEWRIGHT_CONFIG=config)
         argv = [sys.executable, "-m", "acp_server", "--model", f"scripted:{script}", "--mode", "safe"]
         _say("gatewright demo: an editor session against `gatewright acp`, offline, with a scripted model")
         _say(f"  workspace: {ws}\n")

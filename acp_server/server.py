@@ -19,6 +19,7 @@ from acp_server.errors import RpcError, error_to_wire
 from acp_server.stdio import READ_CHUNK, guard_stdio
 
 if TYPE_CHECKING:
+    from permissions.rules import Rule
     from runtime.models import ModelFactory
 
 log = logging.getLogger("gatewright.server")
@@ -26,9 +27,15 @@ log = logging.getLogger("gatewright.server")
 WARM_UP_AFTER_S = 0.05  # idle time after serving starts before the first session's modules are loaded
 
 
-def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, state_dir: str | None = None) -> int:
-    agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory, state_dir=state_dir))
-    recorder = _recorder(record, factory, mode) if record else None
+def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, state_dir: str | None = None,
+                rules: tuple[Rule, ...] = ()) -> int:
+    agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory, state_dir=state_dir, rules=rules))
+    try:
+        recorder = _recorder(record, factory, mode) if record else None
+    except OSError as exc:
+        sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}
+")
+        return 2
     max_frame = _max_frame()
     # Until the event loop installs its own handlers nothing is running yet, so termination is simply an exit.
     import signal

@@ -26,9 +26,10 @@ from permissions.decorator import AuditSink
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES, ApprovalMode
 from permissions.options import REASON_FORM, REASON_QUESTION, REMEMBER_CHOICES
-from permissions.rules import RuleStore
+from permissions.rules import Rule, RuleStore
 from permissions.store import rule_database, state_dir_problem
 from runtime.approval import make_describer
+from runtime.context import SandboxInfo, SessionContext
 from runtime.delegation import install_delegation
 from runtime.elicitation import CannotAsk
 from runtime.events import (
@@ -212,6 +213,9 @@ class AcpSession:
     active_prompt: Any = None  # the params of the prompt holding `turn_lock` (to tell it from queued ones)
     cancelled_prompts: list[Any] = field(default_factory=list)  # params of queued prompts cancelled by request
     mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
+    # The sandbox state the model is told about (runtime.context): a one-line description or a callable giving it.
+    sandbox: SandboxInfo = None
+    configured_rules: tuple[Rule, ...] = ()  # the config file's [permissions] allow/deny (runtime.config)
 
     def __post_init__(self) -> None:
         self._chunk_prefixes: dict[str, bytes] = {}
@@ -228,8 +232,11 @@ class AcpSession:
             # Said once per process, in one line, if the state dir cannot be written (see permissions._sqlite).
             state_dir_problem(self.state_dir)
             # Project rules are keyed by the resolved workspace root; both files are opened at first use.
-            self.rules = RuleStore(rule_database(self.state_dir), self.workspace.cwd, self.rules.remember)
+            self.rules = RuleStore(rule_database(self.state_dir), self.workspace.cwd, self.rules.remember,
+                                   self.configured_rules)
             audit = audit_log(self.state_dir)
+        elif self.configured_rules:
+            self.rules = RuleStore(remember=self.rules.remember, configured=self.configured_rules)
         self.audit = audit
         router = RoutingToolExecutor(self.registry, self.options.tool_call_timeout_ms / 1000)
         # Retries sit under approval: an approved read is not asked again when a transient failure repeats it.
@@ -242,6 +249,7 @@ class AcpSession:
             environment=ToolEnvironment(self.id, self.workspace, editor=AcpEditorBridge.from_capabilities(
                 self.conn, self.id, self.client_caps), asker=self.elicitor),
             options=self.options,
+            context=SessionContext(self.workspace.cwd, lambda: self.mode, self.sandbox),
         )
         install_delegation(self.runtime)
 

@@ -136,7 +136,7 @@ class SessionLifecycle:
         session = AcpSession(new_id or rec.id, cwd, list(rec.additional_dirs), mode, agent.conn, model,
                              agent.client_caps, runtime_options(), model_id=model_id if model else None,
                              model_choices=factory.choices() if factory else (), title=rec.title,
-                             state_dir=state_dir(agent.config.state_dir))
+                             state_dir=state_dir(agent.config.state_dir), configured_rules=agent.config.rules)
         epoch, stored = self.store.context(rec.id)
         session.runtime.history = _repaired(stored)
         restore_state(session, rec.state)
@@ -278,16 +278,28 @@ class SessionLifecycle:
 
     # ---- around a prompt -----------------------------------------------------------------------------------------
     async def before_prompt(self, session: AcpSession, blocks: list[Any], parts: list[UserPart]) -> PromptPlan:
-        """Record the prompt, give the session its title, and run a local command if the prompt is one."""
+        """Record the prompt, give the session its title, and answer locally what is no request for the model: an
+        empty prompt, a built-in command, a `/name` that is no command."""
+        if commands.is_empty(blocks):
+            # Nothing to record or to send: the answer is straight to the connection, not part of the conversation.
+            reply = {"type": "text", "text": commands.EMPTY_PROMPT_REPLY}
+            await session.conn.notify("session/update", {"sessionId": session.id, "update": {
+                "sessionUpdate": "agent_message_chunk", "content": reply}})
+            return PromptPlan(parts, "end_turn")
         journal = session.journal
         if journal is not None:
             journal.record_prompt(blocks)
         parsed = commands.parse(blocks)
         command = None
+        text = None
         if parsed is not None:
-            command = next((c for c in commands.available(session) if c.name == parsed[0]), None)
+            available = commands.available(session)
+            command = next((c for c in available if c.name == parsed[0]), None)
+            if command is None:
+                text = commands.unknown_reply(parsed[0], available)
         if command is not None and command.template is None:
             text = await commands.run_builtin(self.agent, session, command.name, parsed[1] if parsed else "")
+        if text is not None:
             await session.send_update({"sessionUpdate": "agent_message_chunk",
                                        "content": {"type": "text", "text": text}})
             if journal is not None:

@@ -4,13 +4,17 @@ This module knows programs, not shell syntax. It receives one simple command as 
 unquoted by the parser walk), strips wrappers such as `env`, `sudo` or `xargs`, and judges the program that remains:
 proven read-only or not, destructive, networked, an interpreter, or a runner of another command (`find -exec`,
 `bash -c`, `eval`). Anything it does not recognise is judged "not read-only": the allowlist is the only way in.
+It also knows which words of a program name files (`named_paths`), and the environment under which the git
+commands it proves read-only run no program a repository configures (`READ_ONLY_GIT_ENV`).
 """
 
 from __future__ import annotations
 
+import posixpath
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +30,23 @@ class Word:
     option_safe: bool
     subst: bool = False
     expands: bool = False
+    splits: bool = False  # an unquoted expansion, glob or brace: bash may make several words of it, or none
+    tilde: bool = False  # starts with an unquoted `~`, which bash replaces with a home directory
+    fd_path: bool = False  # a lone process substitution: bash passes a /dev/fd path, never a file of the workspace
+
+
+@dataclass(frozen=True, slots=True)
+class NamedPath:
+    """A path a command names: the literal text as written (unquoted, unresolved; `~` and `~/...` stand for the
+    home directory, anything else relative is relative to the call's cwd), and whether the command may write it."""
+
+    text: str
+    writes: bool
+
+
+# How a named path is used: only read, written, as the command's proof says (read when the command is proven
+# read-only, written otherwise), or as the whole command line's proof says (a directory later commands run in).
+READS, WRITES, BY_PROOF, BY_LINE = "read", "write", "proof", "line"
 
 
 @dataclass(slots=True)
@@ -41,7 +62,11 @@ class Verdict:
     stdin_script: bool = False
     dynamic: bool = False
     script: str | None = None
+    dialect: str = "bash"  # how the shell that runs `script` reads it: "bash", or "sh" (a POSIX shell such as dash)
     nested: list[tuple[list[Word], str]] = field(default_factory=list)
+    paths: list[tuple[str, str]] = field(default_factory=list)  # (text, use) found by the program's own check
+    own_paths: bool = False  # the check named the program's paths itself; the generic scan stays out
+    opaque: bool = False  # the program touches paths no word names (`cd -`, `--files0-from`)
 
     def deny(self, reason: str) -> None:
         self.read_only = False
@@ -67,6 +92,7 @@ class Unwrapped:
     read_only: bool = True
     dynamic: bool = False
     stuck: bool = False
+    start: int = 0  # index of `words[0]` among the words of the original command
 
 
 def _names(text: str) -> frozenset[str]:
@@ -145,15 +171,39 @@ TRUSTED_DIRS = ("/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/")
 
 SENSITIVE_VARIABLES = _names(
     "PATH IFS ENV BASH_ENV SHELLOPTS BASHOPTS PS4 PROMPT_COMMAND HOME XDG_CONFIG_HOME PAGER MANPAGER EDITOR VISUAL "
-    "RIPGREP_CONFIG_PATH GCONV_PATH SUDO_ASKPASS SSH_ASKPASS BROWSER ZDOTDIR FPATH CDPATH GLOBIGNORE TERMINFO"
+    "RIPGREP_CONFIG_PATH GCONV_PATH SUDO_ASKPASS SSH_ASKPASS BROWSER ZDOTDIR FPATH CDPATH GLOBIGNORE TERMINFO "
+    "BASH_CMDS BASH_ALIASES EXECIGNORE LOCPATH TEXTDOMAIN TEXTDOMAINDIR"
 )
+"""`BASH_CMDS[ls]=./x` fills the command hash table, `EXECIGNORE` hides programs, `LOCPATH` supplies locales,
+`TEXTDOMAINDIR` message catalogs (bash expands the translation of `$"..."`)."""
 _SENSITIVE_PREFIXES = ("LD_", "DYLD_", "GIT_", "PYTHON", "LESS", "PERL", "RUBY", "NODE_", "BASH_FUNC_")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=", re.ASCII)
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+INTEGER_VARIABLES = _names("BASHPID EUID HISTCMD OPTIND PPID RANDOM SRANDOM UID")
+"""Variables bash gives the integer attribute (`declare -p`): assigning one evaluates the value as arithmetic, so
+`RANDOM='a[$(cmd)]'` runs `cmd`."""
+_LOCALE_VARIABLE = re.compile(r"LC_[A-Z_]+|LANG|LANGUAGE", re.ASCII)
+# Locales that read bytes as ASCII does. Under a multibyte locale such as zh_CN.GBK, bash reads the rest of the
+# script differently (`"中\"` ends a string there), so the parser's view of later lines would be wrong.
+_ASCII_LOCALE = re.compile(r"C|POSIX|C\.[Uu][Tt][Ff]-?8|[A-Za-z]{2,3}(?:_[A-Za-z]{2})?\.(?:UTF-8|utf8)(?:@\w+)?|")
 
 
 def is_sensitive_variable(name: str) -> bool:
     """True for variables that change which program runs or how (PATH, LD_PRELOAD, GIT_*, PAGER ...)."""
     return name in SENSITIVE_VARIABLES or name.startswith(_SENSITIVE_PREFIXES)
+
+
+def assignment_risk(name: str, value: Word | None) -> str | None:
+    """Why assigning `value` to `name` is not harmless, or None. `value=None` stands for a value nobody knows
+    (a `for` loop variable, a `{name}>` redirection, a name being unset)."""
+    if is_sensitive_variable(name):
+        return f"sets {name}, which changes what runs"
+    known = value is not None and value.exact
+    if name in INTEGER_VARIABLES and not (known and re.fullmatch(r"[0-9]*", value.text)):  # type: ignore[union-attr]
+        return f"assigns {name}, whose value bash evaluates as arithmetic"
+    if _LOCALE_VARIABLE.fullmatch(name) and not (known and _ASCII_LOCALE.fullmatch(value.text)):  # type: ignore[union-attr]
+        return f"sets {name} to a locale in which bash may read the command differently"
+    return None
 
 
 def program_name(word: Word) -> tuple[str, bool]:
@@ -193,6 +243,46 @@ def _rest_until(args: Sequence[Word], start: int, ends: tuple[str, ...]) -> list
             break
         out.append(a)
     return out
+
+
+# -- paths -------------------------------------------------------------------------------------------------------
+
+_TILDE_PREFIX = re.compile(r"~[^/]+")
+
+
+def looks_like_path(text: str) -> bool:
+    """True for text that names a file whatever the program: absolute, home-relative, `.`/`..`, or with a `/`."""
+    if not text or _URL.match(text):
+        return False
+    return text in (".", "..") or text.startswith(("/", "~")) or "/" in text
+
+
+def path_text(word: Word) -> str | None:
+    """The path to report for a literal word, or None when nobody can know it (`~user`, `~+`, `~-`): a quoted
+    leading `~` is a file name in the cwd, not the home directory."""
+    text = word.text
+    if not text.startswith("~"):
+        return text
+    if not word.tilde:
+        return "./" + text
+    return None if _TILDE_PREFIX.match(text) else text
+
+
+def _join(base: str, path: str) -> str:
+    """`path` as seen from the cwd when a program runs it from `base` (`git -C base`, `env -C base`)."""
+    if not base or path.startswith(("/", "~")):
+        return path
+    return posixpath.join(base, path)
+
+
+def _option_paths(text: str) -> list[str]:
+    """Candidate paths inside an option word: the value of `--opt=VALUE`, or a value glued to short options
+    (`-o/tmp/x`, `-I../include`: every suffix that looks like a path, since the letters are not known here)."""
+    if text.startswith("--"):
+        value = text.partition("=")[2]
+        return [value] if looks_like_path(value) else []
+    stop = next((k for k, ch in enumerate(text) if ch in "/~."), len(text))
+    return [text[k:] for k in range(2, min(stop, 12) + 1) if looks_like_path(text[k:])]
 
 
 # -- wrappers ----------------------------------------------------------------------------------------------------
@@ -301,17 +391,24 @@ def unwrap(words: list[Word]) -> Unwrapped:
             out.dynamic = split
             out.reasons.append("env -S splits a string into a command" if split else f"cannot tell what {name} runs")
             break
+        if name in ("env", "exec") and (why := _clears_environment(name, ws[1:i])):
+            # The runtime runs proven read-only commands with variables that disarm configured programs
+            # (`READ_ONLY_GIT_ENV`); a command that drops them is not read-only.
+            out.read_only = False
+            out.reasons.append(why)
         if name == "env":
             while i < len(ws) and (m := _ASSIGNMENT.match(ws[i].text)):
-                if is_sensitive_variable(m.group(1)):
+                why = assignment_risk(m.group(1), Word(ws[i].text[m.end() :], ws[i].exact, ws[i].option_safe))
+                if why:
                     out.read_only = False
-                    out.reasons.append(f"sets {m.group(1)}, which changes what runs")
+                    out.reasons.append(why)
                 i += 1
         i += spec.positionals
         if i >= len(ws):
             if name == "xargs":
                 out.wrappers.append(name)
                 out.words = [Word("echo", True, True)]
+                out.start += len(ws)  # `echo` stands in for a program no word names
                 out.read_only = False
                 out.reasons.append(spec.why)
             break  # a wrapper with no command (`env`, `nice`) only prints
@@ -320,7 +417,30 @@ def unwrap(words: list[Word]) -> Unwrapped:
             out.read_only = False
             out.reasons.append(spec.why)
         out.words = ws[i:]
+        out.start += i
     return out
+
+
+def _clears_environment(name: str, options: Sequence[Word]) -> str | None:
+    """Why `env`/`exec` options drop variables from the environment (`env -i`, `env -u GIT_...`, `exec -c`)."""
+    for k, w in enumerate(options):
+        t = w.text
+        if name == "exec":
+            if _short(t, "c"):
+                return "exec -c clears the environment"
+            continue
+        if t == "-" or _short(t, "i") or _long(t, "ignore-environment"):
+            return "env -i clears the environment"
+        unset = None
+        if t.startswith("--unset="):
+            unset = t.split("=", 1)[1]
+        elif t == "--unset" or (t.startswith("-") and not t.startswith("--") and t.endswith("u")):
+            unset = options[k + 1].text if k + 1 < len(options) and options[k + 1].exact else "?"
+        elif _short(t, "u"):
+            unset = t[t.index("u") + 1 :]
+        if unset is not None and (unset == "?" or is_sensitive_variable(unset) or not IDENTIFIER.fullmatch(unset)):
+            return f"env -u {unset} removes a variable that changes what runs"
+    return None
 
 
 # -- program checks ----------------------------------------------------------------------------------------------
@@ -457,45 +577,273 @@ def _sed(args: Sequence[Word], v: Verdict) -> None:
         v.deny("sed is read-only only as `sed -n 'Np'`")
 
 
-_GIT_READ_ONLY = frozenset({"status", "diff", "log", "show", "branch", "rev-parse", "ls-files", "blame", "grep"})
-_GIT_GLOBAL_FLAGS = _names("--no-pager -P --no-optional-locks --literal-pathspecs --no-replace-objects")
-_GIT_BRANCH_FLAGS = _names(
-    "-a --all -r --remotes -l --list -v -vv --verbose --show-current --no-color --color --column --no-column"
+# -- git ---------------------------------------------------------------------------------------------------------
+
+_GIT_CONFIG_OVERRIDES = (
+    ("core.fsmonitor", "false"),  # run by every command that reads the index (status, ls-files, grep ...)
+    ("core.hooksPath", "/dev/null"),  # post-index-change, reference-transaction ... hooks
+    ("core.pager", "cat"),
+    ("log.showSignature", "false"),  # verifying a signature runs gpg.program
+    ("gpg.program", "false"),  # `%G?` in a format, or in the repository's format.pretty, still verifies
+    ("gpg.openpgp.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("safe.bareRepository", "explicit"),  # a bare repository inside the workspace is not found by `git -C dir`
+    ("submodule.recurse", "false"),  # submodules bring configuration of their own
+    ("protocol.allow", "never"),
 )
 
 
+def _git_environment() -> dict[str, str]:
+    env = {"GIT_CONFIG_COUNT": str(len(_GIT_CONFIG_OVERRIDES))}
+    for i, (key, value) in enumerate(_GIT_CONFIG_OVERRIDES):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    # Variables beat configuration where configuration cannot: `pager.<command>` beats core.pager, and the
+    # repository's protocol.<name>.allow beats protocol.allow (a partial clone's lazy fetch runs core.sshCommand).
+    env["GIT_PAGER"] = "cat"
+    env["GIT_ALLOW_PROTOCOL"] = ""  # an empty list: no transport at all
+    env["GIT_NO_LAZY_FETCH"] = "1"
+    env["GIT_OPTIONAL_LOCKS"] = "0"  # no opportunistic rewrite of the index
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    return env
+
+
+READ_ONLY_GIT_ENV: Mapping[str, str] = MappingProxyType(_git_environment())
+"""Environment overrides under which the git commands this module proves read-only run no program a repository
+configures (core.fsmonitor, hooks, pagers, gpg.program, lazy fetches over ssh, embedded bare repositories).
+
+The proof of every git command depends on it: the runtime applies it to every command proven read-only (not only
+to the ones that name git, since a script may run git too), preferably through `read_only_git_env`, which keeps
+configuration the user passes in GIT_CONFIG_COUNT. Commands cannot take it off: GIT_* assignments, `unset`,
+`env -i`/`-u` and `exec -c` are never proven read-only. Git subcommands that run diff, textconv or filter drivers
+(status, diff, blame, show and log with patches) are not proven at all: driver names come from the repository's
+`.gitattributes`, so no fixed environment can disarm them (git 2.39 has no GIT_ATTR_SOURCE).
+"""
+
+
+def read_only_git_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """`environ` with `READ_ONLY_GIT_ENV` applied. Configuration entries the environment already passes in
+    GIT_CONFIG_COUNT/KEY_n/VALUE_n are kept and ours follow them, so ours win (git reads them in order)."""
+    out = dict(environ)
+    count = environ.get("GIT_CONFIG_COUNT", "")
+    base = int(count) if count.isdigit() and int(count) < 10_000 else 0
+    for i, (key, value) in enumerate(_GIT_CONFIG_OVERRIDES):
+        out[f"GIT_CONFIG_KEY_{base + i}"] = key
+        out[f"GIT_CONFIG_VALUE_{base + i}"] = value
+    out.update((k, v) for k, v in READ_ONLY_GIT_ENV.items() if not k.startswith("GIT_CONFIG_"))
+    out["GIT_CONFIG_COUNT"] = str(base + len(_GIT_CONFIG_OVERRIDES))
+    return out
+
+
+_GIT_GLOBAL_FLAGS = _names("--no-pager -P --no-optional-locks --literal-pathspecs --no-replace-objects")
+_GIT_LOCATION_OPTIONS = _names("--git-dir --work-tree --namespace --super-prefix --config-env --exec-path")
+_GIT_BRANCH_FLAGS = _names(
+    "-a --all -r --remotes -l --list -v -vv --verbose --show-current --no-color --color --column --no-column"
+)
+# What git subcommands without patches accept (an allowlist: patches, pickaxe and --textconv run diff drivers).
+_GIT_LOG_FLAGS = _names(
+    "--oneline --graph --all --branches --tags --remotes --merges --no-merges --first-parent --reverse "
+    "--relative-date --abbrev-commit --no-abbrev-commit --no-abbrev --stat --shortstat --numstat --name-only "
+    "--name-status --summary --follow --topo-order --date-order --author-date-order --left-right --cherry-pick "
+    "--cherry-mark --boundary --ancestry-path --simplify-by-decoration --no-color --parents --children --source "
+    "--mailmap --use-mailmap --no-mailmap --no-walk --full-history --no-renames --decorate --no-decorate "
+    "--regexp-ignore-case --extended-regexp --fixed-strings --basic-regexp --perl-regexp --invert-grep --all-match "
+    "--no-notes --notes --dense --sparse --walk-reflogs --find-renames --find-copies --no-expand-tabs --color "
+    "--count --objects --in-commit-order --no-object-names --timestamp --exclude-first-parent-only --no-patch "
+    "-s -i -E -F -P -z -M -C -g"
+)
+_GIT_LOG_VALUES = _names(
+    "-n --max-count --skip --since --after --until --before --author --committer --grep --date --exclude --glob "
+    "--encoding --max-parents --min-parents --decorate-refs --decorate-refs-exclude --diff-filter"
+)
+_GIT_LOG_GLUED = _names("--format --pretty --abbrev --decorate --color --stat --branches --tags --remotes --notes")
+_GIT_OPTIONS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
+    # subcommand: (flags, options whose value may follow as the next word, options whose value must be glued)
+    "log": (_GIT_LOG_FLAGS, _GIT_LOG_VALUES, _GIT_LOG_GLUED),
+    "rev-list": (_GIT_LOG_FLAGS, _GIT_LOG_VALUES, _GIT_LOG_GLUED),
+    "show": (_GIT_LOG_FLAGS, _GIT_LOG_VALUES, _GIT_LOG_GLUED),
+    "ls-files": (
+        _names(
+            "-c --cached -d --deleted -o --others -i --ignored -s --stage -u --unmerged -k --killed -z -t -v -f "
+            "--directory --no-empty-directory --eol --deduplicate --full-name --error-unmatch --exclude-standard "
+            "--sparse --debug"
+        ),
+        _names("-x --exclude -X --exclude-from --exclude-per-directory --with-tree --abbrev --format"),
+        frozenset(),
+    ),
+    "ls-tree": (
+        _names("-d -r -t -l --long -z --name-only --name-status --object-only --full-name --full-tree"),
+        _names("--abbrev --format"),
+        frozenset(),
+    ),
+    "cat-file": (_names("-t -s -e -p --allow-unknown-type"), frozenset(), frozenset()),
+    "show-ref": (
+        _names("--head --heads --tags -d --dereference -s --hash --verify -q --quiet"),
+        frozenset(),
+        _names("--abbrev --hash"),
+    ),
+    "for-each-ref": (
+        _names("--shell --perl --python --tcl --ignore-case --include-root-refs"),
+        _names("--format --sort --count --points-at --merged --no-merged --contains --no-contains --exclude"),
+        frozenset(),
+    ),
+    "describe": (
+        _names("--tags --all --long --contains --exact-match --first-parent --always --debug"),
+        _names("--abbrev --match --exclude --candidates"),
+        frozenset(),
+    ),
+    "merge-base": (_names("-a --all --octopus --independent --is-ancestor --fork-point"), frozenset(), frozenset()),
+}
+_GIT_DRIVERS = {
+    "status": "git status runs filter drivers the repository configures",
+    "diff": "git diff runs diff and filter drivers the repository configures",
+    "blame": "git blame runs textconv and filter drivers the repository configures",
+}
+_GIT_INSPECT = frozenset(_GIT_OPTIONS) | frozenset(_GIT_DRIVERS) | _names(
+    "rev-parse grep shortlog whatchanged diff-tree diff-files diff-index show-branch name-rev count-objects "
+    "check-ignore check-attr var help version verify-commit verify-tag cherry range-diff"
+)
+"""Subcommands that never write the repository (whatever programs its configuration may make them run)."""
+_GIT_LISTINGS = {
+    "tag": ("-l", "--list"),
+    "stash": ("list", "show"),
+    "remote": ("-v", "--verbose", "show", "get-url"),
+    "config": ("-l", "--list", "--get", "--get-all", "--get-regexp", "--get-urlmatch"),
+    "worktree": ("list",),
+    "notes": ("list", "show"),
+    "reflog": ("show",),
+}
+"""Subcommands that only read when called with one of these arguments (or, for `_GIT_LISTS_BARE`, with none)."""
+_GIT_LISTS_BARE = _names("tag remote notes reflog")
+
+
+def _git_option_problem(sub: str, rest: Sequence[Word]) -> str | None:
+    """Why the options of `git sub` leave the allowlist, or None."""
+    flags, values, glued = _GIT_OPTIONS[sub]
+    skip = False
+    for a in rest:
+        t = a.text if a.exact else ""
+        if skip or not t.startswith("-") or t == "-":
+            skip = False
+            continue
+        if t == "--":
+            return None
+        stem, eq, value = t.partition("=")
+        if stem in ("--format", "--pretty") and "%G" in value:
+            return f"git {sub} --format=%G verifies signatures with a program"
+        if eq and (stem in values or stem in glued):
+            continue
+        if not eq and t in flags:
+            continue
+        if not eq and t in values:
+            skip = True
+            continue
+        if "-n" in values and re.fullmatch(r"-n?[0-9]+", t):
+            continue
+        if t in ("-p", "-u") or _long(t, "patch", "textconv", "ext-diff"):
+            return f"git {sub} {stem} runs diff drivers the repository configures"
+        return f"git {sub} {stem} is not known to be read-only"
+    return None
+
+
+def _git_subcommand(sub: str, rest: Sequence[Word]) -> str | None:
+    """Why `git sub rest` is not proven read-only, or None."""
+    texts = [a.text for a in rest if a.exact]
+    if sub in ("diff", "log", "show") and any(_long(t, "output") for t in texts):
+        return f"git {sub} --output writes a file"
+    if sub in _GIT_DRIVERS:
+        return _GIT_DRIVERS[sub]
+    if sub == "show" and not {"-s", "--no-patch"} & set(texts):
+        return "git show runs diff drivers the repository configures (unless it shows no patch: -s)"
+    if sub == "ls-files" and any(_short(t, "m") or _long(t, "modified") for t in texts):
+        return "git ls-files -m runs filter drivers the repository configures"
+    if sub == "describe" and any(_long(t, "dirty", "broken") for t in texts):
+        return "git describe --dirty runs filter drivers the repository configures"
+    if sub == "grep":
+        if any(_long(t, "textconv") for t in texts):
+            return "git grep --textconv runs textconv drivers the repository configures"
+        if any(_short(t, "O") or _long(t, "open-files-in-pager") for t in texts):
+            return "git grep -O runs a program"
+        if any(_long(t, "recurse-submodules", "ext-grep") for t in texts):
+            return "git grep --recurse-submodules reads the configuration of submodules"
+        return None
+    if sub == "branch":
+        listing = any(t in ("-l", "--list") for t in texts)
+        if any(t not in _GIT_BRANCH_FLAGS and (t.startswith("-") or not listing) for t in texts):
+            return "git branch with arguments changes branches"
+        return None
+    if sub == "rev-parse":
+        return None
+    if sub in _GIT_OPTIONS:
+        return _git_option_problem(sub, rest)
+    return f"git {sub} is not known to be read-only"
+
+
+def _git_inspects(sub: str, rest: Sequence[Word]) -> bool:
+    """True when `git sub rest` cannot write the repository (so it names no `.git` as written)."""
+    if sub in _GIT_INSPECT:
+        return sub != "branch" or _git_subcommand(sub, rest) is None
+    if sub in _GIT_LISTINGS:
+        first = next((a for a in rest if not (a.exact and a.text in ("-q", "--quiet"))), None)
+        if first is None:
+            return sub in _GIT_LISTS_BARE  # a bare `git stash` stashes
+        return first.exact and first.text in _GIT_LISTINGS[sub]
+    return False
+
+
 def _git(args: Sequence[Word], v: Verdict) -> None:
-    i = 0
+    v.own_paths = True
+    base, located, i = "", True, 0
+    named: list[str] = []
     while i < len(args) and args[i].exact and args[i].text.startswith("-"):
         t = args[i].text
+        stem, eq, value = t.partition("=")
         if t in ("-C", "-c"):
-            if t == "-c":
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            if nxt is None or not nxt.exact:
+                # An unquoted `$X` after -C could split into `. -c core.pager=...`.
+                v.deny(f"an expanded argument could smuggle an option into git {t}")
+                located, v.opaque = False, True
+            elif t == "-c":
                 v.deny("git -c sets configuration that can run programs")
+                located = False
+            elif nxt.text:
+                place = path_text(nxt)
+                if place is None:
+                    v.opaque = True
+                else:
+                    base = _join(base, place)
+                    named.append(base)
             i += 2
+            continue
+        if stem in _GIT_LOCATION_OPTIONS:
+            v.deny("git option can point git at other configuration or programs")
+            located = False
+            takes_next = not eq and stem != "--exec-path"
+            where = value if eq else (args[i + 1].text if takes_next and i + 1 < len(args) else "")
+            if stem in ("--git-dir", "--work-tree", "--exec-path") and where:
+                named.append(_join(base, where))
+            i += 2 if takes_next else 1
             continue
         if t not in _GIT_GLOBAL_FLAGS:
             v.deny("git option can point git at other configuration or programs")
+            located = False
         i += 1
     if i >= len(args) or not args[i].exact:
         v.deny("could not tell which git subcommand runs")
+        v.opaque = v.opaque or i < len(args)
+        v.paths += [(p, WRITES) for p in named] + [(_join(base, ".git"), WRITES)]
         return
     sub, rest = args[i].text, args[i + 1 :]
     texts = [a.text for a in rest if a.exact]
     if sub in NETWORK_SUBCOMMANDS["git"]:
         v.net(f"git {sub} uses the network")
-    if sub not in _GIT_READ_ONLY:
-        v.deny(f"git {sub} is not known to be read-only")
     _smuggling("git", rest, v)
-    if sub in ("diff", "log", "show") and any(_long(t, "output", "ext-diff") for t in texts):
-        v.deny(f"git {sub} --output writes a file")
-    if sub == "grep" and any(_short(t, "O") or _long(t, "open-files-in-pager") for t in texts):
-        v.deny("git grep -O runs a program")
-    if sub == "branch":
-        listing = any(t in ("-l", "--list") for t in texts)
-        if any(t not in _GIT_BRANCH_FLAGS and (t.startswith("-") or not listing) for t in texts):
-            v.deny("git branch with arguments changes branches")
-        if any(t in ("-D", "--delete") or _short(t, "D") for t in texts):
-            v.destroy(GIT_DESTRUCTIVE["branch"])
+    if why := _git_subcommand(sub, rest):
+        v.deny(why)
+    if sub == "branch" and any(t in ("-D", "--delete") or _short(t, "D") for t in texts):
+        v.destroy(GIT_DESTRUCTIVE["branch"])
     destructive = {
         "reset": any(t in ("--hard", "--merge", "--keep") for t in texts),
         "clean": True,
@@ -511,6 +859,39 @@ def _git(args: Sequence[Word], v: Verdict) -> None:
     }
     if destructive.get(sub):
         v.destroy(GIT_DESTRUCTIVE[sub])
+    inspects = located and _git_inspects(sub, rest)
+    use = READS if inspects or v.read_only else WRITES
+    v.paths += [(p, use) for p in named]
+    skip = False
+    for a in rest:
+        if skip:
+            skip = False
+            continue
+        if not a.exact:
+            v.opaque = v.opaque or not a.fd_path
+            continue
+        t = a.text
+        if t in ("-m", "--message"):
+            skip = True  # a commit message, not a path
+        elif t.startswith("--") and "=" in t:
+            value = t.split("=", 1)[1]
+            if not t.startswith(("--message=", "--format=", "--pretty=", "--grep=", "--author=")) and looks_like_path(
+                value
+            ):
+                v.paths.append((_join(base, value), use))
+        elif not t.startswith("-") and not t.startswith(":") and looks_like_path(t):
+            place = path_text(a)
+            if place is None:
+                v.opaque = True
+            else:
+                v.paths.append((_join(base, place), use))
+    if not inspects:
+        # Whatever else it touches, a git command that may write the repository writes under `.git`.
+        v.paths.append((_join(base, ".git"), WRITES))
+
+
+_DIALECTS = {"bash": "bash", "sh": "sh", "dash": "sh", "ash": "sh"}
+"""Shells whose `-c` scripts are analysed, and how they read them (`sh` is dash on Debian, bash elsewhere)."""
 
 
 def _shell(prog: str, args: Sequence[Word], v: Verdict) -> None:
@@ -533,12 +914,20 @@ def _shell(prog: str, args: Sequence[Word], v: Verdict) -> None:
             i += 1
             continue
         break
+    dialect = _DIALECTS.get(prog)
     if not has_c:
         v.interpreter = True
         v.stdin_script = i >= len(args)
         v.deny(f"runs a {prog} script" if i < len(args) else f"runs {prog} on commands from its input")
+        v.dialect = dialect or "other"
+    elif dialect is None:
+        # zsh, ksh and fish read text differently from bash (zsh runs code in glob qualifiers such as `*(e:cmd:)`):
+        # their scripts are not analysed as bash.
+        v.interpreter = True
+        v.deny(f"runs {prog} code, which is not analysed")
     elif i < len(args) and args[i].exact:
         v.script = args[i].text
+        v.dialect = dialect
     else:
         v.interpreter = True
         v.dynamic = True
@@ -556,6 +945,72 @@ def _printf(args: Sequence[Word], v: Verdict) -> None:
         v.deny("printf -v sets a shell variable")
 
 
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_FILE_TESTS = _names("-a -b -c -d -e -f -g -h -k -p -r -s -u -w -x -G -L -N -O -S")
+_FILE_COMPARISONS = _names("-nt -ot -ef")
+_INTEGER = re.compile(r"[-+]?[0-9]+", re.ASCII)
+_TEST_OPERATORS = _FILE_TESTS | _FILE_COMPARISONS | _ARITHMETIC_TESTS | _names("! ( ) -o -z -n = == != < > =~")
+
+
+def test_risk(tokens: Sequence[Word], *, conditional: bool) -> str | None:
+    """Why bash may evaluate data as code in the arguments of `test`/`[` (or, with `conditional`, of `[[`).
+
+    bash evaluates the subscript in the operand of `-v` (`test -v 'a[$(cmd)]'` runs `cmd`) and, in `[[`, both
+    operands of an arithmetic comparison as arithmetic. The `test` builtin compares plain integers only, but is held
+    to the same rule. For `test`/`[` the words are expanded before the builtin sees them, so any word that could
+    expand to `-v` (or into several words) counts as one.
+    """
+    for i, t in enumerate(tokens):
+        nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+        if not conditional and t.splits:
+            return "an expanded test argument could become an operator and its operand"
+        may_be_v = (t.exact and t.text in ("-v", "-R")) or (not conditional and not t.exact and not t.option_safe)
+        if may_be_v and nxt is not None and not (nxt.exact and "[" not in nxt.text):
+            return "test -v evaluates the subscript of its operand as arithmetic"
+        if t.exact and t.text in _ARITHMETIC_TESTS:
+            prev = tokens[i - 1] if i else None
+            if not all(w is not None and w.exact and _INTEGER.fullmatch(w.text) for w in (prev, nxt)):
+                return "an arithmetic comparison evaluates its operands as arithmetic"
+    return None
+
+
+def test_paths(tokens: Sequence[Word], *, conditional: bool = False) -> tuple[list[str], bool]:
+    """The files `test`/`[`/`[[` arguments name (operands of file tests), and whether some cannot be known
+    (in `[[`, bash neither splits nor globs words)."""
+    paths: list[str] = []
+    opaque = not conditional and any(t.splits for t in tokens)
+    for i, t in enumerate(tokens):
+        if not t.exact:
+            continue
+        operands = []
+        if t.text in _FILE_TESTS:
+            operands = [i + 1]
+        elif t.text in _FILE_COMPARISONS:
+            operands = [i - 1, i + 1]
+        for k in operands:
+            if 0 <= k < len(tokens) and not (tokens[k].exact and tokens[k].text in _TEST_OPERATORS):
+                place = path_text(tokens[k]) if tokens[k].exact else None
+                if place is None:
+                    opaque = opaque or not tokens[k].fd_path
+                elif place:
+                    paths.append(place)
+    return paths, opaque
+
+
+def _test(prog: str) -> _Check:
+    def check(args: Sequence[Word], v: Verdict) -> None:
+        tokens = list(args)
+        if prog == "[" and tokens and tokens[-1].exact and tokens[-1].text == "]":
+            tokens.pop()
+        if why := test_risk(tokens, conditional=False):
+            v.deny(why)
+        paths, v.opaque = test_paths(tokens)
+        v.paths += [(p, BY_PROOF) for p in paths]
+        v.own_paths = True
+
+    return check
+
+
 _CHECKERS: dict[str, _Check] = {
     "find": _find,
     "fd": _fd,
@@ -569,6 +1024,8 @@ _CHECKERS: dict[str, _Check] = {
     "git": _git,
     "eval": _eval,
     "printf": _printf,
+    "test": _test("test"),
+    "[": _test("["),
     "tree": _flags("tree", "oR", (), "tree -o writes a file"),
     "file": _flags("file", "C", ("compile",), "file -C writes a file"),
 }
@@ -643,3 +1100,297 @@ def judge(words: Sequence[Word], *, known: bool = True) -> Verdict:
     elif not v.read_only and not v.network and any(a.exact and _URL.match(a.text) for a in args):
         v.net(f"passes a URL to {name}")
     return v
+
+
+# -- the paths a command names -----------------------------------------------------------------------------------
+
+_NO_PATH_ARGS = _names(
+    "echo printf true false : type which command basename dirname printenv id whoami uname pwd env eval"
+)
+"""Programs that treat their arguments as text, never as files (a glob among them still reads directories)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Operands:
+    """How a program's arguments name files: `values` options take a value that is no file (skipped), `files`
+    options take a file, and with `pattern_first` the first operand is a pattern unless a `given` option gave one."""
+
+    values: frozenset[str] = frozenset()
+    files: frozenset[str] = frozenset()
+    pattern_first: bool = False
+    given: frozenset[str] = frozenset()
+    pairs: frozenset[str] = frozenset()  # options followed by a name and a value (`jq --arg name value`)
+    code: frozenset[str] = frozenset()  # options whose value is program code (`python -c CODE`)
+
+
+_GREP = _Operands(
+    _names(
+        "-e --regexp -m --max-count -A -B -C --context --after-context --before-context --label --include --exclude "
+        "--exclude-dir --color --colour -d --directories -D --devices --binary-files"
+    ),
+    _names("-f --file --exclude-from"),
+    True,
+    _names("-e --regexp -f --file"),
+)
+_OPERANDS: dict[str, _Operands] = {
+    "grep": _GREP,
+    "egrep": _GREP,
+    "fgrep": _GREP,
+    "rg": _Operands(
+        _names(
+            "-e --regexp -g --glob --iglob -t --type -T --type-not --type-add --type-clear -m --max-count -A -B -C "
+            "--context -M --max-columns -j --threads -r --replace -E --encoding --max-depth -d --sort --sortr "
+            "--colors --color --path-separator --context-separator --field-match-separator --max-filesize --engine"
+        ),
+        _names("-f --file --ignore-file"),
+        True,
+        _names("-e --regexp -f --file"),
+    ),
+    "sed": _Operands(_names("-e --expression -l --line-length"), _names("-f --file"), True, _names("-e -f")),
+    "awk": _Operands(_names("-v -F"), _names("-f"), True, _names("-f")),
+    "jq": _Operands(
+        _names("--indent --tab"), _names("-f --from-file -L"), True, _names("-f --from-file"),
+        _names("--arg --argjson --slurpfile --rawfile"),
+    ),
+    "head": _Operands(_names("-n -c --lines --bytes")),
+    "tail": _Operands(_names("-n -c --lines --bytes --pid -s --sleep-interval --max-unchanged-stats")),
+    "cut": _Operands(_names("-b -c -d -f --bytes --characters --delimiter --fields --output-delimiter")),
+    "sort": _Operands(_names("-k --key -t --field-separator -S --buffer-size --parallel"), _names("-o --output -T")),
+    "date": _Operands(_names("-d --date -I"), _names("-f --file -r --reference")),
+    "git": _Operands(),
+}
+_OPERANDS |= {
+    "python": _Operands(_names("-m -W -X"), code=_names("-c")),
+    "node": _Operands(_names("-r --require --import --loader"), code=_names("-e --eval -p --print")),
+    "perl": _Operands(_names("-M -m"), _names("-I"), code=_names("-e -E")),
+    "ruby": _Operands(_names("-r"), _names("-I"), code=_names("-e")),
+    "php": _Operands(_names("-d"), code=_names("-r")),
+    "lua": _Operands(_names("-l"), code=_names("-e")),
+    "Rscript": _Operands(code=_names("-e")),
+    "osascript": _Operands(code=_names("-e")),
+    "pwsh": _Operands(code=_names("-c -Command")),
+}
+for _alias, _name in (("gawk", "awk"), ("mawk", "awk"), ("nodejs", "node"), ("deno", "node"), ("luajit", "lua")):
+    _OPERANDS[_alias] = _OPERANDS[_name]
+_QUOTED = re.compile(r"""(["'`])((?:\\.|(?!\1)[^\\\n])*)\1""")
+_FOLLOWS_LINKS = {
+    "grep": ("R", ("dereference-recursive",)),
+    "egrep": ("R", ("dereference-recursive",)),
+    "fgrep": ("R", ("dereference-recursive",)),
+    "rg": ("L", ("follow",)),
+    "fd": ("L", ("follow",)),
+    "du": ("L", ("dereference",)),
+    "tree": ("l", ()),
+}
+"""Options that follow symbolic links while walking a tree: the walk may leave every directory the words name."""
+_FIND_VALUES = _names(
+    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -type -xtype -perm -size -user "
+    "-group -uid -gid -mtime -mmin -atime -amin -ctime -cmin -used -links -inum -maxdepth -mindepth -printf "
+    "-context -regextype -fstype"
+)
+_FIND_FILES = _names("-newer -anewer -cnewer -samefile -fprint -fprint0 -fls -fprintf -files0-from")
+
+
+def _scan_operands(
+    name: str, args: Sequence[Word], use: str, out: list[tuple[str, str]], spec: _Operands | None = None
+) -> bool:
+    """The files a program's operands and option values name (generic rules, refined by `_OPERANDS`);
+    returns whether some word may expand to a path nobody can know."""
+    spec = spec or _OPERANDS.get(name, _Operands())
+    opaque, ended, pattern = False, False, spec.pattern_first
+    pending: list[str] = []  # what the next words are: "file", "code" or "value" (no file)
+    follows = _FOLLOWS_LINKS.get(name)
+    for a in args:
+        if pending:
+            kind = pending.pop(0)
+            if kind == "file":
+                place = path_text(a) if a.exact else None
+                opaque = opaque or (place is None and not a.fd_path)
+                out.extend([(place, use)] if place else [])
+            elif kind == "code":
+                opaque = _code_paths(a, out) or opaque
+            continue
+        if not a.exact:
+            # A quoted expansion in the pattern's place is the pattern; anywhere else it may be any path.
+            opaque = opaque or not a.fd_path and (a.splits or not pattern)
+            pattern = False
+            continue
+        t = a.text
+        if not ended and t == "--":
+            ended = True
+            continue
+        if not ended and t.startswith("-") and t != "-":
+            long = t.startswith("--")
+            stem, glued = (t.partition("=")[0], "=" in t) if long else (t[:2], len(t) > 2)
+            if stem in spec.given:
+                pattern = False
+            if follows and (_short(t, follows[0]) or _long(t, *follows[1])) or "files0-from" in t:
+                opaque = True
+            if stem in spec.pairs:
+                pending = ["value", "file" if stem in ("--slurpfile", "--rawfile") else "value"]
+            elif stem in spec.code:
+                pattern = False
+                if glued:
+                    opaque = _code_paths(Word(t[len(stem) + long :], True, True), out) or opaque
+                else:
+                    pending = ["code"]
+            elif stem in spec.values:
+                pending = [] if glued else ["value"]
+            elif stem in spec.files and not glued:
+                pending = ["file"]
+            else:
+                value = t[len(stem) + long :] if stem in spec.files else None
+                candidates = [value] if value else _option_paths(t)
+                out.extend((p, use) for p in candidates)
+            continue
+        if pattern:
+            pattern = False
+            continue
+        if (t.isascii() and t.isdigit()) or _URL.match(t):
+            continue
+        place = path_text(a)
+        if place is None:
+            opaque = True
+        elif place:
+            out.append((place, use))
+        if "=" in t[1:]:
+            value = t.split("=", 1)[1]  # `of=/dev/sda`, `PREFIX=/opt`: bash expands `~` after the `=` too
+            if looks_like_path(value):
+                place = path_text(Word(value, True, True, tilde=True))
+                opaque = opaque or place is None
+                out.extend([(place, use)] if place else [])
+    return opaque
+
+
+def _code_paths(code: Word, out: list[tuple[str, str]]) -> bool:
+    """Paths named by string literals in inline program code (`python -c 'shutil.rmtree("/x")'`), counted as
+    written; returns True when the code itself is not literal. Code may build paths no literal shows: these are
+    only the ones it names."""
+    if not code.exact:
+        return True
+    for m in _QUOTED.finditer(code.text):
+        if looks_like_path(m[2]):
+            out.append((m[2] if m[2].startswith("~") else path_text(Word(m[2], True, True)) or m[2], WRITES))
+    return False
+
+
+def _find_paths(args: Sequence[Word], out: list[tuple[str, str]]) -> bool:
+    opaque, i, starting = False, 0, True
+    while i < len(args):
+        a = args[i]
+        t = a.text if a.exact else ""
+        if starting and a.exact and t in ("-H", "-P", "-O0", "-O1", "-O2", "-O3"):
+            i += 1
+            continue
+        if starting and t == "-L":
+            opaque = True
+            i += 1
+            continue
+        if starting and t == "-D":
+            i += 2
+            continue
+        if a.exact and (t.startswith("-") or t in ("(", ")", "!", ",")):
+            starting = False
+        if t in ("-exec", "-execdir", "-ok", "-okdir"):
+            i += 1 + len(_rest_until(args, i + 1, (";", "+"))) + 1  # the command is named on its own
+            continue
+        if t in ("-follow", "-files0-from"):
+            opaque = True
+        if t in _FIND_VALUES or t.startswith("-newer") and t not in _FIND_FILES and len(t) == 8 and t[-1] == "t":
+            i += 2
+            continue
+        if starting or t in _FIND_FILES or t.startswith("-newer"):
+            target = a if starting else args[i + 1] if i + 1 < len(args) else None
+            i += 1 if starting else 2
+            if target is None:
+                continue
+            place = path_text(target) if target.exact else None
+            if place is None:
+                opaque = opaque or not target.fd_path
+            elif place:
+                out.append((place, BY_PROOF))
+            continue
+        if not a.exact:
+            opaque = opaque or a.splits
+        i += 1
+    return opaque
+
+
+def _cd_paths(name: str, args: Sequence[Word], out: list[tuple[str, str]]) -> bool:
+    """`cd dir` names the directory every later command of the line runs in: written unless the line is read-only."""
+    operands = [a for a in args if not (a.exact and re.fullmatch(r"-[LPe@]+", a.text))]
+    if name == "popd" or (name == "pushd" and (not operands or operands[0].text[:1] in "+-")):
+        return True  # the directory stack: nobody here knows it
+    if not operands:
+        out.append(("~", BY_LINE))
+        return False
+    target = operands[0]
+    if not target.exact or target.text == "-":
+        return not target.fd_path
+    place = path_text(target)
+    if place is None:
+        return True
+    out.append((place or ".", BY_LINE))
+    return False
+
+
+def named_paths(words: Sequence[Word], unwrapped: Unwrapped, v: Verdict) -> tuple[list[tuple[str, str]], bool]:
+    """The paths one simple command names, each with its use (READS, WRITES, BY_PROOF or BY_LINE), and whether
+    some word may expand to a path nobody can know here (`$X`, `$(...)`, a glob, `~user`, arguments from xargs).
+
+    `words` is the whole simple command; `unwrapped` and `v` are what `unwrap` and `judge` made of it.
+    """
+    out: list[tuple[str, str]] = []
+    opaque = v.opaque or "xargs" in unwrapped.wrappers
+    wrapper_words = words[: unwrapped.start]
+    base = ""  # `env -C dir cmd` runs cmd in dir
+    for k, w in enumerate(wrapper_words):
+        if not w.exact:
+            opaque = opaque or not w.fd_path
+            continue
+        t = w.text
+        after_dir = k > 0 and wrapper_words[k - 1].exact and wrapper_words[k - 1].text in ("-C", "--chdir", "-D")
+        directory = None
+        if after_dir:
+            directory = w
+        elif t.startswith("--chdir="):
+            directory = Word(t.split("=", 1)[1], True, True, tilde=True)
+        elif t[:2] in ("-C", "-D") and len(t) > 2:
+            directory = Word(t[2:], True, True)
+        elif t.startswith("-"):
+            out.extend((p, BY_PROOF) for p in _option_paths(t))
+            continue
+        elif not looks_like_path(t):
+            continue
+        place = path_text(directory or w)
+        if place is None:
+            opaque = True
+        elif place:
+            out.append((place, BY_PROOF))
+            base = _join(base, place) if directory is not None else base
+    program = words[unwrapped.start :]
+    if not program:
+        return out, opaque
+    name, _ = program_name(program[0])
+    name = "python" if _PYTHON.match(name) else name
+    found: list[tuple[str, str]] = []
+    if "/" in program[0].text:
+        found.append((program[0].text, BY_PROOF))
+    args = program[1:]
+    if v.own_paths:
+        found.extend(v.paths)
+    elif name in ("cd", "pushd", "popd"):
+        opaque = _cd_paths(name, args, found) or opaque
+    elif name == "find":
+        opaque = _find_paths(args, found) or opaque
+    elif name in _NO_PATH_ARGS:
+        opaque = opaque or any(a.splits for a in args)
+    elif name in SHELLS:
+        # The script of `bash -c` is walked on its own (its commands name their paths); the rest are operands.
+        script = any(a.exact and len(a.text) > 1 and a.text[0] in "-+" and "c" in a.text for a in args)
+        spec = _Operands(_names("-o +o -O +O"), pattern_first=script)
+        opaque = _scan_operands(name, args, BY_PROOF, found, spec) or opaque or script and v.script is None
+    else:
+        opaque = _scan_operands(name, args, BY_PROOF, found) or opaque
+    out.extend((_join(base, p), use) for p, use in found)
+    return out, opaque

@@ -95,17 +95,20 @@ class RuleStore:
     one of this session's own rules decides: a session rejection always does, a session approval only if the user
     gave it while the persisted rules were unreadable (the question said so, and the answer is about this very call).
 
-    `list()` and `revoke(rule_id)` are the API of the `/permissions` command and of `gatewright permissions`.
+    `configured` are the rules of the config file's `[permissions]` table: they apply like the others and are never
+    revoked here (the file is their source). `list()` and `revoke(rule_id)` are the API of the `/permissions`
+    command and of `gatewright permissions`.
     """
 
     def __init__(self, database: RuleDatabase | None = None, project: str | None = None,
-                 remember: Scope = "session") -> None:
+                 remember: Scope = "session", configured: tuple[Rule, ...] = ()) -> None:
         self._rules: dict[str, Rule] = {}
         self._given_blind: set[str] = set()  # ids of session approvals given while the persisted rules were unknown
         self._unknown = False
         self.database = database
         self.project = project
         self.remember: Scope = remember
+        self.configured = configured
 
     @property
     def persistent(self) -> bool:
@@ -168,12 +171,13 @@ class RuleStore:
             persisted = self._persisted()
         except Exception as exc:
             reason = getattr(exc, "reason", None) or str(exc)
-            denied = next((r for r in own if r.action == "deny" and r.covers(facts)), None)
+            # Rejections known without the file still decide (the session's own and the config file's).
+            denied = next((r for r in [*own, *self.configured] if r.action == "deny" and r.covers(facts)), None)
             if denied is not None:
                 return denied
             blind = next((r for r in own if r.id in self._given_blind and r.covers(facts)), None)
             return blind if blind is not None else RulesUnknown(f"the remembered rules cannot be read ({reason})")
-        return pick([*own, *persisted], facts)
+        return pick([*own, *persisted, *self.configured], facts)
 
     def revoke(self, rule_id: str) -> bool:
         """Forget a rule of this session, or a persisted one this session sees. Raises `RulesUnreadable` when the
@@ -186,10 +190,10 @@ class RuleStore:
         return False
 
     def list(self) -> list[Rule]:
-        """This session's rules, then the project's and the global ones (newest last within each). When the persisted
-        rules cannot be read, only this session's (`problem` says why)."""
+        """This session's rules, then the project's and the global ones (newest last within each), then the config
+        file's. When the persisted rules cannot be read, they are left out (`problem` says why)."""
         try:
             persisted = self._persisted()
         except Exception:
             persisted = []
-        return [*self._rules.values(), *persisted]
+        return [*self._rules.values(), *persisted, *self.configured]

@@ -2,11 +2,14 @@
 
 This module owns the shell syntax: it parses a command line with tree-sitter-bash, splits it into every simple
 command it can reach (through pipes, lists, subshells, compound statements, command and process substitutions, and
-the literal bodies of `bash -c` and `eval`), tracks redirections and expansions, and renders a canonical form used
-as the identity of remembered rules. What each program does is judged in `permissions._shell_programs`.
+the literal bodies of `bash -c`, `eval` and heredocs fed to a shell), tracks redirections and expansions, collects
+the paths the command names, and renders a canonical form used as the identity of remembered rules. What each
+program does (and which of its words are files) is judged in `permissions._shell_programs`.
 
-It fails closed: a parse error, a construct it does not know, a dynamically built command or an internal error
-yields `read_only=False` and a reason. It is sans-I/O; tree-sitter is imported on first use, not at import time.
+It fails closed: a parse error, a construct it does not know, a dynamically built command, any place where bash
+would evaluate data as arithmetic or as an array subscript (`test -v 'a[$(cmd)]'`), or an internal error yields
+`read_only=False` and a reason. A proof of read-only holds for the environment `READ_ONLY_GIT_ENV` describes, which
+the runtime applies to every command proven read-only. It is sans-I/O; tree-sitter is imported on first use.
 """
 
 from __future__ import annotations
@@ -17,12 +20,20 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from permissions import _shell_programs as programs
-from permissions._shell_programs import Word
+from permissions._shell_programs import READ_ONLY_GIT_ENV, NamedPath, Word, read_only_git_env
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-__all__ = ["ShellAnalysis", "SimpleCommand", "analyze_command", "needs_approval_reasons"]
+__all__ = [
+    "READ_ONLY_GIT_ENV",
+    "NamedPath",
+    "ShellAnalysis",
+    "SimpleCommand",
+    "analyze_command",
+    "needs_approval_reasons",
+    "read_only_git_env",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +47,20 @@ class SimpleCommand:
 
 @dataclass(frozen=True, slots=True)
 class ShellAnalysis:
-    """Everything the policy may know about a shell command line."""
+    """Everything the policy may know about a shell command line.
+
+    `read_only` holds only when the command runs with `READ_ONLY_GIT_ENV` applied (the runtime's duty).
+
+    `paths` are the files the command names: redirection targets, arguments that look like paths (absolute, `~`,
+    `~/...`, `.`, `..`, or with a `/`), the operands of programs known to take files (`cat x`, `cd x`), values of
+    `--opt=VALUE` options, argv[0] when it holds a `/`, and the paths of the scripts it embeds (`bash -c`, `eval`,
+    a heredoc fed to a shell). Each is the literal text, unresolved: `~` and `~/...` are the home directory, any
+    other relative path is relative to the call's cwd. `writes` is set for redirections that write, for every path
+    a command not proven read-only names (unless the program is known only to read it), for the directory `cd`
+    moves to unless the whole line is read-only, and for `.git` (under `git -C dir`) of a git command that may
+    write the repository. `opaque_paths` says some word may expand to a path nobody can know here: `$X`, `$(...)`,
+    a glob, `~user`, `cd -`, arguments `xargs` reads; the named paths are then not all the paths it touches.
+    """
 
     source: str
     parsed: bool
@@ -46,6 +70,8 @@ class ShellAnalysis:
     network: bool
     reasons: tuple[str, ...]
     canonical: str
+    paths: tuple[NamedPath, ...] = ()
+    opaque_paths: bool = True
 
 
 UNPARSED = "could not fully parse the command"
@@ -67,6 +93,9 @@ _MAX_SOURCE = 100_000
 _MAX_NESTING = 100  # syntax depth; deeper input is refused rather than risking Python's recursion limit
 _MAX_SCRIPTS = 5  # `bash -c 'bash -c ...'` depth
 _HARMLESS_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
+_UNNAMED_TARGETS = _HARMLESS_TARGETS | {"/dev/stdin", "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom"}
+_FD_VARIABLE = re.compile(rb"(?:^|[\s;&|()])\{[A-Za-z_][A-Za-z0-9_]*\}\Z")
+_ARRAY_INDEX = re.compile(r"\[([^\]]*)\]\+?=")
 _WRITE_OPS = frozenset({">", ">>", "&>", "&>>", ">|", ">&", "<>"})
 _READ_OPS = frozenset({"<", "<&", "<&-", ">&-"})
 # Separators bash honours are space, tab and newline; anything else the parser might treat differently.
@@ -78,8 +107,9 @@ _JOINED_LINES = re.compile(r"\S\\\n\S")
 _LOOSE_WHITESPACE = re.compile(r"(?<!\\)\s")
 # `${!x}` and `${x:1}` evaluate arithmetic or names taken from data, `${x@P}` runs prompt expansion, `${x:=v}` assigns.
 _RISKY_EXPANSIONS = frozenset({"!", ":", "@", "=", ":="})
-_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _BRACE_EXPANSION = re.compile(r"\{[^{}]*(?:,|\.\.)[^{}]*\}")
+_GLOB = re.compile(r"[*?()]|\[.*\]")
+_ESCAPED = re.compile(r"\\.", re.DOTALL)
 
 
 def _kinds(text: str) -> frozenset[str]:
@@ -90,8 +120,9 @@ _WALKED = _kinds(
     "program list subshell compound_statement do_group if_statement elif_clause else_clause while_statement "
     "negated_command case_item test_command binary_expression unary_expression ternary_expression "
     "parenthesized_expression postfix_expression string concatenation expansion simple_expansion array subscript "
-    "heredoc_body translated_string brace_expression variable_assignments unset_command"
+    "heredoc_body translated_string brace_expression variable_assignments"
 )
+_TEST_STRUCTURE = _kinds("binary_expression unary_expression parenthesized_expression negated_expression")
 _LEAVES = _kinds(
     "word raw_string number string_content variable_name special_variable_name test_operator regex extglob_pattern "
     "file_descriptor heredoc_start heredoc_end heredoc_content ansi_c_string comment"
@@ -143,6 +174,17 @@ class _Walk:
     clean: bool = True
     destructive: bool = False
     trees: list[Any] = field(default_factory=list)
+    paths: dict[str, bool | None] = field(default_factory=dict)  # text -> writes (None: unless the line is read-only)
+    opaque: bool = False
+    stdin: str | None = None  # the literal text a heredoc or herestring feeds the command being walked
+
+    def name(self, text: str, use: str, safe: bool = False) -> None:
+        """Record a path the command names, with its use (`programs.READS` ...); `safe`: the command is proven."""
+        if use == programs.BY_PROOF:
+            use = programs.READS if safe else programs.WRITES
+        writes = True if use == programs.WRITES else None if use == programs.BY_LINE else False
+        known = self.paths.get(text, False)
+        self.paths[text] = True if True in (known, writes) else None if None in (known, writes) else False
 
     def deny(self, *reasons: str) -> None:
         self.clean = False
@@ -154,8 +196,9 @@ class _Walk:
 
     # -- scripts and statements ----------------------------------------------------------------------------------
 
-    def script(self, source: str, scripts: int, depth: int = 0) -> Node | None:
-        """Walk one script (the command line itself, or a `bash -c` / `eval` body) and return its syntax tree."""
+    def script(self, source: str, scripts: int, depth: int = 0, dialect: str = "bash") -> Node | None:
+        """Walk one script (the command line itself, or a `bash -c` / `eval` body) and return its syntax tree.
+        `dialect="sh"`: a POSIX shell such as dash runs it, which reads `$'...'` as `$` and a quoted string."""
         if scripts > _MAX_SCRIPTS:
             self.unparsed("nests shells too deeply")
             return None
@@ -173,8 +216,13 @@ class _Walk:
         tree = _parser().parse(data)
         self.trees.append(tree)
         root = tree.root_node
-        if root.has_error or _unexplained(root, data):
+        nodes = _descendants(root)
+        if root.has_error or _unexplained(root, data, nodes):
             self.unparsed()
+        if dialect == "sh" and any(n.type in ("ansi_c_string", "translated_string") for n in nodes):
+            self.unparsed("uses $'...' quoting, which sh does not read as bash does")
+        if any(n.type in _REDIRECTS and _fd_variable_before(data, n.start_byte) for n in nodes):
+            self.unparsed("uses a {name} redirection, which assigns a variable the parser does not see")
         self.walk(root, depth, scripts)
         return root
 
@@ -199,15 +247,22 @@ class _Walk:
                 self.unparsed()
         elif kind in ("for_statement", "declaration_command"):
             self.binding(node, d, scripts)
+        elif kind == "unset_command":
+            self.unset(node, d, scripts)
+        elif kind == "test_command":
+            self.test(node, d, scripts)
         elif kind in _LEAVES:
             if kind == "word":
                 self.loose(node)
             return None
         elif kind in _WALKED:
-            if kind in ("test_command", "compound_statement") and not _spaced_brackets(node):
-                self.unparsed()  # to bash, `[x ]` runs a program called `[x` and `{ls;}` one called `{ls`
+            if kind == "compound_statement" and not _spaced_brackets(node):
+                self.unparsed()  # to bash, `{ls;}` runs a program called `{ls`
             if _evaluates_arithmetic(node):
                 self.deny("uses arithmetic evaluation")
+            if kind == "translated_string":
+                # bash expands the translation it finds in a message catalog (TEXTDOMAINDIR can be the workspace)
+                self.deny('translates a $"..." string, whose translation bash expands')
             if kind == "expansion" and any(c.type in _RISKY_EXPANSIONS for c in node.children):
                 self.deny("uses an assigning, indirect, substring or transforming expansion")
             self.children(node, d, scripts)
@@ -258,17 +313,38 @@ class _Walk:
             self.deny(SUBSTITUTION)
 
     def assignment(self, node: Node, depth: int, scripts: int) -> None:
-        name = node.child_by_field_name("name")
-        if name is not None and name.type == "variable_name":
-            text = name.text.decode("utf-8", "replace") if name.text else ""
-            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
+        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        base = name.child_by_field_name("name") if name is not None and name.type == "subscript" else name
+        text = ""
+        if base is not None and base.type == "variable_name":
+            text = base.text.decode("utf-8", "replace") if base.text else ""
+            if not programs.IDENTIFIER.fullmatch(text):
                 self.unparsed()  # `?x=1` is a glob to bash, hence a program name
-            self.variable(text)
-        self.children(node, depth, scripts)
+        word = Word("", True, True)
+        for child in node.children:
+            if value is not None and child == value and value.type != "array":
+                word = self.word(child, depth, scripts)
+            else:
+                self.walk(child, depth, scripts)
+        if value is not None and value.type == "array":
+            word = Word("(", False, False)
+            for element in value.named_children:
+                source = element.text.decode("utf-8", "replace") if element.text else ""
+                # `a=([i]=v)`: the index is arithmetic (the parser reads it as plain words)
+                index = _ARRAY_INDEX.match(source) if source.startswith("[") else None
+                if source.startswith("[") and not (index and re.fullmatch(r"[0-9]+", index[1])):
+                    self.deny("uses arithmetic evaluation")
+        if text:
+            self.variable(text, word)
 
-    def variable(self, name: str) -> None:
-        if programs.is_sensitive_variable(name):
-            self.deny(f"sets {name}, which changes what runs")
+    def variable(self, name: str, value: Word | None = None, *, assigned: bool = True) -> None:
+        """Judge a variable the command sets (`value=None`: to a value nobody knows here); `assigned=False`
+        only declares it."""
+        why = programs.assignment_risk(name, value) if assigned else None
+        if not assigned and programs.is_sensitive_variable(name):
+            why = f"sets {name}, which changes what runs"
+        if why:
+            self.deny(why)
 
     def binding(self, node: Node, depth: int, scripts: int) -> None:
         # `for PATH in ...` and `declare -n ref=PATH` rebind variables as surely as an assignment does.
@@ -280,23 +356,74 @@ class _Walk:
             if any(not w.exact or w.text.startswith(("-", "+")) for w in words):
                 self.deny("declares variables with attributes")
             for w in words:
-                if w.exact:
-                    self.variable(w.text)
+                if not w.exact:
+                    continue
+                # `declare 'a[$(cmd)]=1'` assigns as surely as `declare a=1`, and evaluates the subscript.
+                name, eq, value = w.text.partition("=")
+                name = name.removesuffix("+") if eq else name
+                if not programs.IDENTIFIER.fullmatch(name):
+                    self.deny("declares a variable whose name bash evaluates (an array subscript)")
+                else:
+                    self.variable(name, Word(value, True, True), assigned=bool(eq))
             for c in node.named_children:
                 if c.type == "variable_assignment":
                     self.walk(c, depth, scripts)
         else:
             self.children(node, depth, scripts)
 
+    def unset(self, node: Node, depth: int, scripts: int) -> None:
+        for w in (self.word(c, depth, scripts) for c in node.named_children):
+            if not w.exact:
+                self.deny("unsets variables whose names are expanded")
+            elif w.text in ("-v", "-f", "-n"):
+                continue
+            elif not programs.IDENTIFIER.fullmatch(w.text):
+                self.deny("unset evaluates the subscript of an array element as arithmetic")
+            elif why := programs.assignment_risk(w.text, None):
+                self.deny(why.replace("sets ", "unsets ", 1).replace("assigns ", "unsets ", 1))
+
+    def test(self, node: Node, depth: int, scripts: int) -> None:
+        """`[ ... ]` is the `[` builtin run on expanded words; `[[ ... ]]` a conditional bash parses itself."""
+        if not _spaced_brackets(node):
+            self.unparsed()  # to bash, `[x ]` runs a program called `[x`
+        pieces: list[tuple[Node, Word]] = []
+        for child in node.children[1:-1]:
+            self.tokens(child, pieces, depth, scripts)
+        tokens = _join_pieces(pieces)
+        if node.children[0].type == "[":
+            self.simple([Word("[", True, True), *tokens, Word("]", True, True)], (), len(self.facts), scripts, depth)
+            return
+        if why := programs.test_risk(tokens, conditional=True):
+            self.deny(why)
+        paths, opaque = programs.test_paths(tokens, conditional=True)
+        for p in paths:
+            self.name(p, programs.READS)
+        self.opaque = self.opaque or opaque
+
+    def tokens(self, node: Node, out: list[tuple[Node, Word]], depth: int, scripts: int) -> None:
+        """The pieces of a test expression in order, operators included (`_join_pieces` makes words of them)."""
+        if depth > _MAX_NESTING:
+            self.unparsed("is nested too deeply to analyse")
+        elif node.type in _TEST_STRUCTURE:
+            for child in node.children:
+                self.tokens(child, out, depth + 1, scripts)
+        elif node.type == "test_operator" or not node.is_named:
+            out.append((node, Word(node.text.decode("utf-8", "replace") if node.text else "", True, True)))
+        elif node.type != "comment":
+            out.append((node, self.word(node, depth, scripts)))
+
     # -- commands and redirections -------------------------------------------------------------------------------
 
     def redirected(self, node: Node, depth: int, scripts: int) -> None:
         extras: list[Word] = []
         body = node.child_by_field_name("body")
+        stdin = None
         for child in node.named_children:
             if child.type in _REDIRECTS:
                 extras += self.redirect(child, depth, scripts)
+                stdin = _literal_input(child) if child.type == "heredoc_redirect" else stdin
         if body is not None and body.type == "command":
+            self.stdin = stdin
             self.command(body, extras, depth, scripts)
             return
         if extras:
@@ -315,37 +442,62 @@ class _Walk:
                     self.walk(child, depth, scripts)
             return []
         ops = [c.type for c in node.children if not c.is_named]
+        if ops == ["<"] and any(c.type == "ERROR" and c.text == b">" for c in node.children):
+            ops = ["<>"]  # the parser does not know `<>` (it reports an error, so the command is unparsed anyway)
         targets = [c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "destination"]
         words = [self.word(t, depth, scripts) for t in targets]
         for child in node.named_children:
             if child.type == "file_descriptor":
-                if not re.fullmatch(rb"\d+|\{[A-Za-z_]\w*\}", child.text or b""):
+                text = child.text or b""
+                if not re.fullmatch(rb"\d+|\{[A-Za-z_]\w*\}", text):
                     self.unparsed()  # the parser reads `--pre=x2>&1` as descriptor `--pre=x2`; bash as a word
+                elif text.startswith(b"{"):
+                    self.variable(text[1:-1].decode(), None)  # `{name}>f` assigns a descriptor number to name
             elif child not in targets:
                 self.walk(child, depth, scripts)
         if words and any(s in words[0].text for s in ("/dev/tcp/", "/dev/udp/")):
             self.deny(SOCKET)  # bash opens these itself: a redirection that talks to the network
         op = ops[0] if len(ops) == 1 else ""
         if op in _READ_OPS or (op == ">&" and words and targets[0].type == "number"):
-            pass
+            if words and op in ("<", "<&") and targets[0].type != "number" and words[0].text != "-":
+                self.target(words[0], writes=False)
         elif op in _WRITE_OPS:
             if not words or not words[0].exact or words[0].text not in _HARMLESS_TARGETS:
                 self.deny("writes to a file via redirection")
+            if words:
+                self.target(words[0], writes=True)
         else:
             self.unparsed()
         return words[1:]
 
+    def target(self, word: Word, *, writes: bool) -> None:
+        """Name the file a redirection opens."""
+        if not word.exact:
+            self.opaque = self.opaque or not word.fd_path
+        elif word.text not in _UNNAMED_TARGETS and not word.text.startswith(("/dev/fd/", "/dev/tcp/", "/dev/udp/")):
+            place = programs.path_text(word)
+            if place is None:
+                self.opaque = True
+            elif place:
+                self.name(place, programs.WRITES if writes else programs.READS)
+
     def command(self, node: Node, extras: list[Word], depth: int, scripts: int) -> None:
         start = len(self.facts)
+        stdin, self.stdin = self.stdin, None
         words: list[Word] = []
         for i, child in enumerate(node.children):
-            if not child.is_named or child.type == "comment":
+            if not child.is_named:
+                self.unparsed()  # `echo $"x"`: the parser drops the `$` of a translated string
+                continue
+            if child.type == "comment":
                 continue
             if child.type == "variable_assignment":
                 self.assignment(child, depth, scripts)
             elif child.type in _REDIRECTS:
                 if self.redirect(child, depth, scripts):
                     self.unparsed()
+                if child.type != "file_redirect":
+                    stdin = _literal_input(child)
             elif node.field_name_for_child(i) == "name":
                 named = child.named_children
                 if len(named) != 1:
@@ -354,11 +506,20 @@ class _Walk:
             else:
                 words.append(self.word(child, depth, scripts))
         if words:
-            self.simple(words + extras, (), start, scripts, depth)
+            self.simple(words + extras, (), start, scripts, depth, stdin)
         elif extras:
             self.unparsed()
 
-    def simple(self, words: list[Word], wrappers: tuple[str, ...], start: int, scripts: int, depth: int) -> None:
+    def simple(
+        self,
+        words: list[Word],
+        wrappers: tuple[str, ...],
+        start: int,
+        scripts: int,
+        depth: int,
+        stdin: str | None = None,
+    ) -> None:
+        """Judge one simple command; `stdin` is the literal text a heredoc or herestring feeds it, if any."""
         unwrapped = programs.unwrap(words)
         wrappers += tuple(unwrapped.wrappers)
         argv = tuple(w.text for w in unwrapped.words)
@@ -366,6 +527,11 @@ class _Walk:
         if not unwrapped.words[0].exact:
             self.facts.append(_Fact(safe=False))
             self.deny(DYNAMIC)
+            self.opaque = True
+            for w in words:
+                place = programs.path_text(w) if w.exact and programs.looks_like_path(w.text) else None
+                if place:
+                    self.name(place, programs.WRITES)
             return
         v = programs.judge(unwrapped.words, known=not unwrapped.stuck)
         fact = _Fact(
@@ -390,8 +556,19 @@ class _Walk:
         runs_code = v.interpreter or v.dynamic or v.script is not None
         if runs_code and any(f.download for f in self.facts[start:-1]):
             self.deny(DOWNLOAD_PIPED)
+        paths, opaque = programs.named_paths(words, unwrapped, v)
+        for text, use in paths:
+            self.name(text, use, fact.safe)
+        self.opaque = self.opaque or opaque
         if v.script is not None:
-            self.script(v.script, scripts + 1, depth)
+            self.script(v.script, scripts + 1, depth, v.dialect)
+        elif v.stdin_script:
+            # A shell reading its script from input: a literal heredoc is walked for the paths it names (the
+            # command stays unproven); any other input is a script nobody can see.
+            if stdin is not None and v.dialect in ("bash", "sh"):
+                self.script(stdin, scripts + 1, depth, v.dialect)
+            else:
+                self.opaque = True
         for nested, wrapper in v.nested:
             if nested:
                 self.simple(nested, (*wrappers, wrapper), len(self.facts), scripts, depth + 1)
@@ -405,17 +582,28 @@ class _Walk:
         self.pieces(node, pieces, flags, depth, scripts)
         source = node.text.decode("utf-8", "replace") if node.text else ""
         # Globs and brace expansions are judged on the whole word (`{"a",b}` expands), with quoted text masked.
-        shape = "".join(re.sub(r"\\.", "_", t, flags=re.DOTALL) if k == "raw" else "_" for k, t in pieces)
-        literal = all(k in ("lit", "raw") for k, _ in pieces) and not _special(shape)
-        if literal:
+        shape = "".join((_ESCAPED.sub("_", t) if "\\" in t else t) if k == "raw" else "_" for k, t in pieces)
+        special = _special(shape)
+        first_kind, first = next(((k, t) for k, t in pieces if t or k not in ("lit", "raw")), ("exp", ""))
+        tilde = first_kind == "raw" and first.startswith("~")  # `~/x` is the home directory; `"~"/x` and `\~` not
+        if all(k in ("lit", "raw") for k, _ in pieces) and not special:
             text = "".join(t if k == "lit" else _unescape(t) for k, t in pieces)
-            return Word(text, True, True)
+            return Word(text, True, True, tilde=tilde)
         # Whatever a glob or a quoted expansion becomes, it keeps the word's first character; unquoted expansions
         # can split into several words, so they are never safe.
-        first_kind, first = next(((k, t) for k, t in pieces if t or k not in ("lit", "raw")), ("exp", ""))
         lead = first if first_kind == "lit" else first if first[:1].isalnum() or first[:1] in "./_:=,%^" else ""
-        safe = bool(lead) and lead[0] not in "-+" and all(k != "exp" for k, _ in pieces)
-        return Word(source, False, safe, subst=flags["subst"], expands=True)
+        unquoted = any(k == "exp" for k, _ in pieces)
+        safe = bool(lead) and lead[0] not in "-+" and not unquoted
+        return Word(
+            source,
+            False,
+            safe,
+            subst=flags["subst"],
+            expands=True,
+            splits=unquoted or special,
+            tilde=tilde,
+            fd_path=node.type == "process_substitution",
+        )
 
     def pieces(self, node: Node, out: list[tuple[str, str]], flags: dict[str, bool], depth: int, scripts: int) -> None:
         kind = node.type
@@ -458,6 +646,30 @@ class _Walk:
                 self.walk(child, depth + 1, scripts)
 
 
+def _join_pieces(pieces: list[tuple[Node, Word]]) -> list[Word]:
+    """Words of a test expression as bash splits them: pieces with no space between them are one word (the parser
+    reads `~/x` as the operator `~` and `/x`, and `a=b` as a comparison; to bash each is one word)."""
+    words: list[Word] = []
+    group: list[tuple[Node, Word]] = []
+    for node, word in [*pieces, (None, None)]:
+        if group and (node is None or node.start_byte != group[-1][0].end_byte):
+            if len(group) == 1:
+                words.append(group[0][1])
+            else:
+                parts = [w for _, w in group]
+                text = "".join(w.text for w in parts)
+                tilde = not group[0][0].is_named and parts[0].text == "~" or parts[0].tilde
+                if all(w.exact for w in parts):
+                    words.append(Word(text, True, parts[0].option_safe, tilde=tilde))
+                else:
+                    splits = any(w.splits for w in parts)
+                    words.append(Word(text, False, False, any(w.subst for w in parts), True, splits, tilde))
+            group = []
+        if node is not None and word is not None:
+            group.append((node, word))
+    return words
+
+
 def _evaluates_arithmetic(node: Node) -> bool:
     """Arithmetic contexts expand variables recursively, so `a[$(cmd)]` stored in a variable runs `cmd`."""
     kind, first = node.type, node.children[0].type if node.child_count else ""
@@ -466,19 +678,41 @@ def _evaluates_arithmetic(node: Node) -> bool:
     if kind == "subscript":
         index = node.child_by_field_name("index")
         return index is None or index.type != "number" and index.text not in (b"@", b"*")
-    if kind == "test_command" and first == "[[":
-        return any(
-            c.type == "test_operator" and c.text and c.text.decode("utf-8", "replace") in _ARITHMETIC_TESTS
-            for c in _descendants(node)
-        )
     return False
 
 
-def _unexplained(root: Node, data: bytes) -> bool:
+def _fd_variable_before(data: bytes, start: int) -> bool:
+    """True when the redirection at `start` follows a `{name}` word: bash reads `true {PATH}>f` as a redirection
+    that sets PATH to a descriptor number, where the parser sees an argument."""
+    if start == 0 or data[start - 1 : start] != b"}":
+        return False
+    opening = data.rfind(b"{", 0, start - 1)
+    if opening < 0 or not re.fullmatch(rb"[A-Za-z_][A-Za-z0-9_]*", data[opening + 1 : start - 1]):
+        return False
+    return opening == 0 or data[opening - 1 : opening] in (b" ", b"\t", b"\n", b";", b"&", b"|", b"(")
+
+
+def _literal_input(node: Node) -> str | None:
+    """The text a heredoc or herestring feeds its command, when it is literal (no expansion can change it)."""
+    if node.type == "herestring_redirect":
+        value = node.named_children[-1] if node.named_children else None
+        if value is not None and value.type == "raw_string" and value.text:
+            return value.text.decode("utf-8", "replace")[1:-1]
+        return None
+    start = next((c for c in node.children if c.type == "heredoc_start"), None)
+    body = next((c for c in node.children if c.type == "heredoc_body"), None)
+    if start is None:
+        return None
+    text = body.text.decode("utf-8", "replace") if body is not None and body.text else ""
+    quoted = any(q in (start.text or b"") for q in (b"'", b'"', b"\\"))
+    return text if quoted or not re.search(r"[$`\\]", text) else None
+
+
+def _unexplained(root: Node, data: bytes, nodes: list[Node]) -> bool:
     """True when the parser skipped text bash would read (`\\ ls` loses its backslash) or saw a comment bash
     would not (`}#x` is one word to bash)."""
     covered = bytearray(len(data))
-    for node in _descendants(root):
+    for node in nodes:
         if node.type == "heredoc_body":
             # Heredoc text between expansions is data, unless it hides an expansion the parser did not see.
             text = bytearray(data[node.start_byte : node.end_byte])
@@ -523,11 +757,11 @@ def _descendants(node: Node) -> list[Node]:
 
 def _special(shape: str) -> bool:
     """True when a word's unquoted characters (`shape`) hold glob or brace patterns the shell would expand."""
-    return bool(re.search(r"[*?()]|\[.*\]", shape) or _BRACE_EXPANSION.search(shape))
+    return bool(_GLOB.search(shape) or _BRACE_EXPANSION.search(shape))
 
 
 def _unescape(raw: str) -> str:
-    return re.sub(r"\\(.)", r"\1", raw.replace("\\\n", ""), flags=re.DOTALL)
+    return _ESCAPED.sub(lambda m: m[0][1], raw.replace("\\\n", "")) if "\\" in raw else raw
 
 
 def _contiguous(node: Node) -> bool:
@@ -597,6 +831,8 @@ def _analyze(command: str) -> ShellAnalysis:
         network=SOCKET in walk.reasons or any(f.network for f in walk.facts),
         reasons=tuple(walk.reasons),
         canonical=canonical,
+        paths=tuple(NamedPath(t, not read_only if w is None else w) for t, w in walk.paths.items()),
+        opaque_paths=walk.opaque or not walk.parsed,
     )
 
 

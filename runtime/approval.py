@@ -10,7 +10,7 @@ import re
 
 from permissions.decorator import ApprovalSubject
 from permissions.policy import CallFacts, PathFact
-from runtime.tools.base import ToolCall, ToolContext, ToolRegistry
+from runtime.tools.base import ToolCall, ToolContext, ToolRegistry, clear_call_scratch
 from runtime.workspace import PathError
 
 
@@ -41,6 +41,9 @@ def make_describer(registry: ToolRegistry):
             portable_key=portable_key(key, ws.cwd),
             root=ws.cwd,
         )
+        # A fresh description reads afresh: what the question shows is the file as it is now.
+        clear_call_scratch(ctx.state, ctx.call_id)
+        await tool.precheck(call.arguments, ctx)
         content = await tool.preview(call.arguments, ctx)
         return ApprovalSubject(
             facts=facts,
@@ -56,7 +59,10 @@ def make_describer(registry: ToolRegistry):
     return describe
 
 
+WORKSPACE_PLACEHOLDER = "<workspace>"
+
+
 def portable_key(rule_key: str, root: str) -> str:
     """The rule key with the workspace root replaced by a placeholder, by path components (what an "everywhere"
     rule binds to: `npm test` at the root of any project, not in one directory)."""
-    return re.sub(re.escape(root) + r"(?=/|:|\s|$)", "<workspace>", rule_key)
+    return re.sub(re.escape(root) + r"(?=/|:|\s|$)", WORKSPACE_PLACEHOLDER, rule_key)

@@ -1,25 +1,44 @@
 """The terminal host (`gatewright run`): one prompt through the very same runtime the ACP host uses.
 
 Only the gateway and the event sink differ: approvals are asked as `Approve? [y/N]` on the terminal (only `y`/`yes`
-approves; no terminal means rejected), the assistant's text goes to stdout and tool activity to stderr.
+approves; no terminal means rejected), the assistant's text goes to stdout and tool activity to stderr. With `--json`
+stdout carries one JSON object per event instead (`JsonPrinter`); with `--record FILE` the transcript of the frames an
+editor would have exchanged is written as `gatewright acp --record` writes it (`RunRecorder`).
+
+What went wrong is said plainly, on stderr, in one line, and the exit code says which kind it was (the `run` row of
+the CLI contract): 1 when the model or its provider failed (the provider's text and the URL), 2 for a problem of
+usage or configuration, found before the first model call (no model, the chosen provider's key not set, a transcript
+file that cannot be written), 3 when the turn stopped because an approval was rejected (also: not answered within
+`GATEWRIGHT_PERMISSION_TIMEOUT`, or no terminal to ask on), 130 when interrupted. The approval prompt reads the
+terminal without a thread, so Ctrl-C or a timeout there ends the run at once, without waiting for Enter.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import signal
 import sys
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
-import anyio.to_thread
 
 from permissions import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
-from permissions.rules import RuleStore
+from permissions.rules import Rule, RuleStore
 from runtime.approval import make_describer
+from runtime.context import SandboxInfo, SessionContext
 from runtime.delegation import install_delegation
-from runtime.events import PlanUpdated, RuntimeEvent, TextChunk, ThoughtChunk, ToolCallProgress, ToolCallStarted
-from runtime.loop import AgentRuntime, AuthRequired, RuntimeOptions, ToolEnvironment
+from runtime.events import (
+    NoticeEvent,
+    PlanUpdated,
+    RuntimeEvent,
+    TextChunk,
+    ThoughtChunk,
+    ToolCallProgress,
+    ToolCallStarted,
+)
+from runtime.loop import MODEL_FAILED, AgentRuntime, AuthRequired, RuntimeOptions, ToolEnvironment
 from runtime.models.base import TextPart
 from runtime.tools.base import RoutingToolExecutor, ToolRegistry
 from runtime.tools.builtin import builtin_tools
@@ -30,17 +49,35 @@ if TYPE_CHECKING:
     from permissions.modes import ApprovalMode
     from runtime.models import ModelFactory
 
-EXIT_OK, EXIT_REJECTED, EXIT_INTERRUPTED, EXIT_FAILED = 0, 3, 130, 1
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REJECTED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+SESSION_ID = "cli"
+# Where the built-in providers send requests when no base URL is set (shown in errors; the clients own the real value).
+DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
 class TerminalGateway:
-    """Asks `Approve? [y/N]` on the terminal. Without a terminal on stdin, every question is a rejection."""
+    """Asks `Approve? [y/N]` on the terminal. Without a terminal on stdin, every question is a rejection.
 
-    def __init__(self, out: TextIO = sys.stderr, inp: TextIO = sys.stdin) -> None:
+    `observers` hear each question and its answer (the `--json` stream, the transcript)."""
+
+    def __init__(self, out: TextIO = sys.stderr, inp: TextIO = sys.stdin, observers: tuple[Any, ...] = ()) -> None:
         self.out = out
         self.inp = inp
+        self.observers = observers
 
     async def request(self, request: PermissionRequest) -> PermissionOutcome:
+        for o in self.observers:
+            o.question(request)
+        outcome: PermissionOutcome | None = None
+        try:
+            outcome = await self._ask(request)
+            return outcome
+        finally:
+            for o in self.observers:
+                o.answer(request, outcome)
+
+    async def _ask(self, request: PermissionRequest) -> PermissionOutcome:
         w = self.out.write
         w(f"\n• Approval required for {request.tool}: {request.title}\n")
         w(f"  why: {request.reason}\n")
@@ -53,11 +90,27 @@ class TerminalGateway:
             return PermissionOutcome.selected("reject_once")
         w("• Approve? [y/N] ")
         self.out.flush()
-        line = await anyio.to_thread.run_sync(self.inp.readline, abandon_on_cancel=True)
+        try:
+            line = await read_terminal_line(self.inp.fileno())
+        except anyio.get_cancelled_exc_class():
+            # Ctrl-C or the question's time limit: leave the prompt's line, the run ends without waiting for Enter.
+            w("\n")
+            self.out.flush()
+            raise
         approved = line.strip().lower() in ("y", "yes")
         w("  Approved\n" if approved else "  Rejected\n")
         self.out.flush()
         return PermissionOutcome.selected("allow_once" if approved else "reject_once")
+
+
+async def read_terminal_line(fd: int) -> str:
+    """One line typed on the terminal (a canonical-mode read returns at Enter; "" at Ctrl-D). Waits in the event
+    loop, not in a thread: a cancelled wait leaves nothing blocked on the terminal that would hold up the exit."""
+    await anyio.wait_readable(fd)
+    try:
+        return os.read(fd, 4096).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def _short_diff(old: str | None, new: str, path: str, limit: int = 40) -> str:
@@ -89,6 +142,10 @@ class TerminalPrinter:
             marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
             self.err.write("• Plan\n" + "".join(f"  {marks.get(e['status'], '[ ]')} {e['content']}\n"
                                                 for e in ev.entries))
+        elif isinstance(ev, NoticeEvent):
+            if ev.title != MODEL_FAILED:  # the run's last line says that one, with the URL
+                mark = "⚠ " if ev.severity != "info" else ""
+                self.err.write(f"{mark}{ev.title}" + (f": {ev.description}" if ev.description else "") + "\n")
         elif isinstance(ev, ToolCallProgress) and ev.status in ("completed", "failed"):
             mark = "✓" if ev.status == "completed" else "✗"
             self.err.write(f"  {mark} {self.titles.get(ev.call_id, ev.call_id)}\n")
@@ -101,41 +158,217 @@ class TerminalPrinter:
 
 
 def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str = "cli",
-                  state_dir: str | None = None) -> AgentRuntime:
+                  state_dir: str | None = None, sandbox: SandboxInfo = None,
+                  rules: tuple[Rule, ...] = ()) -> AgentRuntime:
     """The same construction as the ACP host: registry, routing and retrying executors, approval decorator, runtime,
     subagents. With a state dir, the project's and the global remembered rules apply and decisions are audited."""
     workspace = Workspace(cwd)
     registry = ToolRegistry(builtin_tools())
     options = RuntimeOptions()
     router = RoutingToolExecutor(registry, options.tool_call_timeout_ms / 1000)
-    rules, audit = RuleStore(), None
+    store, audit = RuleStore(configured=rules), None
     if state_dir is not None:
         from permissions.audit import audit_log
         from permissions.store import rule_database, state_dir_problem
 
         state_dir_problem(state_dir)  # an unwritable state dir is one line at start, not one per call
-        rules, audit = RuleStore(rule_database(state_dir), workspace.cwd), audit_log(state_dir)
+        store, audit = RuleStore(rule_database(state_dir), workspace.cwd, configured=rules), audit_log(state_dir)
     executor = ToolApprovalDecorator(RetryingExecutor(router, registry), gateway, make_describer(registry),
-                                     lambda: mode_ref[0], rules, audit)
+                                     lambda: mode_ref[0], store, audit)
     runtime = AgentRuntime(model=model, registry=registry, executor=executor,
-                           environment=ToolEnvironment(session_id, workspace), options=options)
+                           environment=ToolEnvironment(session_id, workspace), options=options,
+                           context=SessionContext(workspace.cwd, lambda: mode_ref[0], sandbox))
     install_delegation(runtime)
     return runtime
 
 
+class JsonPrinter:
+    """`--json`: one JSON object per line on stdout. `{"type": "update", "update": …}` carries each event as the ACP
+    host would send it (a `session/update` SessionUpdate); `permission` a question and its answer; `error` a failure
+    (also on stderr); `end` comes last, with the stop reason and the exit code."""
+
+    def __init__(self, out: TextIO = sys.stdout) -> None:
+        self.out = out
+
+    def _write(self, obj: dict[str, Any]) -> None:
+        self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    async def __call__(self, ev: RuntimeEvent) -> None:
+        from acp_server.session import event_to_update
+
+        update = event_to_update(ev, notices=False)
+        if update is not None:
+            self._write({"type": "update", "update": update})
+
+    def question(self, request: PermissionRequest) -> None:
+        pass
+
+    def answer(self, request: PermissionRequest, outcome: PermissionOutcome | None) -> None:
+        self._write({"type": "permission", "toolCallId": request.call_id, "tool": request.tool,
+                     "title": request.title, "reason": request.reason, "answer": _answer_id(outcome)})
+
+    def failed(self, message: str, url: str | None) -> None:
+        self._write({"type": "error", "message": message, "url": url})
+
+    def finished(self, stop_reason: str | None, code: int) -> None:
+        self._write({"type": "end", "stopReason": stop_reason, "exitCode": code})
+
+
+class RunRecorder:
+    """`--record FILE` / `GATEWRIGHT_RECORD` in `run`: the transcript (`contracts/transcript.md`) of the frames an
+    editor would have exchanged with `gatewright acp` for this prompt: the `session/prompt` request, every
+    `session/update`, each `session/request_permission` with its answer, and the prompt's response."""
+
+    def __init__(self, path: str, meta: dict[str, Any]) -> None:
+        from acp_server.recorder import TranscriptRecorder
+
+        self.rec = TranscriptRecorder(path, meta)  # OSError: the caller reports it, before anything runs
+        self._next_id = 0
+        self._asking = 0  # the id of the open question (one at a time)
+
+    def prompt(self, text: str) -> None:
+        self.rec.record("in", {"jsonrpc": "2.0", "id": "prompt", "method": "session/prompt", "params": {
+            "sessionId": SESSION_ID, "prompt": [{"type": "text", "text": text}]}})
+
+    async def __call__(self, ev: RuntimeEvent) -> None:
+        from acp_server.session import event_to_update
+
+        update = event_to_update(ev, notices=False)
+        if update is not None:
+            self.rec.record("out", {"jsonrpc": "2.0", "method": "session/update",
+                                    "params": {"sessionId": SESSION_ID, "update": update}})
+
+    def question(self, request: PermissionRequest) -> None:
+        from acp_server.session import pending_tool_call
+
+        request_id = self._next_id
+        self._next_id += 1
+        self._asking = request_id
+        self.rec.record("out", {"jsonrpc": "2.0", "id": request_id, "method": "session/request_permission",
+                                "params": {"sessionId": SESSION_ID,
+                                           "toolCall": pending_tool_call(request.call_id, request.title, request.kind,
+                                                                         request.raw_input, request.content,
+                                                                         request.locations),
+                                           "options": [{"optionId": o.option_id, "name": o.name, "kind": o.kind}
+                                                       for o in request.options]}})
+
+    def answer(self, request: PermissionRequest, outcome: PermissionOutcome | None) -> None:
+        oid = _answer_id(outcome)
+        result = {"outcome": {"outcome": "selected", "optionId": oid} if oid else {"outcome": "cancelled"}}
+        self.rec.record("in", {"jsonrpc": "2.0", "id": self._asking, "result": result})
+
+    def failed(self, message: str, url: str | None) -> None:
+        pass  # the failure is in the conversation already (the notice the ACP host would show)
+
+    def finished(self, stop_reason: str | None, code: int, auth_error: str | None = None) -> None:
+        if auth_error is not None:
+            self.rec.record("out", {"jsonrpc": "2.0", "id": "prompt", "error": {
+                "code": -32000, "message": f"Authentication required: {auth_error}"}})
+        else:
+            self.rec.record("out", {"jsonrpc": "2.0", "id": "prompt",
+                                    "result": {"stopReason": stop_reason or "cancelled"}})
+        self.rec.close()
+
+
+def _answer_id(outcome: PermissionOutcome | None) -> str | None:
+    if outcome is None or outcome.cancelled:
+        return None
+    return outcome.option_id or None
+
+
+def _fanout(*sinks: Any):
+    async def emit(ev: RuntimeEvent) -> None:
+        for sink in sinks:
+            await sink(ev)
+
+    return emit
+
+
+def _stdout_to_devnull() -> None:
+    """After a broken pipe: later writes (and the flush at exit) go nowhere instead of raising."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def missing_key(factory: ModelFactory) -> str | None:
+    """The one-line problem when the chosen provider needs a key that is not set (as its client would find at the
+    first call: no key and no base URL of a server that may need none); None when nothing is missing."""
+    spec = factory.spec
+    if spec is None or spec.provider == "scripted":
+        return None
+    settings = factory.config.provider(spec.provider)
+    if settings is None or not settings.api_key_env or settings.base_url or factory.env.get(settings.api_key_env):
+        return None
+    var = settings.api_key_env
+    url_env = f"{BASE_URL_ENV[settings.name]}, or " if settings.name in BASE_URL_ENV else ""
+    return (f"{var} is not set, and {spec} needs it: set {var} in the environment gatewright runs in, or, for a "
+            f"server that needs no key, set {url_env}base_url under [providers.{settings.name}] in the config file")
+
+
+def endpoint(model: Any) -> str | None:
+    """The URL a provider model sends requests to, for error messages."""
+    url = getattr(model, "url", None)  # the provider clients may name it themselves
+    if isinstance(url, str) and url:
+        return url
+    settings = getattr(model, "settings", None)
+    if settings is None:
+        return None
+    return getattr(settings, "base_url", None) or DEFAULT_URLS.get(getattr(settings, "kind", ""))
+
+
+def _with_url(message: str, model: Any) -> tuple[str, str | None]:
+    url = endpoint(model)
+    name = getattr(model, "name", None)
+    if url and url.rstrip("/") not in message:
+        message += f" (model {name} at {url})" if name else f" (at {url})"
+    return message, url
+
+
 def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMode,
-               state_dir: str | None = None) -> int:
+               state_dir: str | None = None, record: str | None = None, json_events: bool = False,
+               rules: tuple[Rule, ...] = ()) -> int:
     from runtime.models import NO_MODEL_MESSAGE
 
+    # Configuration first: nothing is called, asked or written before these are known to be right.
+    problem = missing_key(factory)
+    if problem is not None:
+        sys.stderr.write(f"gatewright: {problem}\n")
+        return EXIT_USAGE
     model = factory.create()
     if model is None:
         sys.stderr.write(NO_MODEL_MESSAGE + "\n")
-        return EXIT_FAILED
+        return EXIT_USAGE
+    recorder = None
+    if record:
+        from acp_server import __version__
+
+        try:
+            recorder = RunRecorder(record, {"gatewright": __version__, "host": "run", "model": str(factory.spec),
+                                            "mode": mode})
+        except OSError as exc:
+            sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}\n")
+            return EXIT_USAGE
     from permissions.store import state_dir as resolve_state_dir
 
-    runtime = build_runtime(cwd, model, [mode], TerminalGateway(), state_dir=resolve_state_dir(state_dir))
-    printer = TerminalPrinter()
-    result: dict[str, object] = {}
+    printer: Any = JsonPrinter() if json_events else TerminalPrinter()
+    observers = tuple(o for o in (printer if json_events else None, recorder) if o is not None)
+    runtime = build_runtime(cwd, model, [mode], TerminalGateway(observers=observers),
+                            state_dir=resolve_state_dir(state_dir), rules=rules)
+    sink = _fanout(printer, recorder) if recorder is not None else printer
+    if recorder is not None:
+        recorder.prompt(prompt)
+    result: dict[str, Any] = {}
+
+    async def emit(ev: RuntimeEvent) -> None:
+        try:
+            await sink(ev)
+        except BrokenPipeError:
+            # Whoever read the output went away (`gatewright run … | head`): stop the turn as an interruption.
+            _stdout_to_devnull()
+            result["interrupted"] = True
+            runtime.cancel()
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
@@ -148,28 +381,49 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
 
             tg.start_soon(on_sigint)
             try:
-                result["outcome"] = await runtime.run_turn([TextPart(prompt)], printer)
+                result["outcome"] = await runtime.run_turn([TextPart(prompt)], emit)
             except AuthRequired as exc:
-                sys.stderr.write(f"gatewright: authentication failed: {exc}\n")
-                result["auth"] = True
+                result["auth"] = str(exc)
             tg.cancel_scope.cancel()
 
     try:
         anyio.run(main)
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        result["interrupted"] = True
     finally:
         from runtime.processes import kill_all_process_groups
 
         kill_all_process_groups()
-    sys.stdout.write("\n")
-    sys.stdout.flush()
+    if not json_events:
+        try:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _stdout_to_devnull()
     outcome = result.get("outcome")
-    if result.get("interrupted") or getattr(outcome, "stop_reason", None) == "cancelled":
-        return EXIT_INTERRUPTED
-    if outcome is None:
-        return EXIT_FAILED
-    if getattr(outcome, "blocked_by_approval", False):
-        sys.stderr.write("Stopped because tool approval was rejected.\n")
-        return EXIT_REJECTED
-    return EXIT_OK
+    stop = getattr(outcome, "stop_reason", None)
+    failure = result.get("auth") or getattr(outcome, "error", None)
+    if result.get("interrupted") or stop == "cancelled":
+        code = EXIT_INTERRUPTED
+        stop = "cancelled"
+    elif failure is not None:
+        what = "authentication failed" if "auth" in result else "the model call failed"
+        message, url = _with_url(str(failure), model)
+        sys.stderr.write(f"gatewright: {what}: {message}\n")
+        for o in observers:
+            o.failed(message, url)
+        code = EXIT_FAILED
+    elif getattr(outcome, "blocked_by_approval", False):
+        sys.stderr.write("gatewright: stopped because a tool call was not approved.\n")
+        code = EXIT_REJECTED
+    else:
+        code = EXIT_OK
+    sys.stderr.flush()
+    if json_events:
+        try:
+            printer.finished(stop, code)
+        except BrokenPipeError:
+            _stdout_to_devnull()
+    if recorder is not None:
+        recorder.finished(stop, code, result.get("auth"))
+    return code

@@ -156,8 +156,8 @@ class Compactor:
         self.failures = 0
 
     def overhead_chars(self, runtime: AgentRuntime) -> int:
-        return len(runtime.system_prompt) + sum(len(t.description) + len(orjson.dumps(t.parameters))
-                                                for t in runtime.tool_schemas())
+        return len(runtime.current_system_prompt()) + sum(
+            len(t.description) + len(orjson.dumps(t.parameters)) for t in runtime.tool_schemas())
 
     def tokens(self, runtime: AgentRuntime) -> int:
         return estimate_tokens(runtime.history, self.overhead_chars(runtime))

@@ -36,6 +36,7 @@ from permissions.decorator import ApprovalCancelled, ApprovalRejected
 from runtime.events import EventSink, RuntimeEvent, ToolCallProgress, ToolCallStarted
 from runtime.loop import AgentRuntime, ToolEnvironment, TurnOutcome
 from runtime.models.base import AssistantMessage, TextPart
+from runtime.prompts import prompt
 from runtime.tools.base import (
     Effect,
     Tool,
@@ -104,10 +105,11 @@ class SubagentSpec:
     policy: HandoffPolicy
 
 
-_CHILD_RULES = (
-    "You do not see the main conversation: the task below is all you know. A tool result starting with TOOL_ERROR "
-    "describes a failure you can fix and retry. Finish with a concise report; it is the only thing returned."
-)
+def _child_prompt(name: str) -> str:
+    """A subagent's own prompt (runtime/prompts/NAME.md) and the rules every subagent shares; the session's context
+    (project instructions, environment) is added to it at every model call, as for the session itself."""
+    return prompt(name) + "\n\n" + prompt("subagent")
+
 
 EXPLORE = SubagentSpec(
     tool_name="delegate_explore",
@@ -117,9 +119,7 @@ EXPLORE = SubagentSpec(
         "cannot change anything or run commands. Use it to answer a question about the code base without filling "
         "your own context. Give a self-contained question; you get back its report."
     ),
-    system_prompt=("You are gatewright's read-only exploration subagent. You can read and search the workspace, "
-                   "nothing else. Answer the question with file paths and line numbers, and say what you could not "
-                   "establish. " + _CHILD_RULES),
+    system_prompt=_child_prompt("explore"),
     policy=HandoffPolicy(allowed_tools=frozenset({"read_file", "glob", "grep"}), timeout_millis=180_000,
                          max_turn_requests=20),
 )
@@ -132,8 +132,7 @@ TASK = SubagentSpec(
         "questions to the user and further delegation). Its tool calls are approved like yours. You get back its "
         "report of what it did."
     ),
-    system_prompt=("You are a gatewright subagent doing one delegated task in the user's workspace. Keep changes "
-                   "minimal and report what you changed (files) and anything left undone. " + _CHILD_RULES),
+    system_prompt=_child_prompt("task"),
     # A child does not see the conversation, so the user would not know what its questions are about: it reports
     # back, and the parent asks.
     policy=HandoffPolicy(denied_tools=frozenset({"update_plan", "ask_user", "delegate_task", "delegate_explore"})),
@@ -299,6 +298,7 @@ class DelegateTool(Tool):
                                         state=parent.env.state),
             options=replace(parent.options, max_turn_requests=policy.max_turn_requests),
             system_prompt=self.spec.system_prompt,
+            context=parent.context,  # the same project instructions and environment as the session
         )
         sink = _ChildSink(emit, prefix, ctx.call_id, depth)
         outcome: TurnOutcome | None = None

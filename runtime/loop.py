@@ -13,16 +13,17 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.lowlevel
 
-from permissions.decorator import ApprovalCancelled, ApprovalDenied, ApprovalRejected
+from permissions.decorator import ApprovalCancelled, ApprovalDeclined, ApprovalDenied, ApprovalRejected
 from runtime import secrets
 from runtime.elicitation import UserAsker
 from runtime.events import (
     EventSink,
+    NoticeEvent,
     PlanUpdated,
     RuntimeEvent,
     TextChunk,
@@ -47,6 +48,7 @@ from runtime.models.base import (
     UserMessage,
     UserPart,
 )
+from runtime.prompts import prompt
 from runtime.sanitizer import normalise, tool_error, validate
 from runtime.tools.base import (
     EditorBridge,
@@ -57,19 +59,23 @@ from runtime.tools.base import (
     ToolRegistry,
     ToolResult,
     cap_output,
+    clear_call_scratch,
 )
 from runtime.tracing import META_KEY, CallRecord, check_output, find_trace, jsonable_trace, new_operation_id, wire_meta
 from runtime.workspace import PathError, Workspace
 
+if TYPE_CHECKING:
+    from runtime.context import SessionContext
+    from runtime.instructions import Signature
+
 log = logging.getLogger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+MODEL_FAILED = "The model call failed"  # the title of the notice a failed model call ends its turn with
 
-DEFAULT_SYSTEM_PROMPT = (
-    "You are gatewright, a careful coding agent working in the user's workspace through tools. Paths are relative "
-    "to the workspace root unless absolute. Prefer reading before editing, keep changes minimal, and explain briefly "
-    "what you did. A tool result starting with TOOL_ERROR describes a failure you can fix and retry."
-)
+# The base of every session's system prompt (runtime/prompts/system.md); the session's `SessionContext` adds the
+# project instructions and the environment to it at every model call.
+DEFAULT_SYSTEM_PROMPT = prompt("system")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +139,7 @@ class AgentRuntime:
         environment: ToolEnvironment,
         options: RuntimeOptions | None = None,
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        context: SessionContext | None = None,
     ) -> None:
         self.model = model
         self.registry = registry
@@ -140,6 +147,10 @@ class AgentRuntime:
         self.env = environment
         self.options = options or RuntimeOptions()
         self.system_prompt = system_prompt
+        # Project instructions and environment, added to `system_prompt` at every model call (None: the bare prompt).
+        self.context = context
+        # The nested instruction files this conversation has been shown (path → the version it saw).
+        self.instructions_seen: dict[str, Signature] = {}
         self.history: list[Message] = []
         self._scope: anyio.CancelScope | None = None
         self._cancel_requested = False
@@ -172,6 +183,10 @@ class AgentRuntime:
         """Count usage spent on this runtime's behalf elsewhere (e.g. by a subagent) into its total."""
         self._add_usage(u)
 
+    def current_system_prompt(self) -> str:
+        """The system prompt the next model call sends."""
+        return self.context.system_prompt(self.system_prompt) if self.context is not None else self.system_prompt
+
     def tool_schemas(self) -> tuple[ToolSchema, ...]:
         return tuple(ToolSchema(t.name, t.description, t.schema) for t in self.registry.tools())
 
@@ -191,11 +206,15 @@ class AgentRuntime:
                 if self._cancel_requested:
                     scope.cancel()
                 try:
+                    if self.context is not None:
+                        await self.context.enter_turn()
                     for hook in list(self.before_turn):
                         await hook()
                     outcome = await self._loop(emit, open_calls, start_len)
                 finally:
                     self._scope = None
+                    if self.context is not None:
+                        self.context.exit_turn()
         except anyio.get_cancelled_exc_class():
             # Cancelled from outside (a subagent's parent turn, or its time limit): still close every announced
             # call, so the client never keeps a call pending that nothing will finish.
@@ -223,7 +242,8 @@ class AgentRuntime:
             self.steps_taken += 1
             if self.before_step is not None:
                 await self.before_step(emit)
-            request = ModelRequest(self.system_prompt, tuple(self.history), self.tool_schemas(), self.env.session_id)
+            request = ModelRequest(self.current_system_prompt(), tuple(self.history), self.tool_schemas(),
+                                   self.env.session_id)
             text: list[str] = []
             thinking: list[str] = []
             calls: list[ToolCallRequest] = []
@@ -252,8 +272,9 @@ class AgentRuntime:
                     raise AuthRequired(reason) from None
                 if text or thinking or calls:
                     self.history.append(AssistantMessage("".join(text), "".join(thinking)))
-                message = f"\n\n⚠ The model call failed: {reason}"
-                await emit(TextChunk(message))
+                # A notice, not model text: the ACP host shows it in the conversation ("⚠ The model call failed:
+                # …"), the terminal host on stderr.
+                await emit(NoticeEvent("error", MODEL_FAILED, reason))
                 return TurnOutcome("end_turn", error=reason, usage=self.total_usage)
             finished = finished or Finished("tool_use" if calls else "end_turn")
             self._add_usage(finished.usage)
@@ -379,7 +400,10 @@ class AgentRuntime:
                           emit=self._keeping_plan(emit),  # plans come from tools: keep the latest one
                           asker=self.env.asker)
         try:
-            result = await self.executor.execute(item, ctx)
+            try:
+                result = await self.executor.execute(item, ctx)
+            finally:
+                clear_call_scratch(ctx.state, cid)
         except ApprovalRejected as exc:
             rejected.set()
             self._rejections.append(exc.reason)
@@ -387,11 +411,11 @@ class AgentRuntime:
                 if other is not slot and not other.started and other.scope is not None:
                     other.scope.cancel()
             await self._finish(slot, emit, "failed", f"not run: {exc.reason}", is_error=True,
-                               error_type="ApprovalRejected", meta=exc.meta)
+                               error_type="ApprovalRejected", meta=exc.meta, shown=refusal_for_user(exc))
             return
         except ApprovalDenied as exc:  # includes ApprovalDeclined: the model is told and the turn goes on
             await self._finish(slot, emit, "failed", exc.reason, is_error=True, error_type=exc.error_type,
-                               meta=exc.meta)
+                               meta=exc.meta, shown=refusal_for_user(exc))
             return
         except ToolFailure as exc:
             await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
@@ -417,8 +441,28 @@ class AgentRuntime:
         except ToolFailure as exc:
             await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
             return
+        note = "" if result.is_error else self._instructions_for(item)
         await self._finish(slot, emit, "failed" if result.is_error else "completed", text,
-                           is_error=result.is_error, result=result)
+                           is_error=result.is_error, result=result, note=note)
+
+    def _instructions_for(self, call: ToolCall) -> str:
+        """Nested AGENTS.md text for the paths a successful call touched, the first time this conversation meets it."""
+        tool = self.registry.get(call.name)
+        if self.context is None or tool is None:
+            return ""
+        try:
+            resolved = []
+            for p, _ in tool.paths(call.arguments):
+                try:
+                    r = self.env.workspace.resolve(p)
+                except PathError:
+                    continue
+                if r.klass != "outside":
+                    resolved.append(r.path)
+            return self.context.attachments(resolved, self.instructions_seen) if resolved else ""
+        except Exception:  # instructions are a help: they never fail a call
+            log.debug("nested instructions for %s failed", call.name, exc_info=True)
+            return ""
 
     async def _overwrites_a_hidden_secret(self, call: ToolCall) -> str | None:
         """A write carrying the redaction marker into a file that holds a registered secret: the model saw the file
@@ -443,7 +487,9 @@ class AgentRuntime:
 
     async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
                       *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None,
-                      meta: dict[str, Any] | None = None) -> None:
+                      meta: dict[str, Any] | None = None, shown: str | None = None, note: str = "") -> None:
+        """`text` is what the model reads; `shown`, when given, is what the user sees instead (a refusal is told to
+        the model as an instruction, and to the user as what happened); `note` is attached for the model only."""
         call = slot.call
         cid = call.id or ""
         # The one place a tool's result becomes what the model reads and what the editor and the store get: a
@@ -454,10 +500,12 @@ class AgentRuntime:
                              raw_output=secrets.redact(result.raw_output), trace=secrets.redact(result.trace))
         if is_error and result is None:
             output = tool_error(error_type, text, call.name, cid)
-            content: tuple[dict[str, Any], ...] = ({"type": "content", "content": {"type": "text", "text": text}},)
-            raw_output: Any = {"error": text, "errorType": error_type}
+            seen = shown or text
+            content: tuple[dict[str, Any], ...] = ({"type": "content", "content": {"type": "text", "text": seen}},)
+            raw_output: Any = {"error": seen, "errorType": error_type}
         else:
-            output = cap_output(text, self.options.max_tool_output_chars)
+            # `note` (instructions attached for the model) comes after the cap: a long output never cuts it off.
+            output = cap_output(text, self.options.max_tool_output_chars) + note
             content = result.content if result and result.content else (
                 {"type": "content", "content": {"type": "text", "text": cap_output(text, 20_000)}},)
             raw_output = result.raw_output if result else None
@@ -503,6 +551,21 @@ class AgentRuntime:
             return tool is None or tool.effect(args if isinstance(args, dict) else {}) != "read"
         except Exception:  # an effect we cannot establish is not a read
             return True
+
+
+def refusal_for_user(exc: ApprovalRejected | ApprovalDenied) -> str:
+    """What the editor shows for a call that approval stopped: what happened, in the user's terms (the model gets
+    the instruction-style text in its TOOL_ERROR)."""
+    info = (exc.meta or {}).get(META_KEY, {}) if isinstance(exc.meta, dict) else {}
+    if isinstance(exc, ApprovalDeclined):
+        return "Declined: not run. The agent was told to try another way."
+    if isinstance(exc, ApprovalRejected):
+        if info.get("by") == "timeout":
+            return "Not run: the permission question was not answered in time."
+        if info.get("by") == "user" and "option" in info:  # the answer to the question was a rejection
+            return "Rejected: not run. The turn stopped here."
+        return f"Not run: {exc.reason}. The turn stopped here."
+    return f"Not run: {exc.reason}."
 
 
 def _file_has_secret(path: str, limit: int = 4 << 20) -> bool:

@@ -54,7 +54,7 @@ async def test_a_turn_streams_thoughts_tool_calls_with_diffs_and_text_through_an
     assert kinds[0] == "agent_thought_chunk" and "tool_call" in kinds and kinds[-1] == "agent_message_chunk"
     assert client.text() == "Done: wrote hello.txt."
     (tool_call, options), = client.permissions
-    assert tool_call.title == "Write `hello.txt`" and tool_call.kind == "edit"
+    assert tool_call.title == "Write hello.txt" and tool_call.kind == "edit"
     assert tool_call.raw_input == {"path": "hello.txt", "content": "hi\n"}
     assert tool_call.content[0].type == "diff" and tool_call.content[0].new_text == "hi\n"
     assert {o.kind for o in options} == {"allow_once", "allow_always", "reject_once", "reject_always"}

@@ -177,11 +177,13 @@ async def test_a_failing_disk_write_gives_a_clear_error_and_leaves_the_old_file_
     (tmp_path / "keep.txt").write_text("old content\n", encoding="utf-8")
     (tmp_path / "AGENTS.md").write_text("old rules\n", encoding="utf-8")
     before = snapshot(tmp_path)
+    ctx = make_ctx(tmp_path)
+    await run("read_file", {"path": "keep.txt"}, ctx)  # an overwrite needs the model to have read the file
     fake = FailingOs(*FAILURES[failure])
     monkeypatch.setattr(workspace_module, "os", fake)
     name, args = WRITERS[writer]
     with pytest.raises(ToolFailure) as err:
-        await run(name, args, make_ctx(tmp_path))
+        await run(name, args, ctx)
     monkeypatch.undo()
     assert fake.calls >= 1, "the injected failure was never reached"
     assert err.value.error_type in {"WriteFailed", "OSError", "PermissionDenied"}, err.value.message

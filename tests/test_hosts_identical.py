@@ -115,8 +115,8 @@ def test_the_same_script_and_answers_give_the_same_executions_in_both_hosts(tmp_
     model.write_text(json.dumps({"responses": SCRIPT}))
     acp_calls, acp_files, stop = run_acp(tmp_path, model)
     cli_calls, cli_files, code = run_cli(tmp_path, model)
-    assert acp_calls == [("Read `README.md`", "completed"), ("Write `a.txt`", "completed"),
-                         ("Write `b.txt`", "failed"), ("Read `missing.txt`", "failed")]
+    assert acp_calls == [("Read README.md", "completed"), ("Write a.txt", "completed"),
+                         ("Write b.txt", "failed"), ("Read missing.txt", "failed")]
     assert cli_calls == acp_calls
     assert cli_files == acp_files == {"README.md": "# same\n", "a.txt": "approved\n"}
     assert stop == "end_turn" and code == 3

@@ -62,7 +62,8 @@ class RecordingClient:
 def agent_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OPENAI_", "ANTHROPIC_", "GATEWRIGHT_"))}
-    env.update(PYTHONPATH=str(ROOT), GATEWRIGHT_CONFIG=str(tmp_path / "no-config.toml"))
+    # No config file: an empty config dir (a GATEWRIGHT_CONFIG that does not exist is an error).
+    env.update(PYTHONPATH=str(ROOT), XDG_CONFIG_HOME=str(tmp_path / "no-config-dir"))
     env.update(extra)
     return env
 

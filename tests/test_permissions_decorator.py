@@ -250,7 +250,7 @@ async def test_reject_stops_the_turn_and_tells_the_user_what_was_refused(tmp_pat
     h = Harness(tmp_path, [{"tool_calls": [bash("make deploy")]}, {"text": "NEVER"}], answers=["reject_once"])
     outcome = await h.turn()
     assert outcome.stop_reason == "end_turn" and outcome.blocked_by_approval
-    assert "Stopped: you rejected Run `make deploy`." in h.sink.text() and "NEVER" not in h.sink.text()
+    assert "Stopped: you rejected Run make deploy." in h.sink.text() and "NEVER" not in h.sink.text()
     assert h.sink.statuses("b") == ["pending", "failed"]
 
 

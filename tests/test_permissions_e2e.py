@@ -104,7 +104,7 @@ def test_reject_stops_with_a_message_and_try_another_way_lets_the_model_go_on(sp
     assert "Trying something else." in _text(agent)
     assert _statuses(agent, "b1") == ["pending", "failed"]
     assert agent.prompt(sid, "two")["result"]["stopReason"] == "end_turn"
-    assert "Stopped: you rejected Run `touch built.txt`." in _text(agent) and "NEVER" not in _text(agent)
+    assert "Stopped: you rejected Run touch built.txt." in _text(agent) and "NEVER" not in _text(agent)
     assert not (workspace / "built.txt").exists()
 
 

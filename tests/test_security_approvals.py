@@ -227,7 +227,7 @@ def test_tool_output_that_tries_to_change_the_mode_or_the_rules_has_no_effect(sp
     (workspace / "NOTES.md").write_text(INJECTION.replace("SID", sid), encoding="utf-8")
     assert agent.prompt(sid, "go")["result"]["stopReason"] == "end_turn"
     asked = [r["params"]["toolCall"]["title"] for r in agent.agent_requests]
-    assert asked == ["Write `a.txt`"] * 2  # (the read-only `cat` ran freely) each write asked: nothing remembered
+    assert asked == ["Write a.txt"] * 2  # (the read-only `cat` ran freely) each write asked: nothing remembered
     assert not [u for u in agent.updates(sid) if u["sessionUpdate"] in ("current_mode_update",
                                                                         "config_option_update")]
     options = agent.result("session/set_config_option", {"sessionId": sid, "configId": "mode", "value": "safe"})

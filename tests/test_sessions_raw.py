@@ -62,12 +62,16 @@ def test_after_kill_9_mid_turn_the_session_loads_with_every_completed_step(spawn
 
 
 def test_prompts_sent_while_busy_queue_in_order_and_cancel_resolves_the_queued_ones_too(spawn, tmp_path, workspace):
-    model = write_script(tmp_path / "m.json", [{"delay_ms": 30_000, "text": "slow"}, {"text": "after the cancel"}])
-    agent = spawn("--model", f"scripted:{model}")
+    # The first turn stays busy on a permission question nobody answers; its request proves the turn reached the
+    # model (so the script's first entry is spent) before the cancel.
+    model = write_script(tmp_path / "m.json", [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]},
+        {"text": "after the cancel"}])
+    agent = spawn("--model", f"scripted:{model}", responder=never_answer)
     agent.initialize()
     sid = agent.new_session(workspace)
     ids = [agent.start_prompt(sid, t) for t in ("one", "two", "three")]
-    agent.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate") == "session_info_update")
+    agent.wait_for(lambda f: f.get("method") == "session/request_permission")
     agent.notify("session/cancel", {"sessionId": sid})
     answers = [agent.response(i) for i in ids]
     assert [a["result"]["stopReason"] for a in answers] == ["cancelled"] * 3
@@ -175,3 +179,15 @@ def test_cancel_request_for_a_queued_prompt_cancels_only_that_one(spawn, tmp_pat
     stops = [agent.response(i)["result"]["stopReason"] for i in ids]
     assert stops == ["end_turn", "cancelled", "end_turn"]
     assert text_of(replayed(agent, sid)) == "first donethird done"
+
+
+def test_an_audio_block_without_a_mime_type_is_refused_so_a_load_never_replays_an_invalid_frame(spawn, tmp_path,
+                                                                                              workspace):
+    model = write_script(tmp_path / "m.json", [{"text": "ok"}])
+    agent = spawn("--model", f"scripted:{model}")
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    answer = agent.request("session/prompt", {"sessionId": sid,
+                                              "prompt": [{"type": "audio", "data": "x", "mimeType": None}]})
+    assert answer["error"]["code"] == -32602
+    assert "result" in load(agent, sid, workspace)  # the fixture checks every replayed frame against the schema

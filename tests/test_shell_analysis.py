@@ -21,8 +21,8 @@ from permissions.shell import ShellAnalysis, SimpleCommand, analyze_command, nee
 READ_ONLY = [
     "ls -la",
     "cat README.md | head -5",
-    "git status",
-    "git diff HEAD~1",
+    "git rev-parse --show-toplevel",
+    "git ls-files -z",
     "rg TODO src",
     "grep -rn foo . | wc -l",
     "find . -name '*.py'",

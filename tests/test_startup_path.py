@@ -25,7 +25,8 @@ from acp_server.cli import _check_options, build_parser
 import acp_server.server
 from acp_server.agent import AgentConfig, GatewrightAgent
 args = build_parser().parse_args(["acp", "--model", "scripted:{script}"])
-factory, mode = _check_options(args)
+checked = _check_options(args)
+factory, mode = checked.factory, checked.mode
 agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory))
 answer = agent.initialize_sync({{"protocolVersion": 1, "clientCapabilities": {{}}}})
 assert answer["protocolVersion"] == 1, answer

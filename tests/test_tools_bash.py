@@ -218,8 +218,8 @@ async def test_bash_metadata_kind_effect_title_and_paths(tmp_path):
     assert tool.effect({"command": "ls"}) == "execute"
     assert tool.effect({"action": "logs", "processId": "p"}) == "read"
     assert tool.effect({"action": "stop", "processId": "p"}) == "execute"
-    assert tool.title({"command": "npm test"}, ws) == "Run `npm test`"
-    assert tool.title({"action": "start", "command": "npm run dev"}, ws) == "Start `npm run dev` in the background"
+    assert tool.title({"command": "npm test"}, ws) == "Run npm test"
+    assert tool.title({"action": "start", "command": "npm run dev"}, ws) == "Start npm run dev in the background"
     assert tool.paths({"command": "ls", "cwd": "sub"}) == [("sub", True)]
     assert tool.paths({"action": "list"}) == []
     assert tool.timeout_seconds({"command": "x", "timeoutMs": 5000}) == 5

@@ -153,7 +153,7 @@ async def test_bash_apply_patch_and_grep_on_disk_with_a_permission_round_trip(tm
     assert asked["c_patch"]["content"][0]["newText"] == "alpha\ngamma\n"
     assert "c_grep" not in asked  # a search inside the workspace runs without asking in safe mode
     calls = client.tool_updates()
-    assert calls["c_bash"][0]["kind"] == "execute" and calls["c_bash"][0]["title"].startswith("Run `echo from-bash")
+    assert calls["c_bash"][0]["kind"] == "execute" and calls["c_bash"][0]["title"].startswith("Run echo from-bash")
     assert calls["c_patch"][0]["kind"] == "edit" and calls["c_grep"][0]["kind"] == "search"
     for cid in ("c_bash", "c_patch", "c_grep"):
         assert calls[cid][-1]["status"] == "completed", calls[cid][-1]

@@ -1,4 +1,5 @@
-"""edit: exact unique replacement, clear errors, line endings kept, diff content, compare-before-write."""
+"""edit: exact unique replacement, clear errors, line endings kept, diff content, compare-before-write, one
+read per call, and no write over a file that changed since the model read it."""
 
 from __future__ import annotations
 
@@ -102,25 +103,70 @@ async def test_edit_through_the_editor_reads_its_buffer_and_writes_through_it(tm
     assert "fs/write_text_file" in editor.methods()
 
 
-async def test_edit_through_the_editor_refuses_to_clobber_a_concurrent_change(tmp_path):
+async def test_edit_through_the_editor_refuses_to_clobber_typing_done_after_the_model_read(tmp_path):
     f = tmp_path / "a.txt"
     f.write_text("v1\n")
     editor = FakeEditor()
     key = str(f.resolve())
     editor.buffers[key] = "v1\n"
-    reads = []
-
-    def user_types(path):
-        reads.append(path)
-        if len(reads) == 1:
-            editor.buffers[key] = "v1 plus the user's typing\n"
-
-    editor.on_read = user_types
-    with pytest.raises(ToolFailure, match="changed since it was read") as err:
-        await run("edit", {"path": "a.txt", "old_string": "v1", "new_string": "v2"}, make_ctx(tmp_path, editor=editor))
+    ctx = make_ctx(tmp_path, editor=editor)
+    await run("read_file", {"path": "a.txt"}, ctx)
+    editor.buffers[key] = "v1 plus the user's typing\n"  # the user types between two tool calls
+    with pytest.raises(ToolFailure, match="changed since you last read it.*read it again") as err:
+        await run("edit", {"path": "a.txt", "old_string": "v1", "new_string": "v2"}, ctx)
     assert err.value.error_type == "FileChanged"
     assert editor.buffers[key] == "v1 plus the user's typing\n"
     assert "fs/write_text_file" not in editor.methods()
+    # Once read again, the edit goes through.
+    await run("read_file", {"path": "a.txt"}, ctx)
+    await run("edit", {"path": "a.txt", "old_string": "v1", "new_string": "v2"}, ctx)
+    assert editor.buffers[key] == "v2 plus the user's typing\n"
+
+
+async def test_one_edit_reads_the_file_once_through_the_editor_preview_included(tmp_path):
+    f = tmp_path / "a.txt"
+    f.write_text("one\n")
+    editor = FakeEditor()
+    ctx = make_ctx(tmp_path, editor=editor)
+    args = {"path": "a.txt", "old_string": "one", "new_string": "two"}
+    tool = TOOLS["edit"]
+    await tool.precheck(args, ctx)  # what the approval describer does before asking
+    assert (await tool.preview(args, ctx))[0]["newText"] == "two\n"
+    await run("edit", args, ctx)
+    assert editor.methods() == ["fs/read_text_file", "fs/write_text_file"]
+    assert editor.buffers[str(f.resolve())] == "two\n"
+
+
+async def test_a_second_edit_in_the_same_call_scratch_reads_again_after_this_session_wrote(tmp_path):
+    (tmp_path / "a.txt").write_text("a b\n")
+    editor = FakeEditor()
+    ctx = make_ctx(tmp_path, editor=editor)
+    await run("edit", {"path": "a.txt", "old_string": "a", "new_string": "x"}, ctx)
+    await run("edit", {"path": "a.txt", "old_string": "b", "new_string": "y"}, ctx)
+    assert editor.buffers[str((tmp_path / "a.txt").resolve())] == "x y\n"
+    assert editor.methods().count("fs/read_text_file") == 2
+
+
+async def test_edit_on_disk_refuses_a_file_a_command_rewrote_after_the_model_read_it(tmp_path):
+    f = tmp_path / "a.txt"
+    f.write_text("v1\n")
+    ctx = make_ctx(tmp_path)
+    await run("read_file", {"path": "a.txt"}, ctx)
+    f.write_text("v1, and a formatter rewrote this line\n")
+    with pytest.raises(ToolFailure, match="changed since you last read it") as err:
+        await run("edit", {"path": "a.txt", "old_string": "v1", "new_string": "v2"}, ctx)
+    assert err.value.error_type == "FileChanged"
+    assert f.read_text() == "v1, and a formatter rewrote this line\n"
+
+
+async def test_edit_needs_no_earlier_read_and_its_own_write_counts_as_seen(tmp_path):
+    f = tmp_path / "a.txt"
+    f.write_text("v1\n")
+    ctx = make_ctx(tmp_path)
+    await run("edit", {"path": "a.txt", "old_string": "v1", "new_string": "v2"}, ctx)
+    await run("edit", {"path": "a.txt", "old_string": "v2", "new_string": "v3"}, ctx)
+    await run("write_file", {"path": "a.txt", "content": "v4\n"}, ctx)
+    assert f.read_text() == "v4\n"
 
 
 async def test_edit_metadata_kind_title_and_rule_key(tmp_path):
@@ -128,5 +174,5 @@ async def test_edit_metadata_kind_title_and_rule_key(tmp_path):
 
     tool, ws = TOOLS["edit"], Workspace(str(tmp_path))
     assert tool.kind == "edit" and tool.effect({}) == "write"
-    assert tool.title({"path": "src/a.py"}, ws) == "Edit `src/a.py`"
+    assert tool.title({"path": "src/a.py"}, ws) == "Edit src/a.py"
     assert tool.paths({"path": "a"}) == [("a", True)]

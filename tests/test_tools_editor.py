@@ -77,7 +77,9 @@ async def test_write_file_through_the_editor_sends_an_absolute_path_and_shows_th
     f = tmp_path / "a.txt"
     f.write_text("old\n")
     editor = FakeEditor()
-    res = await run("write_file", {"path": "a.txt", "content": "new\n"}, make_ctx(tmp_path, editor=editor))
+    ctx = make_ctx(tmp_path, editor=editor)
+    await run("read_file", {"path": "a.txt"}, ctx)
+    res = await run("write_file", {"path": "a.txt", "content": "new\n"}, ctx)
     assert editor.buffers[str(f.resolve())] == "new\n"
     assert res.content[0]["oldText"] == "old\n" and res.content[0]["newText"] == "new\n"
     res = await run("write_file", {"path": "sub/b.txt", "content": "b\n", "mode": "create"},

@@ -146,8 +146,8 @@ async def test_paths_title_and_preview_cover_every_file_of_the_patch(tmp_path):
     args = {"patch": P("*** Update File: a.txt", "*** Move to: b.txt", "-x", "+y", "*** Add File: c.txt", "+z")}
     tool, ws = TOOLS["apply_patch"], Workspace(str(tmp_path))
     assert tool.paths(args) == [("a.txt", True), ("b.txt", True), ("c.txt", True)]
-    assert tool.title(args, ws) == "Patch 2 files: `a.txt`, `c.txt`"
-    assert tool.title({"patch": P("*** Delete File: a.txt")}, ws) == "Delete `a.txt`"
+    assert tool.title(args, ws) == "Patch 2 files: a.txt, c.txt"
+    assert tool.title({"patch": P("*** Delete File: a.txt")}, ws) == "Delete a.txt"
     preview = await tool.preview(args, make_ctx(tmp_path))
     assert {p["path"].rsplit("/", 1)[1]: p["newText"] for p in preview} == {"a.txt": "", "b.txt": "y\n",
                                                                              "c.txt": "z\n"}

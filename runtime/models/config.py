@@ -1,8 +1,9 @@
 """The model configuration a user lives with: `config.toml` in the user's config dir, then env, then flags.
 
 Where: `$GATEWRIGHT_CONFIG`, else `$XDG_CONFIG_HOME/gatewright/config.toml`, else `~/.config/gatewright/config.toml`.
-A missing file is an empty configuration; a malformed one is refused at start-up with a one-line `ConfigError`
-naming the file and the key. Example:
+A missing file in the default place is an empty configuration; a `GATEWRIGHT_CONFIG` naming a file that does not
+exist, and a malformed file, are refused at start-up with a one-line `ConfigError` naming the file (and the key).
+The file's `[permissions]` table is read by `runtime.config`. Example:
 
     default_model = "sonnet"              # a name below, or PROVIDER:MODEL
 
@@ -145,28 +146,43 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "gatewright" / "config.toml"
 
 
-def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> ModelsConfig:
-    """Read the config file (missing → empty) and apply env overrides. Raises `ConfigError`."""
+def read_document(path: str | Path | None = None, env: Mapping[str, str] | None = None,
+                  ) -> tuple[dict[str, Any], str | None]:
+    """The config file (`path`, else `config_path(env)`) as a TOML document and where it came from; `({}, None)`
+    when it is absent, unless `GATEWRIGHT_CONFIG` named it.
+
+    Raises:
+        ConfigError: a `GATEWRIGHT_CONFIG` that does not exist, an unreadable file, invalid TOML.
+    """
     env = os.environ if env is None else env
+    named = path is None and bool(env.get("GATEWRIGHT_CONFIG"))  # the user named it: it must exist
     p = Path(path) if path is not None else config_path(env)
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
-        return apply_env(ModelsConfig(), env)
+        if named:
+            raise ConfigError(f"config file {p} (GATEWRIGHT_CONFIG) does not exist") from None
+        return {}, None
     except OSError as exc:
         raise ConfigError(f"config file {p}: cannot be read ({exc.strerror or exc})") from None
     import tomllib
 
     try:
-        doc = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8")), str(p)
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {p}: not valid TOML ({exc})") from None
-    return apply_env(parse_config(doc, str(p)), env)
+
+
+def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> ModelsConfig:
+    """Read the config file (the default one missing → empty) and apply env overrides. Raises `ConfigError`."""
+    env = os.environ if env is None else env
+    doc, source = read_document(path, env)
+    return apply_env(parse_config(doc, source) if source is not None else ModelsConfig(), env)
 
 
 def parse_config(doc: Mapping[str, Any], source: str = "<config>") -> ModelsConfig:
     where = f"config file {source}"
-    unknown = set(doc) - {"default_model", "providers", "models"}
+    unknown = set(doc) - {"default_model", "providers", "models", "permissions"}  # permissions: runtime.config
     if unknown:
         raise ConfigError(f"{where}: unknown key(s): {', '.join(sorted(unknown))}")
     default = doc.get("default_model")

@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from runtime.tracing import CallRecord
 
 Effect = Literal["read", "write", "execute", "other"]
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas" / "tools"
+# The argument schemas ship inside the package (package data), so a wheel or `pipx install` finds them too.
+SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 
 
 def digest(value: Any) -> str:
@@ -175,6 +176,14 @@ class Tool:
         """Content shown before the call runs (e.g. the diff of an edit, for the permission question)."""
         return ()
 
+    async def precheck(self, args: Mapping[str, Any], ctx: ToolContext) -> None:
+        """Refuse a call that cannot succeed before anyone is asked about it (e.g. a write over a file that changed
+        since the model read it). Called by the approval describer before `preview`; `run` checks again.
+
+        Raises:
+            ToolFailure: the call is refused now, and the model is told why.
+        """
+
     def check_arguments(self, args: Mapping[str, Any]) -> None:
         """Structural checks the JSON schema cannot express (e.g. a server-bound argument supplied by the model).
 
@@ -273,6 +282,23 @@ class RoutingToolExecutor:
                 return await tool.run(call.arguments, ctx)
         except TimeoutError:
             raise ToolFailure(f"{call.name} did not finish within {budget:g} s and was stopped", "Timeout") from None
+
+
+CALL_SCRATCH = "call_scratch"
+
+
+def call_scratch(ctx: ToolContext) -> dict[Any, Any]:
+    """A dict private to one tool call, kept in the session's tool state between describing the call (for the
+    approval question) and running it, so a tool can reuse what it read for the preview instead of reading again."""
+    calls: dict[str, dict[Any, Any]] = ctx.state.setdefault(CALL_SCRATCH, {})
+    return calls.setdefault(ctx.call_id, {})
+
+
+def clear_call_scratch(state: dict[str, Any], call_id: str) -> None:
+    """Forget what a call kept: at each new description of it (what is shown must be read afresh) and once it ends."""
+    calls = state.get(CALL_SCRATCH)
+    if calls:
+        calls.pop(call_id, None)
 
 
 def cap_output(text: str, limit: int) -> str:

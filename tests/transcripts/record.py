@@ -97,6 +97,7 @@ SCENARIOS: dict[str, tuple[Callable[[AgentProcess, Path], None], list[dict[str, 
         {"text": "Created src/greet.py.", "usage": {"input_tokens": 120, "output_tokens": 14}},
     ]),
     "03_reject_write": (reject_write, [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": "# replaced\n"}}]},
         {"text": "never reached"},
     ]),

@@ -39,8 +39,8 @@ class UpdateAgentsMdTool(Tool):
         return [(ROOT_FILE, self._action(args) != "read")]
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
-        return {"read": "Read `AGENTS.md`", "write": "Rewrite `AGENTS.md`", "append": "Append to `AGENTS.md`"}.get(
-            self._action(args), "Update `AGENTS.md`")
+        return {"read": "Read AGENTS.md", "write": "Rewrite AGENTS.md", "append": "Append to AGENTS.md"}.get(
+            self._action(args), "Update AGENTS.md")
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return "this change to `AGENTS.md`" if self._action(args) != "read" else "reading `AGENTS.md`"

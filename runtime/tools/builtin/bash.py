@@ -51,6 +51,18 @@ def _analysis(command: str) -> Any:
         return None
 
 
+def canonical_command(command: str) -> str:
+    """The identity of a command for rules: the shell analysis's canonical form (`npm  test` is `npm test`)."""
+    return getattr(_analysis(command), "canonical", None) or command.strip()
+
+
+def run_rule_key(where: str, canonical: str) -> str:
+    """The rule key of running a command (canonical form) in directory `where` (resolved, or a placeholder)."""
+    from runtime.tools.base import digest
+
+    return f"bash:run:{where}:{digest(canonical)}"
+
+
 def _short(command: str, limit: int = 80) -> str:
     first = command.strip().splitlines()[0] if command.strip() else command
     more = first != command.strip()
@@ -94,8 +106,8 @@ class BashTool(Tool):
             if not isinstance(cmd, str):
                 return "Run a command"
             where = args.get("cwd")
-            suffix = f" in `{display_path(ws, where)}`" if isinstance(where, str) and where not in ("", ".") else ""
-            return f"{'Run' if action == 'exec' else 'Start'} `{_short(cmd)}`{suffix}" + \
+            suffix = f" in {display_path(ws, where)}" if isinstance(where, str) and where not in ("", ".") else ""
+            return f"{'Run' if action == 'exec' else 'Start'} {_short(cmd)}{suffix}" + \
                 (" in the background" if action == "start" else "")
         return {"status": f"Check process {pid}", "logs": f"Read output of process {pid}",
                 "write": f"Send input to process {pid}", "stop": f"Stop process {pid}",
@@ -113,15 +125,13 @@ class BashTool(Tool):
 
         action = self._action(args)
         if action in ("exec", "start") and isinstance(args.get("command"), str):
-            a = _analysis(args["command"])
-            canonical = getattr(a, "canonical", None) or args["command"].strip()
             try:
                 where = ws.resolve(args.get("cwd") or ".").path
             except PathError:
                 where = str(args.get("cwd"))
             # exec and start of the same command are one rule: approving either approves running it there. The
             # command is kept as a digest: a secret in it never reaches the rules file.
-            return f"bash:run:{where}:{digest(canonical)}"
+            return run_rule_key(where, canonical_command(args["command"]))
         # Process ids (`proc_1`) restart in every agent process: these calls are remembered for this session only, and
         # the key holds everything that decides the effect (for `write`, the input sent).
         key = f"bash:{action}:{args.get('processId', '')}"

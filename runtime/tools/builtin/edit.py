@@ -58,18 +58,31 @@ class EditTool(Tool):
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
         p = args.get("path")
-        return f"Edit `{display_path(ws, p)}`" if isinstance(p, str) else "Edit file"
+        return f"Edit {display_path(ws, p)}" if isinstance(p, str) else "Edit file"
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return f"this edit to `{display_path(ws, str(args.get('path', '')))}`"
 
-    async def _compute(self, args: Mapping[str, Any], ctx: ToolContext) -> tuple[textio.TextFile, Replacement]:
+    async def _compute(self, args: Mapping[str, Any], ctx: ToolContext,
+                       last_use: bool = False) -> tuple[textio.TextFile, Replacement]:
         resolved = textio.resolve(ctx, args["path"])
-        before = await textio.load(ctx, resolved)
+        before = await textio.load(ctx, resolved, last_use=last_use)
         assert before.text is not None
+        textio.check_fresh(ctx, before)
         shown = ctx.workspace.display(resolved.path)
         rep = replace_exact(before.text, args["old_string"], args["new_string"], bool(args.get("replaceAll")), shown)
         return before, rep
+
+    async def precheck(self, args: Mapping[str, Any], ctx: ToolContext) -> None:
+        # Only a file that changed since the model read it is refused before the question; anything else (a path
+        # outside the workspace, not approved yet; no match) is for the preview and the run to report.
+        if not isinstance(args.get("path"), str):
+            return
+        try:
+            before = await textio.load(ctx, textio.resolve(ctx, args["path"]))
+        except (ToolFailure, PathError):
+            return
+        textio.check_fresh(ctx, before)
 
     async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> tuple[dict[str, Any], ...]:
         if not all(isinstance(args.get(k), str) for k in ("path", "old_string", "new_string")):
@@ -82,7 +95,7 @@ class EditTool(Tool):
         return (textio.diff_content(before.resolved.path, before.text, rep.new_text),)
 
     async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
-        before, rep = await self._compute(args, ctx)
+        before, rep = await self._compute(args, ctx, last_use=True)
         await textio.store(ctx, before, rep.new_text)
         path = before.resolved.path
         shown = ctx.workspace.display(path)

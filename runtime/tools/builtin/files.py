@@ -56,7 +56,7 @@ class ReadFileTool(Tool):
         rng = ""
         if args.get("startLine") or args.get("endLine"):
             rng = f" (lines {args.get('startLine', 1)}–{args.get('endLine', 'end')})"
-        return f"Read `{display_path(ws, p)}`{rng}"
+        return f"Read {display_path(ws, p)}{rng}"
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return f"reading `{display_path(ws, str(args.get('path', '')))}`"
@@ -89,9 +89,14 @@ class ReadFileTool(Tool):
         if os.path.isdir(resolved.path):
             textio.check(ctx, resolved)
             raise ToolFailure(f"{shown} is a directory", "IsADirectory")
-        text = await textio.read_lines_via_editor(ctx, resolved, start, None if end is None else end - start + 1)
+        limit = None if end is None else end - start + 1
+        text = await textio.read_lines_via_editor(ctx, resolved, start, limit)
         if text is None:
             raise ToolFailure(f"{shown} does not exist", "FileNotFound")
+        if start == 1 and limit is None:
+            textio.saw_text(ctx, resolved.path, text)
+        else:
+            textio.saw_lines(ctx, resolved.path, start, limit, text)
         lines = text.split("\n")
         if lines and lines[-1] == "":
             lines.pop()
@@ -127,7 +132,10 @@ class ReadFileTool(Tool):
         except PathError as exc:
             raise ToolFailure(str(exc), exc.error_type) from None
         shown = ctx.workspace.display(resolved.path)
+        from runtime.tools.builtin import textio
+
         with os.fdopen(fd, "rb") as f:
+            textio.saw_disk(ctx, resolved.path, textio.stamp_of(os.fstat(f.fileno())))
             head = f.read(BINARY_SNIFF)
             if b"\x00" in head:
                 size = os.fstat(f.fileno()).st_size
@@ -193,7 +201,7 @@ class WriteFileTool(Tool):
         if not isinstance(p, str):
             return "Write file"
         verb = {"create": "Create", "append": "Append to"}.get(str(args.get("mode")), "Write")
-        return f"{verb} `{display_path(ws, p)}`"
+        return f"{verb} {display_path(ws, p)}"
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return f"writing this content to `{display_path(ws, str(args.get('path', '')))}`"
@@ -209,6 +217,26 @@ class WriteFileTool(Tool):
         old = await anyio.to_thread.run_sync(read_text_for_diff, ctx.workspace, resolved, ctx.grants)
         new = (old or "") + content if args.get("mode") == "append" else content
         return ({"type": "diff", "path": resolved.path, "oldText": old, "newText": new},)
+
+    async def precheck(self, args: Mapping[str, Any], ctx: ToolContext) -> None:
+        # An overwrite of a file the model never read, or that changed since it did, is refused before the
+        # question; a boundary problem is for the run to report (after approval, with its grants).
+        if not isinstance(args.get("path"), str) or args.get("mode") in ("append", "create"):
+            return
+        from runtime.tools.builtin import textio
+
+        try:
+            resolved = ctx.workspace.resolve(args["path"])
+            ctx.workspace.check(resolved, ctx.grants)
+            if textio.editor_reads(ctx):
+                textio.check_fresh(ctx, await textio.load(ctx, resolved, must_exist=False), must_have_read=True)
+                return
+            textio.check_fresh_on_disk(ctx, resolved, must_have_read=True)
+        except (PathError, OSError):
+            return
+        except ToolFailure as exc:
+            if exc.error_type in ("FileChanged", "NotRead"):
+                raise
 
     async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         resolved = _resolve(ctx, args["path"])
@@ -226,11 +254,14 @@ class WriteFileTool(Tool):
         from runtime.tools.builtin import textio
 
         shown = ctx.workspace.display(resolved.path)
-        before = await textio.load(ctx, resolved, must_exist=False)
+        before = await textio.load(ctx, resolved, must_exist=False, last_use=True)
         if mode == "create" and before.text is not None:
             raise ToolFailure(f"{resolved.path} already exists", "FileExists")
+        if mode == "overwrite":
+            textio.check_fresh(ctx, before, must_have_read=True)
         new_text = (before.text or "") + content if mode == "append" else content
-        created = await textio.store(ctx, before, new_text, exclusive=(mode == "create"))
+        created = await textio.store(ctx, before, new_text, exclusive=(mode == "create"),
+                                     seen=mode != "append" or textio.knows(ctx, resolved.path))
         verb = "created" if created else ("appended to" if mode == "append" else "overwrote")
         n = len(content.encode("utf-8"))
         raw = {"path": resolved.path, "mode": mode, "created": created, "bytesWritten": n, "via": "editor"}
@@ -239,10 +270,14 @@ class WriteFileTool(Tool):
                           locations=({"path": resolved.path},))
 
     def _write(self, ctx: ToolContext, resolved: ResolvedPath, mode: str, content: str) -> ToolResult:
+        from runtime.tools.builtin import textio
+
         ws = ctx.workspace
         shown = ws.display(resolved.path)
         try:
             ws.check(resolved, ctx.grants)
+            if mode == "overwrite":
+                textio.check_fresh_on_disk(ctx, resolved, must_have_read=True)
             old = read_text_for_diff(ws, resolved, ctx.grants) if mode != "create" else None
             if os.path.isdir(resolved.path):
                 raise ToolFailure(f"{shown} is a directory", "IsADirectory")
@@ -260,6 +295,8 @@ class WriteFileTool(Tool):
         except OSError as exc:
             raise ToolFailure(f"could not write {shown}: {exc.strerror or exc}; the old file is unchanged",
                               "WriteFailed") from None
+        # The model knows what it wrote (after an append, only if it knew the file before).
+        textio.saw_written(ctx, resolved, new_text, seen=mode != "append" or textio.knows(ctx, resolved.path))
         verb = "created" if created else ("appended to" if mode == "append" else "overwrote")
         output = f"{verb} {shown} ({len(content.encode('utf-8'))} bytes written)"
         diff: tuple[dict[str, Any], ...] = ()

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, display_path
 from runtime.tools.builtin import textio
-from runtime.workspace import Workspace
+from runtime.workspace import PathError, Workspace
 
 BEGIN, END = "*** Begin Patch", "*** End Patch"
 ADD, UPDATE, DELETE, MOVE, EOF_MARK = "*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:", \
@@ -293,22 +293,23 @@ class ApplyPatchTool(Tool):
             op = ops[0]
             shown = display_path(ws, op.path)
             if op.move_to:
-                return f"Move `{shown}` → `{display_path(ws, op.move_to)}`"
+                return f"Move {shown} → {display_path(ws, op.move_to)}"
             verb = {"add": "Create", "delete": "Delete", "update": "Patch"}[op.kind]
-            return f"{verb} `{shown}`"
-        names = ", ".join(f"`{display_path(ws, op.path)}`" for op in ops[:3])
+            return f"{verb} {shown}"
+        names = ", ".join(display_path(ws, op.path) for op in ops[:3])
         return f"Patch {len(ops)} files: {names}{', …' if len(ops) > 3 else ''}"
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return "this patch"
 
-    async def _plan(self, ops: list[FileOp], ctx: ToolContext) -> dict[str, _Slot]:
+    async def _plan(self, ops: list[FileOp], ctx: ToolContext, last_use: bool = False) -> dict[str, _Slot]:
         slots: dict[str, _Slot] = {}
 
         async def slot(path: str) -> _Slot:
             resolved = textio.resolve(ctx, path)
             if resolved.path not in slots:
-                before = await textio.load(ctx, resolved, must_exist=False)
+                before = await textio.load(ctx, resolved, must_exist=False, last_use=last_use)
+                textio.check_fresh(ctx, before)
                 slots[resolved.path] = _Slot(before, before.text)
             return slots[resolved.path]
 
@@ -339,6 +340,16 @@ class ApplyPatchTool(Tool):
                 s.text = new
         return slots
 
+    async def precheck(self, args: Mapping[str, Any], ctx: ToolContext) -> None:
+        # Refused before the question only when a file it changes changed since the model read it.
+        for op in self._ops(args):
+            for path in (op.path, op.move_to) if op.move_to else (op.path,):
+                try:
+                    before = await textio.load(ctx, textio.resolve(ctx, path), must_exist=False)
+                except (ToolFailure, PathError):
+                    continue
+                textio.check_fresh(ctx, before)
+
     async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> tuple[dict[str, Any], ...]:
         ops = self._ops(args)
         if not ops:
@@ -351,7 +362,7 @@ class ApplyPatchTool(Tool):
 
     async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         ops = parse_patch(args["patch"])
-        slots = await self._plan(ops, ctx)
+        slots = await self._plan(ops, ctx, last_use=True)
         changed = [s for s in slots.values() if s.text != s.before.text]
         moved_modes = {}
         for op in ops:

@@ -31,6 +31,11 @@ MAX_LINE_CHARS = 300
 SKIP_DIRS = frozenset({".git"})
 
 
+def _quoted(pattern: object) -> str:
+    """A pattern in a title: in plain double quotes (clients show titles as plain text, not Markdown)."""
+    return f'"{pattern}"'
+
+
 @functools.cache
 def rg_binary() -> str | None:
     """The ripgrep binary: the wheel's next to this Python first (a pyenv shim on PATH costs 50 ms a call)."""
@@ -261,8 +266,8 @@ class GlobTool(_SearchTool):
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
         where = args.get("path")
-        suffix = f" in `{display_path(ws, where)}`" if isinstance(where, str) and where not in ("", ".") else ""
-        return f"Find `{args.get('pattern', '')}`{suffix}"
+        suffix = f" in {display_path(ws, where)}" if isinstance(where, str) and where not in ("", ".") else ""
+        return f"Find {_quoted(args.get('pattern', ''))}{suffix}"
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return f"finding files `{args.get('pattern', '')}`"
@@ -356,9 +361,9 @@ class GrepTool(_SearchTool):
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
         where = args.get("path")
-        suffix = f" in `{display_path(ws, where)}`" if isinstance(where, str) and where not in ("", ".") else ""
+        suffix = f" in {display_path(ws, where)}" if isinstance(where, str) and where not in ("", ".") else ""
         inc = f" ({args['include']})" if args.get("include") else ""
-        return f"Search `{args.get('pattern', '')}`{suffix}{inc}"
+        return f"Search {_quoted(args.get('pattern', ''))}{suffix}{inc}"
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return f"searching for `{args.get('pattern', '')}`"

@@ -1,0 +1,272 @@
+"""What the model knows about where it works: the system prompt of every model call of a session and its subagents.
+
+`SessionContext.system_prompt(base)` is the runtime's base prompt (`runtime/prompts/system.md`, or a subagent's),
+then the project instructions (`runtime.instructions`: the `AGENTS.md` chain and the list of nested ones), then the
+environment: workspace, operating system, shell, date, git branch and whether there are uncommitted changes,
+approval mode and sandbox state. Stable parts come first, so a provider's prompt cache keeps most of it.
+
+When things are looked at (measured: see the README's "What the model is told"):
+- before every model call: the instruction files are `stat`ed (re-read only when one changed), and the mode and the
+  sandbox description are asked for; an unchanged prompt is the cached string;
+- once per turn (`enter_turn`, in a worker thread): the date, `git status` and the listing of nested instruction
+  files. A subagent's turn inside the session's turn reuses them.
+
+`attachments(paths, seen)` gives the text of the nested instruction files covering paths a tool call touched that
+this conversation has not seen yet (the loop adds it to the tool result the model reads).
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import logging
+import os
+import platform
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+
+from runtime import instructions as ins
+from runtime import secrets
+from runtime.instructions import InstructionFile, Signature
+
+log = logging.getLogger("gatewright.context")
+
+GIT_TIMEOUT_S = 2.0
+SHELL_LINE = "`/bin/bash -c COMMAND` (the `bash` tool)"
+
+SandboxInfo = Callable[[], str] | str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GitState:
+    line: str  # e.g. "branch `main`, uncommitted changes"
+
+
+@functools.cache
+def os_description() -> str:
+    """e.g. "Linux 6.8.0-45-generic (x86_64), Ubuntu 24.04.1 LTS"; computed once per process."""
+    text = f"{platform.system()} {platform.release()} ({platform.machine()})"
+    try:
+        with open("/etc/os-release", encoding="utf-8") as f:
+            pretty = next((ln.split("=", 1)[1].strip().strip('"') for ln in f if ln.startswith("PRETTY_NAME=")),
+                          None)
+        if pretty:
+            text += f", {pretty}"
+    except OSError:
+        pass
+    return text
+
+
+def git_state(root: str) -> GitState:
+    """The branch and whether the work tree has uncommitted changes, from one `git status`.
+
+    git runs without the session's environment (no keys reach it), with the repository's fsmonitor hook disabled
+    (a repository's config must not run a program just because the agent looked at it) and without taking locks.
+    """
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR")}
+    env.update(LC_ALL="C", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+    try:
+        proc = subprocess.run(["git", "-c", "core.fsmonitor=false", "status", "--porcelain=v2", "--branch"],
+                              cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                              timeout=GIT_TIMEOUT_S, check=False)
+    except FileNotFoundError:
+        return GitState("unknown (git is not installed)")
+    except subprocess.TimeoutExpired:
+        return GitState(f"unknown (`git status` took longer than {GIT_TIMEOUT_S:g} s)")
+    except OSError as exc:
+        return GitState(f"unknown ({exc.strerror or exc})")
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        if err and "not a git repository" in err[0]:
+            return GitState("not a git repository")
+        return GitState("unknown (`git status` failed" + (f": {err[0][:200]})" if err else ")"))
+    head, oid, dirty = None, None, False
+    for line in proc.stdout.decode("utf-8", errors="replace").splitlines():
+        if line.startswith("# branch.head "):
+            head = line.removeprefix("# branch.head ")
+        elif line.startswith("# branch.oid "):
+            oid = line.removeprefix("# branch.oid ")
+        elif line and not line.startswith("#"):
+            dirty = True
+    where = f"detached HEAD at {oid[:12]}" if head == "(detached)" and oid else f"branch `{head or '?'}`"
+    if oid == "(initial)":
+        where += " (no commits yet)"
+    return GitState(f"{where}, {'uncommitted changes' if dirty else 'clean'}")
+
+
+class SessionContext:
+    """The context of one session. `mode` is read at every model call; `sandbox` is the sandbox state's one-line
+    description (a string, or a callable asked at every model call; None: not reported by this host)."""
+
+    def __init__(self, workspace_root: str, mode: Callable[[], str], sandbox: SandboxInfo = None,
+                 *, git: bool = True, today: Callable[[], datetime.date] = datetime.date.today) -> None:
+        self.root = workspace_root
+        self.mode = mode
+        self.sandbox = sandbox
+        self.git_enabled = git
+        self._today = today
+        self.chain_dirs = ins.chain_directories(workspace_root)
+        self._chain_paths = tuple(ins.candidates(d, at_root=d == workspace_root) for d in self.chain_dirs)
+        self._flat_paths = tuple(p for ps in self._chain_paths for p in ps)
+        self._chain_sig: tuple[Signature | None, ...] | None = None
+        self._chain: tuple[InstructionFile, ...] = ()
+        self.nested: tuple[str, ...] = ()
+        self.date = ""
+        self.git = GitState("not looked at yet")
+        self._turns = 0
+        self._refreshed = False
+        self._cache: dict[str, tuple[tuple[object, ...], str]] = {}
+
+    # ---- per turn ------------------------------------------------------------------------------------------------
+    async def enter_turn(self) -> None:
+        """Refresh date, git state and the nested listing, unless a turn is already running (a subagent's).
+
+        `git status` and the listing are two processes: they run side by side in worker threads (on a 50,000-file
+        repository about 80 ms and 25 ms)."""
+        self._turns += 1
+        if self._turns > 1 and self._refreshed:
+            return
+        import anyio
+        import anyio.to_thread
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, self._refresh_git)
+            tg.start_soon(anyio.to_thread.run_sync, self._refresh_nested)
+        self._refresh_date()
+        self._refreshed = True
+
+    def exit_turn(self) -> None:
+        self._turns = max(0, self._turns - 1)
+
+    def refresh(self) -> None:
+        """The per-turn refresh, synchronously."""
+        self._refresh_git()
+        self._refresh_nested()
+        self._refresh_date()
+        self._refreshed = True
+
+    def _refresh_date(self) -> None:
+        self.date = self._today().strftime("%Y-%m-%d (%A)")
+
+    def _refresh_git(self) -> None:
+        self.git = git_state(self.root) if self.git_enabled else GitState("not reported")
+
+    def _refresh_nested(self) -> None:
+        self.nested = tuple(ins.list_nested(self.root))
+
+    # ---- per model call ----------------------------------------------------------------------------------------
+    def system_prompt(self, base: str) -> str:
+        self._check_chain()
+        if not self._refreshed:  # a runtime driven without turns (tests, tools): look once
+            self.refresh()
+        key = (self._chain_sig, self.nested, self.date, self.git, self._mode(), self._sandbox())
+        cached = self._cache.get(base)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        text = "\n\n".join(part for part in (base, self._instructions_section(), self._environment_section()) if part)
+        self._cache[base] = (key, text)
+        return text
+
+    def _check_chain(self) -> None:
+        sig = ins.signatures(self._flat_paths)
+        if sig == self._chain_sig:
+            return
+        self._chain_sig = sig
+        files: list[InstructionFile] = []
+        budget = ins.MAX_CHAIN_BYTES
+        top = self.chain_dirs[0]
+        for d, paths in zip(self.chain_dirs, self._chain_paths, strict=True):
+            if budget <= 0:
+                break
+            f = ins.read_instruction(d, paths, top, budget)
+            if f is not None:
+                f = replace(f, text=secrets.redact_text(f.text))  # a key pasted into AGENTS.md goes no further
+                files.append(f)
+                budget -= len(f.text.encode("utf-8"))
+        self._chain = tuple(files)
+
+    def _mode(self) -> str:
+        try:
+            return str(self.mode())
+        except Exception:
+            return "unknown"
+
+    def _sandbox(self) -> str:
+        s = self.sandbox
+        if s is None:
+            return "not reported by this host: assume commands are not confined beyond their approval"
+        if isinstance(s, str):
+            return s
+        try:
+            return str(s())
+        except Exception as exc:  # a failing probe must not break the turn; say so
+            log.debug("sandbox description failed", exc_info=True)
+            return f"unknown ({type(exc).__name__})"
+
+    def display(self, path: str) -> str:
+        if ins.is_within(path, self.root):
+            return os.path.relpath(path, self.root)
+        return path
+
+    def _instructions_section(self) -> str:
+        out = ["# Project instructions"]
+        if not self._chain:
+            out.append("There is no AGENTS.md (nor CLAUDE.md or GEMINI.md) for the workspace root.")
+        for f in self._chain:
+            scope = "the whole workspace" if f.directory == self.root else \
+                f"the whole project at {f.directory}, this workspace included"
+            out.append(f"## {self.display(f.path)} (applies to {scope})\n\n{f.text}")
+            if f.truncated:
+                out.append(f"[{self.display(f.path)} is longer than the {ins.MAX_CHAIN_BYTES // 1024} KiB shown here: "
+                           "read the rest with read_file before relying on it]")
+        if self.nested:
+            shown = ", ".join(f"`{p}`" for p in self.nested[:ins.MAX_LISTED])
+            more = f" and {len(self.nested) - ins.MAX_LISTED} more" if len(self.nested) > ins.MAX_LISTED else ""
+            out.append("Nested instruction files, each for its own directory tree: " + shown + more + ". The text of "
+                       "one is attached to the result of your first tool call that touches a path under it; before "
+                       "working under one in another way (for example through bash), read it.")
+        return "\n\n".join(out)
+
+    def _environment_section(self) -> str:
+        lines = [
+            "# Environment",
+            f"- Workspace root: {self.root} (relative paths resolve here)",
+            f"- Operating system: {os_description()}",
+            f"- Shell: commands run with {SHELL_LINE}",
+            f"- Date: {self.date}",
+            f"- Git: {self.git.line} (at the start of this turn)",
+            f"- Approval mode: {_mode_line(self._mode())}",
+            f"- Sandbox: {self._sandbox()}",
+        ]
+        return "\n".join(lines)
+
+    # ---- nested instructions for touched paths -----------------------------------------------------------------
+    def attachments(self, paths: Iterable[str], seen: dict[str, Signature]) -> str:
+        """The nested instruction files covering `paths` (resolved, absolute) that `seen` (path → signature of the
+        version the conversation has) lacks; `seen` is updated. Empty when there is nothing new."""
+        found: list[InstructionFile] = []
+        for path in paths:
+            for d in ins.nested_directories(path, self.root):
+                f = ins.read_instruction(d, ins.candidates(d, at_root=False), d, ins.MAX_FILE_BYTES)
+                if f is None or seen.get(f.path) == f.signature or any(g.path == f.path for g in found):
+                    continue
+                seen[f.path] = f.signature
+                found.append(f)
+        parts = []
+        for f in found:
+            rel = self.display(f.path)
+            scope = self.display(f.directory) + "/"
+            cut = (f"\n[cut at {ins.MAX_FILE_BYTES // 1024} KiB: read {rel} for the rest]" if f.truncated else "")
+            text = secrets.redact_text(f.text)
+            parts.append(f"<project-instructions file=\"{rel}\">\nInstructions for files under {scope} (from {rel}; "
+                         f"they add to the workspace's instructions and win where they disagree):\n\n{text}{cut}\n"
+                         "</project-instructions>")
+        return ("\n\n" + "\n\n".join(parts)) if parts else ""
+
+
+def _mode_line(mode: str) -> str:
+    from permissions.modes import MODES
+
+    info = next((m for m in MODES if m.id == mode), None)
+    return f"`{mode}`: {info.description}" if info else f"`{mode}`"
