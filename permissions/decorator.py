@@ -75,9 +75,14 @@ class ApprovalDenied(Exception):
 
 
 class ApprovalDeclined(ApprovalDenied):
-    """The user rejected the call and let the model continue: reported to the model, the turn goes on."""
+    """The user rejected the call and let the model continue: reported to the model, the turn goes on. `said` is the
+    reason the user gave, if any (it is in `reason` too)."""
 
     error_type = "UserDeclined"
+
+    def __init__(self, reason: str, meta: dict[str, Any] | None = None, said: str | None = None) -> None:
+        super().__init__(reason, meta)
+        self.said = said
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,7 +307,7 @@ class ToolApprovalDecorator(Generic[C, X, R]):
                     why = await self._reason(request)
                     said = f", saying: “{why}”" if why else ""
                     raise ApprovalDeclined(f"the user declined {subject.title}{said}; do not retry it as it is, "
-                                           "try another way or ask the user", meta)
+                                           "try another way or ask the user", meta, why)
                 raise ApprovalRejected(f"you rejected {subject.title}", oid, meta)
             # Bind the approval to what was shown, and check the policy once more before running.
             fresh = await self.describe(call, ctx)

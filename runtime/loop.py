@@ -558,6 +558,8 @@ def refusal_for_user(exc: ApprovalRejected | ApprovalDenied) -> str:
     the instruction-style text in its TOOL_ERROR)."""
     info = (exc.meta or {}).get(META_KEY, {}) if isinstance(exc.meta, dict) else {}
     if isinstance(exc, ApprovalDeclined):
+        if exc.said:
+            return f"Declined: not run. The agent was told to try another way, and why: “{exc.said}”."
         return "Declined: not run. The agent was told to try another way."
     if isinstance(exc, ApprovalRejected):
         if info.get("by") == "timeout":
