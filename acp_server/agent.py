@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -130,15 +130,35 @@ class GatewrightAgent:
         return False
 
     def warm_up(self) -> None:
-        """Import and open what the first `session/new` needs (the runtime, tools, permissions, the session store),
-        ahead of it. `server.py` calls this once the connection has been idle for a moment after `initialize`, so an
-        editor that opens its first thread later does not wait for it."""
-        import acp_server.journal
-        import acp_server.session  # noqa: F401
-        from runtime.tools.builtin import builtin_tools
+        for stage in self.warm_up_stages():
+            stage()
 
-        builtin_tools()  # imports the tool modules
-        _ = self.lifecycle.store
+    def warm_up_stages(self) -> list[Callable[[], None]]:
+        """What a fresh process loads for its first session and first prompt, in the order they need it.
+        `server.py` runs each stage when the connection has been idle for a moment (after `initialize`; while the
+        user types the first prompt), so an editor that waits between steps does not wait at any of them."""
+
+        def session() -> None:  # the runtime, tools, permissions, the session store (~100 ms)
+            import acp_server.journal
+            import acp_server.session  # noqa: F401
+            from runtime.tools.builtin import builtin_tools
+
+            builtin_tools()  # imports the tool modules
+            _ = self.lifecycle.store
+
+        def model() -> None:  # the default model's HTTP stack and client (~40 ms); no connection is opened
+            if self.config.model_factory is not None:
+                self.config.model_factory.prepare_default()
+
+        def tool_calls() -> None:  # argument checking of the first tool call (~30 ms)
+            import jsonschema  # noqa: F401
+
+        def sandbox() -> None:  # the sandbox helper (~40 ms to start and probe, its own process): the first command
+            from runtime.sandbox import prestart  # need not wait for it
+
+            prestart()
+
+        return [session, model, tool_calls, sandbox]
 
     async def shutdown(self) -> None:
         for session in list(self.sessions.values()):

@@ -1,5 +1,6 @@
-"""The `gatewright` command line: `acp` (what editors launch), `run` (one prompt on a terminal), `demo`, and the
-`permissions list|revoke` and `audit` views of the state dir (these print to stdout: they are not acp mode).
+"""The `gatewright` command line: `acp` (what editors launch), `run` (one prompt on a terminal), `demo`, `replay`
+(recorded transcripts), and the `permissions list|revoke` and `audit` views of the state dir (these print to
+stdout: they are not acp mode).
 
 Kept light on purpose: this module is on the start-up path of `gatewright acp`, so it imports only the standard
 library at module level; everything else is imported by the subcommand that needs it.
@@ -69,6 +70,23 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cwd", default=None, help="workspace directory (default: the current directory)")
     run.add_argument("--json", action="store_true", help="one JSON object per event on stdout")
     run.add_argument("prompt", nargs="+", help="the prompt; - reads it from stdin")
+    replay = sub.add_parser("replay", help="show a `--record` transcript readably, or --check it against this agent")
+    replay.add_argument("file", metavar="FILE", help="the transcript (`--record` output); - reads stdin")
+    replay.add_argument("--check", action="store_true",
+                        help="re-drive the recording against the current agent with its scripted model and report "
+                             "the first divergence (exit 0: none, 1: diverged, 2: not a transcript / cannot check)")
+    replay.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                        help="colour the output (auto: when stdout is a terminal)")
+    replay.add_argument("--full", action="store_true", help="show tool output and file contents in full")
+    replay.add_argument("--workspace", metavar="DIR", default=None,
+                        help="(--check) start from a copy of DIR instead of an empty workspace")
+    replay.add_argument("--model", metavar="SPEC", default=None,
+                        help="(--check) scripted:FILE instead of the scripted model recorded in the transcript")
+    replay.add_argument("--trust", action="store_true",
+                        help="(--check) also re-run what acts outside the temporary workspace (commands, MCP "
+                             "servers, outside writes); without it such a transcript is refused")
+    replay.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                        help="(--check) how long a silent agent is waited for (default 10 s)")
     sub.add_parser("demo", help="offline showcase: drive `gatewright acp` with a scripted model as an editor would")
     perms = sub.add_parser("permissions", help="list or revoke remembered permission rules (project and global)")
     perms_sub = perms.add_subparsers(dest="perm_command", metavar="ACTION")
@@ -154,7 +172,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
     from runtime.cli_host import run_prompt
+    from runtime.sandbox import harden_agent
 
+    harden_agent()
     return run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,  # type: ignore[arg-type]
                       state_dir=args.state_dir, record=args.record, json_events=args.json,
                       rules=checked.rules)  # type: ignore[arg-type]
@@ -227,6 +247,17 @@ def cmd_audit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    if args.check:
+        from acp_server.replay import run_check
+
+        return run_check(args.file, workspace=args.workspace, model=args.model, trust=args.trust,
+                         idle=max(0.1, args.timeout))
+    from acp_server.transcript_view import run_render
+
+    return run_render(args.file, color=args.color, full=args.full)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -241,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_permissions(args, parser)
     if args.command == "audit":
         return cmd_audit(args)
+    if args.command == "replay":
+        return cmd_replay(args)
     if args.command == "demo":
         from acp_server.demo import run_demo
 

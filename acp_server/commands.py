@@ -289,6 +289,9 @@ def _status(session: AcpSession) -> str:
         f"Remembered rules: {len(session.rules.list())}; “always” answers are remembered "
         f"{SCOPE_WORDS[session.rules.remember]}",
     ]
+    from runtime.sandbox import support
+
+    lines.append("S" + support().describe()[1:])  # "Sandbox: Landlock ABI 7, user/pid/mount/net namespaces"
     lines += state_lines(session)
     if journal is not None:
         lines.append(f"Saved in: `{journal.store.path}`" + (" (saving failed)" if journal.broken else ""))

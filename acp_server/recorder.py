@@ -1,5 +1,10 @@
 """Transcript recording (`--record FILE`): every frame, both directions, as JSON lines, secrets redacted.
 
+The first line of each recording is its `meta` (`transcript_meta`): gatewright's version, the host, model spec,
+mode, the config's permission rules, the state dir, the client's `clientInfo` (from the first `initialize`, so the
+line is written with the first frame), and the scripted model's file content when the model is scripted, so that
+`gatewright replay --check` can re-drive a user's recording on its own.
+
 Redacted: environment values and headers of `mcpServers` entries and `authenticate` payloads beyond the method id
 (by their place in the frame), and every value in the secret registry (`runtime.secrets`: provider keys, configured
 key variables, MCP values, anything secret-looking in this process's environment) wherever it appears.
@@ -7,16 +12,61 @@ key variables, MCP values, anything secret-looking in this process's environment
 
 from __future__ import annotations
 
+import os
+import platform
 import re
+import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from runtime import secrets as secret_registry
 
+if TYPE_CHECKING:
+    from runtime.models import ModelFactory
+
 REDACTED = "<redacted>"
+
+
+def transcript_meta(factory: ModelFactory, mode: str, *, host: str = "acp", cwd: str | None = None,
+                    state_dir: str | None = None) -> dict[str, Any]:
+    """The facts a recording needs to be replayed elsewhere (redacted like every frame when written)."""
+    from acp_server import __version__
+
+    spec = factory.spec
+    meta: dict[str, Any] = {"gatewright": __version__, "host": host, "model": str(spec) if spec else None,
+                            "mode": str(mode), "python": platform.python_version(), "platform": sys.platform}
+    if cwd is not None:
+        meta["cwd"] = cwd
+    try:
+        from permissions.store import state_dir as resolve_state_dir
+
+        meta["state_dir"] = resolve_state_dir(state_dir)
+    except Exception:  # noqa: S110 - informational only
+        pass
+    permissions = _config_permissions()
+    if permissions:
+        meta["permissions"] = permissions
+    if spec is not None and spec.provider == "scripted":
+        try:
+            with open(os.path.expanduser(spec.name), encoding="utf-8") as f:
+                meta["scripted_model"] = f.read()
+        except (OSError, UnicodeDecodeError):
+            pass  # the agent reports an unreadable script itself
+    return meta
+
+
+def _config_permissions() -> dict[str, list[str]]:
+    """The config file's `[permissions]` allow/deny rules (they change what is asked); empty when there are none."""
+    try:
+        from runtime.config import load
+
+        settings = load().permissions
+    except Exception:  # already checked at start-up; a file changed since is not worth failing the recording for
+        return {}
+    return {k: list(v) for k, v in (("allow", settings.allow), ("deny", settings.deny)) if v}
 
 
 def redact(msg: Any) -> Any:
@@ -54,23 +104,42 @@ def redact_raw(text: str) -> str:
 
 
 class TranscriptRecorder:
+    """Appends to `path` (opened at once: an unwritable file is reported before anything runs). The meta line is
+    written with the first frame, so that it can carry the client's `clientInfo` from `initialize`."""
+
     def __init__(self, path: str, meta: dict[str, Any] | None = None) -> None:
         self._f = open(path, "ab", buffering=0)  # noqa: SIM115 - lives as long as the server
         self._t0: float | None = None
         self._lock = threading.Lock()
+        self._meta = meta
         secret_registry.register_environment()  # what the environment holds now (tests set keys late)
-        if meta is not None:
-            self._f.write(orjson.dumps({"meta": redact(meta)}) + b"\n")
+
+    def _write_meta(self, first: Any) -> None:
+        meta, self._meta = self._meta, None
+        if meta is None:
+            return
+        if isinstance(first, dict) and first.get("method") == "initialize" and isinstance(first.get("params"), dict):
+            info = first["params"].get("clientInfo")
+            if isinstance(info, dict):
+                meta = {**meta, "client": info}
+        self._f.write(orjson.dumps({"meta": redact(meta)}) + b"\n")
 
     def record(self, direction: str, msg: Any, raw: bytes | None = None) -> None:
         now = time.monotonic()
-        if self._t0 is None:
-            self._t0 = now
-        entry: dict[str, Any] = {"dir": direction, "t": round(now - self._t0, 4), "msg": redact(msg)}
-        if raw is not None:
-            entry["raw"] = secret_registry.redact_text(redact_raw(raw.decode("utf-8", errors="replace")[:4096]))
+        redacted = redact(msg)
+        text = None if raw is None else secret_registry.redact_text(
+            redact_raw(raw.decode("utf-8", errors="replace")[:4096]))
         with self._lock:
+            if self._t0 is None:
+                self._t0 = now
+                self._write_meta(msg if direction == "in" else None)
+            entry: dict[str, Any] = {"dir": direction, "t": round(now - self._t0, 4), "msg": redacted}
+            if text is not None:
+                entry["raw"] = text
             self._f.write(orjson.dumps(entry) + b"\n")
 
     def close(self) -> None:
-        self._f.close()
+        with self._lock:
+            if self._meta is not None:  # nothing was recorded: the facts of the run still say what it was
+                self._write_meta(None)
+            self._f.close()

@@ -271,6 +271,11 @@ class JsonRpcConnection:
         assert self._tg is not None, "the connection is not serving"
         self._tg.start_soon(func, *args)
 
+    @property
+    def busy(self) -> bool:
+        """A request of the client is in flight (its handler, or the follow-up after its answer, is running)."""
+        return bool(self._inbound)
+
     # ---- serving -------------------------------------------------------------------------------------------------
     async def serve(self, reader: ByteReader, writer: ByteWriter, initial: bytes = b"", eof: bool = False) -> None:
         """Serve until the input reaches EOF (or the output breaks); then shut the dispatcher down.

@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from acp_server import __version__, wire
+from acp_server import wire
 from acp_server.agent import AgentConfig, GatewrightAgent
 from acp_server.errors import RpcError, error_to_wire
 from acp_server.stdio import READ_CHUNK, guard_stdio
@@ -24,17 +25,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gatewright.server")
 
-WARM_UP_AFTER_S = 0.05  # idle time after serving starts before the first session's modules are loaded
+WARM_UP_AFTER_S = 0.05  # how long no request must be in flight before a warm-up stage runs
+_IDLE_POLL_S = 0.01
 
 
 def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, state_dir: str | None = None,
                 rules: tuple[Rule, ...] = ()) -> int:
     agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory, state_dir=state_dir, rules=rules))
     try:
-        recorder = _recorder(record, factory, mode) if record else None
+        recorder = _recorder(record, factory, mode, state_dir) if record else None
     except OSError as exc:
-        sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}
-")
+        sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}\n")
         return 2
     max_frame = _max_frame()
     # Until the event loop installs its own handlers nothing is running yet, so termination is simply an exit.
@@ -96,6 +97,12 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
     from acp_server.rpc import JsonRpcConnection
     from acp_server.stdio import FdReader, FdWriter
 
+    # The agent is not dumpable from here on: no other process of the user (a sandboxed command above all) may ptrace
+    # it or open its /proc/<pid>/fd, mem or environ. After the initialize answer: ctypes costs a few ms to import.
+    from runtime.sandbox import harden_agent
+
+    harden_agent()
+
     # The interpreter hands the GIL to a waiting thread after this long (default 5 ms). The protocol's reader and
     # writer are threads: while a turn streams on the event loop, a 5 ms wait would delay the first frames on the
     # wire and the reading of a `session/cancel` by that much. 1 ms measured ~3% more streamed frames/s, first chunk
@@ -115,35 +122,42 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
                         tg.cancel_scope.cancel()
                         return
 
-            async def warm_up() -> None:
-                # The first session/new imports the runtime (~100 ms). An editor usually sends it at once, and then
-                # this finds the work done or does it first; one that waits gets its first session without the wait.
-                await anyio.sleep(WARM_UP_AFTER_S)
-                try:
-                    agent.warm_up()
-                except Exception:  # the first session/new will meet (and report) the same problem
-                    log.warning("warming up for the first session failed", exc_info=True)
-
             tg.start_soon(on_signals)
-            tg.start_soon(warm_up)
+            tg.start_soon(warm_up_when_idle, agent.warm_up_stages(), lambda: conn.busy)
             await conn.serve(FdReader(fds.read_fd), FdWriter(fds.write_fd), initial, eof)
             tg.cancel_scope.cancel()
 
     anyio.run(main)
 
 
-def _recorder(record: str, factory: ModelFactory, mode: str) -> Any:
-    from acp_server.recorder import TranscriptRecorder
+async def warm_up_when_idle(stages: Sequence[Callable[[], None]], busy: Callable[[], bool], *,
+                            quiet: float = WARM_UP_AFTER_S, poll: float = _IDLE_POLL_S,
+                            sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
+    """Run each warm-up stage once no request has been in flight for `quiet` seconds.
 
-    meta: dict[str, Any] = {"gatewright": __version__, "model": str(factory.spec) if factory.spec else None,
-                            "mode": mode}
-    if factory.spec is not None and factory.spec.provider == "scripted":
+    What the first session/new and the first prompt need (the runtime, the model's HTTP stack, the tool-call path:
+    ~150 ms of imports) is loaded while the connection idles: after `initialize`, or while the user types the first
+    prompt. A warm-up therefore never runs ahead of a request that is waiting (which loads what it needs itself, and
+    only that); a stage that fails is logged, and the request that needs it meets (and reports) the same problem.
+    """
+    import anyio
+
+    sleep = sleep or anyio.sleep
+    for stage in stages:
+        calm = 0.0
+        while calm < quiet:
+            await sleep(poll)
+            calm = 0.0 if busy() else calm + poll
         try:
-            with open(factory.spec.name, encoding="utf-8") as f:
-                meta["scripted_model"] = f.read()
-        except OSError:
-            pass
-    return TranscriptRecorder(record, meta)
+            stage()
+        except Exception:
+            log.warning("warming up failed", exc_info=True)
+
+
+def _recorder(record: str, factory: ModelFactory, mode: str, state_dir: str | None) -> Any:
+    from acp_server.recorder import TranscriptRecorder, transcript_meta
+
+    return TranscriptRecorder(record, transcript_meta(factory, mode, state_dir=state_dir))
 
 
 def _max_frame() -> int:

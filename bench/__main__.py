@@ -1,6 +1,6 @@
 """`python -m bench`: every figure in one table, each a median over repeated, interleaved runs, next to a baseline
 measured in the same run. `--quick` for a fast smoke run; `--only NAME[,NAME]` for some figures
-(startup, session_new, streaming, approval, search, memory, load)."""
+(startup, session_new, first_prompt, streaming, approval, search, memory, load, sandbox)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,14 @@ def startup(runs: int, peers: dict[str, list[str]]) -> list[Row]:
     ]
 
 
+def first_prompt(runs: int, peers: dict[str, list[str]]) -> list[Row]:
+    from bench import first_prompt as fp
+
+    samples = fp.measure(runs, peers)
+    sys.stderr.write(fp.table(samples) + "\n")
+    return fp.rows(samples, list(peers))
+
+
 def search(files: int, runs: int) -> list[Row]:
     from bench import bench_search
 
@@ -47,13 +55,29 @@ def search(files: int, runs: int) -> list[Row]:
     return rows
 
 
+def sandbox(runs: int) -> list[Row]:
+    from bench import bench_sandbox as bs
+    from runtime.sandbox import support
+
+    s = bs.measure(runs)
+    box, off, direct = bs.p50(s["sandboxed"]), bs.p50(s["off"]), bs.p50(s["direct"])
+    added = box - direct
+    return [
+        Row("bash exec `true`, sandboxed: added p50", f"+{added * 1000:.1f} ms", f"direct spawn: {ms(direct)}",
+            f"{ms(box)} in all", "≤ 5 ms added", verdict(added <= 0.005)),
+        Row("  vs the same path with the sandbox off", ms(box), f"GATEWRIGHT_SANDBOX=off: {ms(off)}",
+            f"{(box - off) * 1000:+.1f} ms", "", ""),
+        Row("  what this system offers", support().describe().removeprefix("sandbox: "), "", "", "", ""),
+    ]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="fewer runs and a 5,000-file tree (a smoke run)")
     ap.add_argument("--only", default="", help="comma-separated figure names")
     ap.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
-                    help="another ACP agent to measure at start-up and in idle memory next to gatewright "
-                         "(repeatable), e.g. "
+                    help="another ACP agent to measure at start-up, on the first prompt of a fresh process and "
+                         "in idle memory next to gatewright (repeatable), e.g. "
                          "claude-code-acp=bench/.peers/node_modules/.bin/claude-code-acp")
     opts = ap.parse_args()
     peers: dict[str, list[str]] = {}
@@ -66,11 +90,13 @@ def main() -> None:
     plan = {
         "startup": lambda: startup(5 if q else 20, peers),
         "session_new": lambda: figures.bench_session_new(5 if q else 15),
+        "first_prompt": lambda: first_prompt(3 if q else 7, peers),
         "streaming": lambda: figures.bench_streaming(3 if q else 7, 5_000 if q else 20_000),
         "approval": lambda: figures.bench_approval(10 if q else 100),
         "search": lambda: search(5_000 if q else 50_000, 3 if q else 7),
         "memory": lambda: figures.bench_memory(2 if q else 5, peers=peers),
         "load": lambda: figures.bench_load(2 if q else 5, (20, 200) if q else (100, 1000)),
+        "sandbox": lambda: sandbox(30 if q else 200),
     }
     only = [x.strip() for x in opts.only.split(",") if x.strip()]
     unknown = set(only) - set(plan)

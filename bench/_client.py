@@ -117,15 +117,36 @@ class Client:
             "fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}})[0]["result"]
 
     def close(self) -> None:
+        self.close_with_usage()
+
+    def close_with_usage(self, timeout: float = 5) -> tuple[float, int] | None:
+        """Close the agent's input (an editor going away) and reap it: (CPU seconds, peak RSS in KiB) of the process
+        and the descendants it reaped, from `wait4`. One still running `timeout` s later gets SIGTERM (its process
+        group), then SIGKILL; None when it was already reaped elsewhere."""
         try:
             self.proc.stdin.close()  # type: ignore[union-attr]
         except OSError:
             pass
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        usage = None
+        deadline = time.monotonic() + timeout
+        signals = [signal.SIGTERM, signal.SIGKILL]
+        while self.proc.returncode is None:
+            try:
+                pid, status, ru = os.wait4(self.proc.pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid:
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
+                usage = (ru.ru_utime + ru.ru_stime, ru.ru_maxrss)
+                break
+            if time.monotonic() > deadline:
+                sig = signals.pop(0) if signals else signal.SIGKILL
+                try:
+                    os.killpg(self.proc.pid, sig)
+                except OSError:
+                    pass
+                deadline = time.monotonic() + 2
+            time.sleep(0.005)
         try:  # its own session (start_new_session): whatever it started goes too (e.g. a peer's launched binary)
             os.killpg(self.proc.pid, signal.SIGKILL)
         except OSError:
@@ -133,6 +154,7 @@ class Client:
         self._reader.join(2)
         if self.proc.stdout is not None:
             self.proc.stdout.close()
+        return usage
 
 
 def gatewright_argv(*args: str) -> list[str]:

@@ -123,6 +123,16 @@ DESTRUCTIVE |= {
 RECURSIVE_OWNERSHIP = {
     name: f"{name} -R changes ownership or permissions recursively" for name in ("chmod", "chown", "chgrp")
 }
+CONFIGURED_PROGRAMS = "the repository configures"
+"""Every reason that holds only because git may run a program its repository configures ends with these words."""
+
+
+def is_configured_program_reason(reason: str) -> bool:
+    """Whether a reason is only "git may run a program the repository configures" (which a read-only sandbox
+    contains: such a program can then write nothing and reach no network)."""
+    return CONFIGURED_PROGRAMS in reason
+
+
 GIT_DESTRUCTIVE = {
     "reset": "git reset --hard discards changes",
     "clean": "git clean deletes untracked files",

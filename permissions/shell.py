@@ -72,6 +72,9 @@ class ShellAnalysis:
     canonical: str
     paths: tuple[NamedPath, ...] = ()
     opaque_paths: bool = True
+    # Not proven read-only only because git may run programs its repository configures (fsmonitor, textconv,
+    # filters): read-only once it runs in a sandbox that writes nothing and reaches no network.
+    read_only_when_confined: bool = False
 
 
 UNPARSED = "could not fully parse the command"
@@ -833,6 +836,8 @@ def _analyze(command: str) -> ShellAnalysis:
         canonical=canonical,
         paths=tuple(NamedPath(t, not read_only if w is None else w) for t, w in walk.paths.items()),
         opaque_paths=walk.opaque or not walk.parsed,
+        read_only_when_confined=not read_only and walk.parsed and bool(walk.reasons)
+        and all(programs.is_configured_program_reason(r) for r in walk.reasons),
     )
 
 

@@ -7,6 +7,7 @@ and classified, so the pure policy can decide without doing I/O.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from permissions.decorator import ApprovalSubject
 from permissions.policy import CallFacts, PathFact
@@ -22,11 +23,14 @@ def make_describer(registry: ToolRegistry):
             return ApprovalSubject(facts, call.name, "other", call.arguments, f"`{call.name}`", call_id=call.id)
         ws = ctx.workspace
         path_facts: list[PathFact] = []
+        confined = tool.sandboxed and _sandbox().support().active
         for p, writes in tool.paths(call.arguments):
             try:
                 r = ws.resolve(p)
             except PathError:
                 continue  # the tool reports the bad path itself
+            if confined and not writes and r.klass == "outside" and _sandbox().baseline_readable(r.path):
+                continue  # the sandbox lets every command read it (`/usr/include`): nothing to approve
             path_facts.append(PathFact(r.path, r.klass, writes))
         proven_read_only, dangerous = tool.analyse(call.arguments, ws)
         key = tool.rule_key(call.arguments, ws)
@@ -57,6 +61,12 @@ def make_describer(registry: ToolRegistry):
         )
 
     return describe
+
+
+def _sandbox() -> Any:
+    import runtime.sandbox
+
+    return runtime.sandbox
 
 
 WORKSPACE_PLACEHOLDER = "<workspace>"

@@ -342,11 +342,10 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
         return EXIT_USAGE
     recorder = None
     if record:
-        from acp_server import __version__
+        from acp_server.recorder import transcript_meta
 
         try:
-            recorder = RunRecorder(record, {"gatewright": __version__, "host": "run", "model": str(factory.spec),
-                                            "mode": mode})
+            recorder = RunRecorder(record, transcript_meta(factory, mode, host="run", cwd=cwd, state_dir=state_dir))
         except OSError as exc:
             sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}\n")
             return EXIT_USAGE

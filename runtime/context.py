@@ -194,8 +194,10 @@ class SessionContext:
 
     def _sandbox(self) -> str:
         s = self.sandbox
-        if s is None:
-            return "not reported by this host: assume commands are not confined beyond their approval"
+        if s is None:  # the processes this session starts run under this process's sandbox
+            from runtime.sandbox import support
+
+            return support().describe()
         if isinstance(s, str):
             return s
         try:

@@ -300,6 +300,7 @@ class DelegateTool(Tool):
             system_prompt=self.spec.system_prompt,
             context=parent.context,  # the same project instructions and environment as the session
         )
+        child.sandbox_told = True  # the session told the user already
         sink = _ChildSink(emit, prefix, ctx.call_id, depth)
         outcome: TurnOutcome | None = None
         failure: str | None = None

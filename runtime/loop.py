@@ -167,6 +167,8 @@ class AgentRuntime:
         self.steps_taken = 0
         self.before_step: StepHook | None = None
         self._turn_message: Message | None = None
+        # Without an OS sandbox the session says so once, at its first turn (a subagent's runtime never does).
+        self.sandbox_told = False
 
     # ---- control -------------------------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -190,6 +192,14 @@ class AgentRuntime:
     def tool_schemas(self) -> tuple[ToolSchema, ...]:
         return tuple(ToolSchema(t.name, t.description, t.schema) for t in self.registry.tools())
 
+    async def _tell_sandbox(self, emit: EventSink) -> None:
+        from runtime.sandbox import support
+
+        found = support()
+        if not found.active:
+            await emit(NoticeEvent("warning", "No sandbox",
+                                   f"{found.describe()}. Commands ask for approval more often (see /status)."))
+
     # ---- the turn ------------------------------------------------------------------------------------------------
     async def run_turn(self, parts: list[UserPart], emit: EventSink) -> TurnOutcome:
         if self.model is None:
@@ -206,6 +216,9 @@ class AgentRuntime:
                 if self._cancel_requested:
                     scope.cancel()
                 try:
+                    if not self.sandbox_told:
+                        self.sandbox_told = True
+                        await self._tell_sandbox(emit)
                     if self.context is not None:
                         await self.context.enter_turn()
                     for hook in list(self.before_turn):
@@ -391,7 +404,9 @@ class AgentRuntime:
             await emit(ToolCallProgress(cid, status="in_progress", meta=meta))
 
         async def progress(partial: ToolResult) -> None:
-            await emit(ToolCallProgress(cid, content=partial.content or None, raw_output=partial.raw_output))
+            # What a running call shows meanwhile passes the same redaction as its result.
+            await emit(ToolCallProgress(cid, status="in_progress", content=secrets.redact(partial.content) or None,
+                                        raw_output=secrets.redact(partial.raw_output)))
 
         slot.record = CallRecord(cid, new_operation_id())
         ctx = ToolContext(self.env.session_id, cid, self.env.workspace, editor=self.env.editor,

@@ -1,12 +1,18 @@
-"""Every child process the agent starts: foreground `exec` runs, per-session background processes, and their groups.
+"""Every child process the agent starts: foreground `exec` runs, per-session background processes, MCP servers.
 
-Children run in their own session (process group, `start_new_session`). Each group is registered here so that a
-timeout, a cancelled prompt, a closed session and the agent's exit can kill the whole group, grandchildren included.
+`spawn` starts each one through `runtime.sandbox`: confined by its `SandboxSpec` where the system allows, and
+contained either way. Where namespaces work, everything the command starts lives in a pid namespace that ends with
+it (`setsid` and double forks included); elsewhere its process group is killed, and what left the group is found by
+the spawn's marker (`runtime.sandbox.orphans`). Each group and namespace is registered here so that a timeout, a
+cancelled prompt, a closed session and the agent's exit end them all.
 
 - `run_exec` runs one command to completion with stdin closed, head+tail capped output and a timeout; whatever the
-  outcome (exit, timeout, anyio cancellation) no member of its group survives it.
+  outcome (exit, timeout, anyio cancellation) no process it started survives it.
 - `ProcessTable` holds one session's background processes (`start`/`status`/`logs`/`write`/`stop`/`list`): output
   goes to a ring buffer read by character offset; reader and waiter threads keep them independent of any prompt.
+
+Children are spawned from the calling thread, which for `exec`, `start` and MCP servers is the event loop's: a
+child's parent-death signal fires when the thread that forked it ends, and that thread lives as long as the agent.
 """
 
 from __future__ import annotations
@@ -19,13 +25,20 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Literal
 
 import anyio
-import anyio.abc
 
+from runtime.sandbox.child import SETUP_PREFIX
+from runtime.sandbox.client import Child, SandboxError, Spawner
+from runtime.sandbox.spec import SandboxSpec
+
+__all__ = ["ExecResult", "FdStream", "HeadTail", "ProcessLimit", "ProcessTable", "RingLog", "SandboxError", "Spawned",
+           "close_session", "group_alive", "kill_all_process_groups", "run_exec", "session_table", "spawn"]
+
+EXEC_GRACE = 0.3  # how long what an `exec` left behind may still run (and write output) after it exits
 _groups: set[int] = set()
 _lock = threading.Lock()
 
@@ -46,11 +59,16 @@ def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
 
 
 def kill_all_process_groups() -> None:
+    """At agent exit: every spawn, now (closing the helper's socket makes it kill all it made)."""
     with _lock:
         groups = list(_groups)
         _groups.clear()
     for pgid in groups:
         kill_group(pgid)
+    Spawner.stop()
+    from runtime.sandbox import remove_all_tmpdirs
+
+    remove_all_tmpdirs()
 
 
 def group_alive(pgid: int) -> bool:
@@ -90,6 +108,169 @@ def child_cwd(path: str, dir_fd: int | None) -> tuple[str, tuple[int, ...]]:
     return path, ()
 
 
+# ---- spawning ------------------------------------------------------------------------------------------------------
+class Spawned:
+    """One child started by `spawn`: the agent's ends of its pipes and its `Child` (the sandbox helper's report)."""
+
+    def __init__(self, child: Child, stdin: int | None, stdout: int | None, stderr: int | None) -> None:
+        self.child = child
+        self.pid = child.pid  # its P: the process the agent signals (the command's group without namespaces)
+        self.stdin = os.fdopen(stdin, "wb", buffering=0) if stdin is not None else None
+        self.stdout = stdout
+        self.stderr = stderr
+
+    @property
+    def returncode(self) -> int | None:
+        return self.child.returncode
+
+    def poll(self) -> int | None:
+        return self.child.returncode
+
+    def send_signal(self, sig: int) -> None:
+        self.child.send_signal(sig)
+
+    def kill(self) -> None:
+        self.child.kill()
+
+    async def wait(self) -> int:
+        """Until the command and everything it started are gone (the drain grace included)."""
+        return await self.child.wait()
+
+    def wait_sync(self, timeout: float | None = None) -> int | None:
+        return self.child.wait_sync(timeout)
+
+    @property
+    def leftovers(self) -> bool:
+        return self.child.leftovers
+
+    def note(self) -> str | None:
+        """What the tool output should say about the sandbox, if anything."""
+        return "; ".join(self.child.notes) or None
+
+    def close(self) -> None:
+        for fd in (self.stdout, self.stderr):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.stdout = self.stderr = None
+        if self.stdin is not None:
+            with contextlib.suppress(OSError):
+                self.stdin.close()
+        unregister_group(self.pid)
+        self.child.close()
+
+
+PIPE, DEVNULL, STDOUT = subprocess.PIPE, subprocess.DEVNULL, subprocess.STDOUT
+
+
+def _check_command(argv0: str, env: Mapping[str, str], cwd: str) -> None:
+    """Fail like `Popen` would for a command that cannot be started (the helper's child can only report it later)."""
+    import errno
+    import shutil
+
+    path = argv0 if os.sep in argv0 else shutil.which(argv0, path=env.get("PATH", os.defpath))
+    if path is None or not os.path.exists(os.path.join(cwd, path)):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", argv0)
+    if not os.access(os.path.join(cwd, path), os.X_OK):
+        raise PermissionError(errno.EACCES, "Permission denied", argv0)
+
+
+def spawn(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], cwd_fd: int | None = None,
+          spec: SandboxSpec | None = None, grace: float | None = None, stdin: int = DEVNULL,
+          stdout: int = PIPE, stderr: int = PIPE) -> Spawned:
+    """Start `argv` sandboxed by `spec` (None: unconfined, still contained) through the sandbox helper.
+
+    `stdin`/`stdout`/`stderr`: PIPE, DEVNULL, STDOUT (stderr only) or a descriptor to hand over. `grace`: after the
+    command exits, how long what it started may still run (None: until it ends by itself or is killed).
+
+    Raises:
+        SandboxError: the sandbox could not be set up (nothing ran).
+        FileNotFoundError, PermissionError: the command cannot be started.
+    """
+    from runtime import sandbox
+
+    _check_command(argv[0], env, cwd)
+    spawner = Spawner.get()
+    child_env = sandbox.child_env(dict(env), spec)
+    ours: dict[str, int | None] = {"stdin": None, "stdout": None, "stderr": None}
+    theirs: dict[str, int | None] = {"stdin": None, "stdout": None, "stderr": None}
+    owned: list[int] = []  # child-side ends we created: closed here once the helper has them
+    try:
+        if stdin == PIPE:
+            r, w = os.pipe()
+            theirs["stdin"], ours["stdin"] = r, w
+            owned.append(r)
+        elif stdin >= 0:
+            theirs["stdin"] = stdin
+        if stdout == PIPE:
+            r, w = os.pipe()
+            ours["stdout"], theirs["stdout"] = r, w
+            owned.append(w)
+        elif stdout >= 0:
+            theirs["stdout"] = stdout
+        if stderr == STDOUT:
+            theirs["stderr"] = theirs["stdout"]
+        elif stderr == PIPE:
+            r, w = os.pipe()
+            ours["stderr"], theirs["stderr"] = r, w
+            owned.append(w)
+        elif stderr >= 0:
+            theirs["stderr"] = stderr
+        report_r, report_w = os.pipe()
+        owned.append(report_w)
+        try:
+            pid, pidfd, notes = spawner.spawn(argv, cwd=cwd, env=child_env, spec=spec, grace=grace,
+                                              report_w=report_w, stdin=theirs["stdin"], stdout=theirs["stdout"],
+                                              stderr=theirs["stderr"], cwd_fd=cwd_fd)
+        except BaseException:
+            os.close(report_r)
+            raise
+    except BaseException:
+        for fd in ours.values():
+            if fd is not None:
+                os.close(fd)
+        raise
+    finally:
+        for fd in owned:
+            os.close(fd)
+    child = Child(pid, pidfd, report_r, spawner.caps, notes)
+    register_group(pid)
+    return Spawned(child, ours["stdin"], ours["stdout"], ours["stderr"])
+
+
+def setup_failure(stderr: str) -> str | None:
+    """The reason a child gave on stderr for exiting with `SETUP_FAILED` before its command ran, if it did."""
+    prefix = SETUP_PREFIX.decode()
+    for line in stderr.splitlines():
+        if line.startswith(prefix):
+            return line[len(prefix):]
+    return None
+
+
+class FdStream:
+    """Non-blocking reads and writes of a pipe on the event loop (for a child's stdio without anyio's process)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        os.set_blocking(fd, False)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        """b"" at end of stream."""
+        while True:
+            try:
+                return os.read(self.fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self.fd)
+
+    async def send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view):]
+            except BlockingIOError:
+                await anyio.wait_writable(self.fd)
+
+
 # ---- capped capture ------------------------------------------------------------------------------------------------
 class HeadTail:
     """Keeps the first `head` and the last `tail` bytes of a stream and counts what was dropped between them."""
@@ -125,6 +306,9 @@ class HeadTail:
         return f"{head}\n[... {self.dropped} bytes truncated: output exceeded {cap} bytes ...]\n{tail}"
 
 
+PROGRESS_TAIL = 8_000  # bytes of the newest output a progress report of a running `exec` shows
+
+
 @dataclass(frozen=True, slots=True)
 class ExecResult:
     stdout: str
@@ -143,83 +327,94 @@ async def run_exec(
     *,
     cwd: str,
     env: Mapping[str, str],
-    timeout: float,
+    timeout: float,  # noqa: ASYNC109 - the command's own budget, enforced by killing it
     cwd_fd: int | None = None,
     head_bytes: int = 12_000,
     tail_bytes: int = 12_000,
-    drain_grace: float = 0.3,
+    drain_grace: float = EXEC_GRACE,
+    spec: SandboxSpec | None = None,
+    note: list[str] | None = None,
+    progress: Callable[[str], Awaitable[None]] | None = None,
+    progress_interval: float = 1.0,
 ) -> ExecResult:
-    """Run `argv` in its own process group with stdin closed and wait for it.
+    """Run `argv` with stdin closed and wait for it, sandboxed by `spec`.
 
-    After `timeout` seconds, or if the calling task is cancelled, the whole group is killed with SIGKILL. When the
-    command exits but left children running, they are killed as well: `exec` means "run to completion"; long-running
-    processes belong to `start`.
+    `progress`, when given, receives the output so far (the last `PROGRESS_TAIL` bytes of stdout and stderr in the
+    order they arrived) every `progress_interval` seconds while there is new output, so a long command shows its
+    life.
+
+    After `timeout` seconds, or if the calling task is cancelled, everything it started is killed with SIGKILL.
+    When the command exits but left processes running, they get `drain_grace` seconds (their output is still
+    read), then are killed as well: `exec` means "run to completion"; long-running processes belong to `start`.
+    `note` receives what the output should say about the sandbox.
+
+    Raises:
+        SandboxError: the sandbox could not be set up (nothing ran).
     """
-    child_dir, fds = child_cwd(cwd, cwd_fd)
     out, err = HeadTail(head_bytes, tail_bytes), HeadTail(head_bytes, tail_bytes)
+    live = HeadTail(0, PROGRESS_TAIL)  # both streams as they arrive, for `progress`
     started = time.monotonic()
-    # Shielded: a cancel arriving while the child is already forked but `open_process` has not returned would
-    # otherwise leave us without the handle needed to kill it. The cancel takes effect at the next await instead.
-    with anyio.CancelScope(shield=True):
-        proc = await anyio.open_process(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, cwd=child_dir, env=dict(env), start_new_session=True,
-                                        pass_fds=fds)
-        pgid = proc.pid
-        register_group(pgid)
+    # Synchronous, so no cancellation can land between the spawn and our holding the handle that kills it.
+    child = spawn(argv, cwd=cwd, env=env, cwd_fd=cwd_fd, spec=spec, grace=drain_grace)
     timed_out = False
-    leftovers = False
+    assert child.stdout is not None and child.stderr is not None
+    streams = [(child.stdout, out), (child.stderr, err)]
     try:
         pumps_left = [2]
         pumps_done = anyio.Event()
 
-        async def pump(stream: anyio.abc.ByteReceiveStream | None, buf: HeadTail) -> None:
+        async def pump(stream: FdStream, buf: HeadTail) -> None:
             try:
-                if stream is None:
-                    return
-                with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    while True:
-                        buf.add(await stream.receive(65536))
+                while data := await stream.receive():
+                    buf.add(data)
+                    live.add(data)
+            except OSError:
+                pass
             finally:
                 pumps_left[0] -= 1
                 if not pumps_left[0]:
                     pumps_done.set()
 
+        async def report() -> None:
+            assert progress is not None
+            shown = 0
+            while True:
+                await anyio.sleep(progress_interval)
+                if live.total != shown:
+                    shown = live.total
+                    await progress(live.text())
+
         async with anyio.create_task_group() as tg:
-            tg.start_soon(pump, proc.stdout, out)
-            tg.start_soon(pump, proc.stderr, err)
+            for fd, buf in streams:
+                tg.start_soon(pump, FdStream(fd), buf)
+            if progress is not None:
+                tg.start_soon(report)
+            # The spawn ends when the command and everything it started are gone: what it left running gets the
+            # drain grace (its output is still read), then is killed.
             with anyio.move_on_after(timeout) as deadline:
-                await proc.wait()
+                await child.wait()
             if deadline.cancelled_caught:
                 timed_out = True
-                kill_group(pgid)
-                await proc.wait()
-            # Children that inherited the pipes keep them open: give the readers a moment, then end the group.
-            with anyio.move_on_after(drain_grace):
-                while group_alive(pgid):
-                    await anyio.sleep(0.02)
-            if not timed_out and group_alive(pgid):
-                leftovers = True
-            kill_group(pgid)
-            # A process that left the group (setsid) may still hold a pipe: stop reading rather than hang.
+                child.kill()
+                await child.wait()
             with anyio.move_on_after(1.0):
                 await pumps_done.wait()
             tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            kill_group(pgid)
-            with contextlib.suppress(Exception):
-                await proc.aclose()
-            # SIGKILL is delivered asynchronously: return only once no member is left (bounded).
-            with anyio.move_on_after(2.0):
-                while group_alive(pgid):
-                    await anyio.sleep(0.005)
-            unregister_group(pgid)
-    rc = proc.returncode
+            if child.returncode is None:
+                child.kill()
+                with anyio.move_on_after(3.0):
+                    await child.wait()
+            if note is not None and child.note():
+                note.append(child.note() or "")
+            child.close()
+    rc = child.returncode
     sig = -rc if rc is not None and rc < 0 else None
     return ExecResult(
         stdout=out.text(), stderr=err.text(), exit_code=None if sig else rc, signal=sig, timed_out=timed_out,
-        pid=pgid, duration_ms=int((time.monotonic() - started) * 1000), truncated=bool(out.dropped or err.dropped),
-        leftovers_killed=leftovers,
+        pid=child.pid, duration_ms=int((time.monotonic() - started) * 1000), truncated=bool(out.dropped or err.dropped),
+        leftovers_killed=child.leftovers and not timed_out,
     )
 
 
@@ -272,23 +467,24 @@ class BackgroundProcess:
     id: str
     command: str
     cwd: str
-    popen: subprocess.Popen[bytes]
+    child: Spawned
     log: RingLog
     started_at: float
     ended_at: float | None = None
     stop_requested: bool = False
+    threads: list[threading.Thread] = field(default_factory=list)
 
     @property
     def pid(self) -> int:
-        return self.popen.pid
+        return self.child.pid
 
     @property
     def exit_code(self) -> int | None:
-        return self.popen.returncode
+        return self.child.returncode
 
     @property
     def status(self) -> Status:
-        if self.popen.returncode is None:
+        if self.child.returncode is None:
             return "running"
         return "stopped" if self.stop_requested else "exited"
 
@@ -316,22 +512,28 @@ class ProcessTable:
         self.closed = False
 
     def start(self, argv: Sequence[str], *, command: str, cwd: str, env: Mapping[str, str],
-              cwd_fd: int | None = None) -> BackgroundProcess:
+              cwd_fd: int | None = None, spec: SandboxSpec | None = None) -> BackgroundProcess:
+        """Start a background process (from the event loop's thread: see the module docstring).
+
+        Raises:
+            ProcessLimit: the session is closed or runs too many.
+            SandboxError: the sandbox could not be set up.
+            OSError: the command could not be started.
+        """
         if self.closed:
             raise ProcessLimit("the session is closed")
         running = sum(1 for p in self._procs.values() if p.status == "running")
         if running >= self.max_running:
             raise ProcessLimit(f"{running} background processes are already running (limit {self.max_running}); "
                                "stop one first")
-        child_dir, fds = child_cwd(cwd, cwd_fd)
-        popen = subprocess.Popen(list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.STDOUT, cwd=child_dir, env=dict(env), start_new_session=True,
-                                 pass_fds=fds, close_fds=True)
-        register_group(popen.pid)
-        proc = BackgroundProcess(f"proc_{next(_ids)}", command, cwd, popen, RingLog(self.log_capacity), time.time())
+        child = spawn(argv, cwd=cwd, env=env, cwd_fd=cwd_fd, spec=spec, grace=None, stdin=PIPE, stdout=PIPE,
+                      stderr=STDOUT)
+        proc = BackgroundProcess(f"proc_{next(_ids)}", command, cwd, child, RingLog(self.log_capacity), time.time())
         self._procs[proc.id] = proc
-        threading.Thread(target=_pump_log, args=(proc,), name=f"gw-log-{proc.id}", daemon=True).start()
-        threading.Thread(target=_wait_exit, args=(proc,), name=f"gw-wait-{proc.id}", daemon=True).start()
+        proc.threads = [threading.Thread(target=_pump_log, args=(proc,), name=f"gw-log-{proc.id}", daemon=True),
+                        threading.Thread(target=_wait_exit, args=(proc,), name=f"gw-wait-{proc.id}", daemon=True)]
+        for t in proc.threads:
+            t.start()
         return proc
 
     def get(self, process_id: str) -> BackgroundProcess | None:
@@ -342,23 +544,23 @@ class ProcessTable:
 
     def write(self, process_id: str, text: str) -> int:
         proc = self._procs[process_id]
-        if proc.popen.stdin is None or proc.status != "running":
+        if proc.child.stdin is None or proc.status != "running":
             raise BrokenPipeError("the process is not running")
         data = text.encode("utf-8")
-        proc.popen.stdin.write(data)
-        proc.popen.stdin.flush()
+        proc.child.stdin.write(data)
         return len(data)
 
     async def stop(self, process_id: str, grace: float = 2.0) -> BackgroundProcess:
-        """SIGTERM to the group, up to `grace` seconds for it to go, then SIGKILL to whatever is left."""
+        """SIGTERM to every process of it, up to `grace` seconds for them to go, then SIGKILL."""
         proc = self._procs[process_id]
         proc.stop_requested = proc.status == "running" or proc.stop_requested
-        kill_group(proc.pid, signal.SIGTERM)
+        proc.child.send_signal(signal.SIGTERM)
         with anyio.move_on_after(grace):
-            while proc.popen.poll() is None or group_alive(proc.pid):
-                await anyio.sleep(0.02)
-        kill_group(proc.pid, signal.SIGKILL)
-        await anyio.to_thread.run_sync(proc.popen.wait)
+            await proc.child.wait()
+        if proc.child.returncode is None:
+            proc.child.kill()
+            with anyio.move_on_after(3.0):
+                await proc.child.wait()
         unregister_group(proc.pid)
         return proc
 
@@ -367,18 +569,17 @@ class ProcessTable:
         for proc in self._procs.values():
             if proc.status == "running":
                 proc.stop_requested = True
-            kill_group(proc.pid, signal.SIGKILL)
+            proc.child.kill()
             unregister_group(proc.pid)
-            if proc.popen.stdin is not None:
-                with contextlib.suppress(OSError):
-                    proc.popen.stdin.close()
+        if self._procs:
+            threading.Thread(target=_close_when_done, args=(list(self._procs.values()),), name="gw-close",
+                             daemon=True).start()
 
 
 def _pump_log(proc: BackgroundProcess) -> None:
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    stream = proc.popen.stdout
-    assert stream is not None
-    fd = stream.fileno()
+    fd = proc.child.stdout
+    assert fd is not None
     while True:
         try:
             chunk = os.read(fd, 65536)
@@ -388,13 +589,27 @@ def _pump_log(proc: BackgroundProcess) -> None:
             break
         proc.log.append(decoder.decode(chunk))
     proc.log.append(decoder.decode(b"", final=True))
+    proc.child.stdout = None  # this thread's descriptor: closed by it alone, once nothing more can come
     with contextlib.suppress(OSError):
-        stream.close()
+        os.close(fd)
 
 
 def _wait_exit(proc: BackgroundProcess) -> None:
-    proc.popen.wait()
+    proc.child.wait_sync()
     proc.ended_at = time.time()
+    if proc.child.stdin is not None:
+        with contextlib.suppress(OSError):
+            proc.child.stdin.close()
+
+
+def _close_when_done(procs: list[BackgroundProcess]) -> None:
+    """After a table was closed: once their reader and waiter threads are done, the processes' pidfds and report
+    pipes are closed (not before: a descriptor closed under a thread could be reused by anything)."""
+    for proc in procs:
+        for t in proc.threads:
+            t.join(timeout=10)
+        if not any(t.is_alive() for t in proc.threads):
+            proc.child.child.close()
 
 
 _tables: dict[str, ProcessTable] = {}
@@ -410,8 +625,12 @@ def session_table(session_id: str) -> ProcessTable:
 
 
 def close_session(session_id: str) -> None:
-    """Kill every background process of a session (its groups included) and forget the table."""
+    """Kill every background process of a session (everything they started included), forget the table, and remove
+    the session's private temp dir."""
     with _tables_lock:
         table = _tables.pop(session_id, None)
     if table is not None:
         table.kill_all()
+    from runtime.sandbox import remove_session_tmpdir
+
+    remove_session_tmpdir(session_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import pathlib
 import select
 import socket
 import threading
@@ -21,6 +22,7 @@ from typing import Any
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
+STREAMS = pathlib.Path(__file__).parent / "fixtures" / "streams"
 
 
 # ---- what a reply can do ------------------------------------------------------------------------------------------
@@ -51,6 +53,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None  # a JSON body for non-streamed replies (errors)
     delay: float = 0.0  # before the status line: a slow server
+    raw: bytes | None = None  # a non-JSON body (a proxy's HTML error page), sent with `content_type`
+    content_type: str | None = None
 
 
 @dataclass(frozen=True)
@@ -59,12 +63,39 @@ class Recorded:
     headers: dict[str, str]
     body: Any
     at: float
+    peer: tuple[str, int] = ("", 0)  # the client's address: the same port means the same pooled connection
+    target: str = ""  # the request target as sent: absolute (`http://host/path`) when it came through a proxy
 
 
 def sse(data: Any, event: str | None = None) -> bytes:
     text = data if isinstance(data, str) else json.dumps(data)
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {text}\n\n".encode()
+
+
+# ---- recorded streams, and what proxies do to them -----------------------------------------------------------------
+def replay(name: str) -> bytes:
+    """A stream from tests/fixtures/streams, written after the provider's API reference."""
+    return (STREAMS / name).read_bytes()
+
+
+def events_of(data: bytes) -> tuple[bytes, ...]:
+    """One frame per SSE event, as a server that flushes after every event sends them."""
+    parts = data.replace(b"\r\n", b"\n").split(b"\n\n")
+    return tuple(p + b"\n\n" for p in parts if p)
+
+
+def split_reads(data: bytes, size: int, pause: float = 0.002) -> tuple[Frame, ...]:
+    """The stream cut every `size` bytes — through lines, JSON and UTF-8 characters alike — with a pause between
+    the pieces so the client reads each one on its own, as a buffering proxy delivers them."""
+    out: list[Frame] = []
+    for i in range(0, len(data), size):
+        out += [data[i:i + size], Pause(pause)]
+    return tuple(out)
+
+
+def crlf(data: bytes) -> bytes:
+    return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n")
 
 
 # ---- OpenAI Chat Completions stream --------------------------------------------------------------------------------
@@ -170,7 +201,8 @@ def error_body(api: str, status: int, message: str) -> dict[str, Any]:
 class FakeProviders:
     """`with FakeProviders() as fp:` — queue replies with `fp.openai(...)` / `fp.anthropic(...)`."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[str, str] | None = None) -> None:
+        self.tls = tls  # (certificate, key) PEM files: serve https
         self.queues: dict[str, deque[Reply]] = {OPENAI_PATH: deque(), ANTHROPIC_PATH: deque()}
         self.requests: list[Recorded] = []
         self.disconnects: list[float] = []
@@ -195,7 +227,7 @@ class FakeProviders:
     def url(self) -> str:
         assert self._server is not None
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
     # lifecycle
     def __enter__(self) -> FakeProviders:
@@ -206,6 +238,12 @@ class FakeProviders:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if self.tls is not None:
+            import ssl
+
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*self.tls)
+            self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
                                         daemon=True)
         self._thread.start()
@@ -233,6 +271,7 @@ class FakeProviders:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are separate writes: no 40 ms delayed-ACK stall per reply
     fake: FakeProviders
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -245,17 +284,21 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode(errors="replace")
-        path = self.path.split("?", 1)[0]
+        target = self.path
+        path = target.split("?", 1)[0]
+        if "://" in path:  # absolute form: the client was sent through this server as its proxy
+            path = "/" + path.split("://", 1)[1].partition("/")[2]
         with self.fake.lock:
             self.fake.requests.append(Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body,
-                                               time.monotonic()))
+                                               time.monotonic(), self.client_address[:2], target))
         reply = self.fake.next_reply(path)
         if reply.delay and self._wait(reply.delay):
             return
-        if reply.body is not None or not reply.frames:
-            payload = json.dumps(reply.body if reply.body is not None else {}).encode()
+        if reply.body is not None or reply.raw is not None or not reply.frames:
+            payload = reply.raw if reply.raw is not None else \
+                json.dumps(reply.body if reply.body is not None else {}).encode()
             self.send_response(reply.status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", reply.content_type or "application/json")
             self.send_header("Content-Length", str(len(payload)))
             for k, v in reply.headers.items():
                 self.send_header(k, v)
@@ -264,7 +307,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             return
         self.send_response(reply.status)
-        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Content-Type", reply.content_type or "text/event-stream; charset=utf-8")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("Cache-Control", "no-cache")
         for k, v in reply.headers.items():

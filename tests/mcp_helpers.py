@@ -121,6 +121,26 @@ def alive(pid: int) -> bool:
         return False
 
 
+def marked(mark: object) -> list[int]:
+    """Live processes with `mark` (e.g. a pidfile path) in their argv or environment: found from outside their
+    sandbox, whose pid namespace numbers them differently."""
+    needle = str(mark).encode()
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                text = f.read()
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                text += f.read()
+        except OSError:
+            continue
+        if needle in text and alive(int(entry)):
+            out.append(int(entry))
+    return out
+
+
 async def eventually(predicate: Callable[[], bool], seconds: float = 10.0) -> bool:
     """Poll a fact about another process (a pid gone, a file written), which no event in this process reports."""
     with anyio.move_on_after(seconds):

@@ -188,7 +188,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     R("gw:lifecycle:sigterm-graceful", "style guide §3.5; MCP client shutdown sequence",
       "SIGTERM exits 0 and kills tool processes.", (PR + "test_sigterm_shuts_down_gracefully_with_exit_0",)),
     R("gw:lifecycle:cancel-kills-tool-processes", "style guide §3.6", "A cancelled turn leaves none of its commands "
-      "running.", ("test_tools_bash.py::test_cancelling_an_exec_kills_its_process_group",)),
+      "running.", ("test_tools_bash.py::test_cancelling_an_exec_kills_everything_it_started",)),
     R("gw:write:atomic-under-kill-9", "tools contract (writes are atomic)", "A write interrupted by SIGKILL leaves "
       "the old or the new content, never a torn file; the session store survives too.",
       ("test_tools_editor.py::test_a_writer_killed_mid_write_leaves_the_old_or_the_new_content_never_a_torn_file",

@@ -84,12 +84,13 @@ class Acpx:
         self.ws = tmp / "ws"
         self.ws.mkdir(exist_ok=True)
         (tmp / "home").mkdir(exist_ok=True)
+        (tmp / "empty.toml").write_text("", encoding="utf-8")  # no user config can change the run
         self.state = tmp / "state"
         self.agent = " ".join([sys.executable, "-m", "acp_server", "--model", model, "--state-dir", str(self.state),
                                *agent_args])
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWRIGHT_", "OPENAI_", "ANTHROPIC_"))}
         self.env.update(HOME=str(tmp / "home"), PYTHONPATH=REPO, XDG_CONFIG_HOME=str(tmp / "xdg"),
-                        GATEWRIGHT_CONFIG=str(tmp / "none.toml"), NO_COLOR="1", **(env or {}))
+                        GATEWRIGHT_CONFIG=str(tmp / "empty.toml"), NO_COLOR="1", **(env or {}))
 
     def argv(self, *args: str, fmt: str = "json", ttl: str = "1") -> list[str]:
         return [self.binary, "--format", fmt, "--ttl", ttl, "--timeout", "60", "--cwd", str(self.ws),

@@ -73,7 +73,8 @@ def test_commands_are_announced_right_after_session_new_and_run_locally(spawn, t
     assert mode_updates[-1]["currentModeId"] == "read-only"
     assert "No remembered approval rules" in run(agent, sid, "/permissions")[1]
     assert "No rule" in run(agent, sid, "/permissions revoke rule-404")[1]
-    assert "Mode: read-only" in run(agent, sid, "/status")[1]
+    status = run(agent, sid, "/status")[1]
+    assert "Mode: read-only" in status and "Sandbox: " in status
     assert "Unknown model" in run(agent, sid, "/model gpt-none")[1]
     # None of those called the model: the first model answer is still next.
     assert run(agent, sid, "/review src/app.py")[1] == "first model answer"

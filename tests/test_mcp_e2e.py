@@ -25,7 +25,7 @@ from acp.schema import (
     RequestPermissionResponse,
 )
 
-from tests.mcp_helpers import TOOLS_SERVER, alive, eventually, http_server
+from tests.mcp_helpers import TOOLS_SERVER, eventually, http_server, marked
 from tests.sdk_client import spawn_sdk_agent
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(90)]
@@ -168,12 +168,13 @@ async def test_read_only_hint_runs_without_asking_in_safe_but_asks_in_manual_on_
         assert client.permissions == []
         assert client.final("c1").status == "completed"
         server_pid = int(pidfile.read_text().split()[0])
+        server = marked(pidfile)
         await agent.conn.set_session_mode(session_id=sid, mode_id="manual")
         await agent.prompt(sid)
         assert [p.tool_call_id for p in client.permissions] == ["c2"]
         assert client.final("c2").content[0].content.text == "echo: b"
         # the mode change left the connection alone: same server process, never restarted
-        assert int(pidfile.read_text().split()[0]) == server_pid and alive(server_pid)
+        assert int(pidfile.read_text().split()[0]) == server_pid and marked(pidfile) == server
 
 
 async def test_is_error_and_progress_show_up_as_tool_call_updates(tmp_path):
@@ -272,10 +273,9 @@ async def test_closing_stdin_leaves_no_mcp_process_alive(tmp_path):
     async with Agent(tmp_path, responses, client) as agent:
         sid = await agent.new_session([stdio_server("t", env={"MCP_TEST_PIDFILE": str(pidfile)})])
         await agent.prompt(sid)
-        server_pid, child_pid = map(int, pidfile.read_text().split())
-        assert alive(server_pid) and alive(child_pid)
+        assert len(marked(pidfile)) == 2  # the server and its grandchild
     # spawn_agent_process closed the agent's stdin and waited for it to exit
-    assert await eventually(lambda: not alive(server_pid) and not alive(child_pid), 5)
+    assert await eventually(lambda: not marked(pidfile), 5)
 
 
 async def test_a_streamable_http_server_works_end_to_end_with_its_headers(tmp_path):

@@ -224,7 +224,8 @@ async def test_529_overloaded_until_retries_run_out_gives_one_line(fp, model):
     fp.anthropic(*[Reply(529, body=error_body("anthropic", 529, "Overloaded"))] * 3)
     with pytest.raises(ModelError) as info:
         await collect(model(max_retries=2))
-    assert info.value.message == "anthropic failed (HTTP 529) after 3 attempts: Overloaded"
+    assert info.value.message == ("anthropic failed (HTTP 529) after 3 attempts: Overloaded "
+                                  f"(at {fp.url}{ANTHROPIC_PATH})")
 
 
 @pytest.mark.asyncio

@@ -170,7 +170,7 @@ async def test_retry_after_ms_is_preferred_and_backoff_stops_after_max_retries(f
     with pytest.raises(ModelError) as info:
         await collect(model(max_retries=2))
     assert len(fp.requests_to(OPENAI_PATH)) == 3
-    assert info.value.message == "openai failed (HTTP 503) after 3 attempts: busy"
+    assert info.value.message == f"openai failed (HTTP 503) after 3 attempts: busy (at {fp.url}{OPENAI_PATH})"
     assert not info.value.auth
 
 
@@ -237,7 +237,8 @@ async def test_a_first_token_that_never_comes_ends_with_a_clear_timeout(fp, mode
     fp.openai(*[Reply(frames=(Pause(5.0),))] * 2)
     with pytest.raises(ModelError) as info:
         await collect(model(first_token_timeout=0.2, max_retries=1))
-    assert info.value.message == "openai did not answer after 2 attempts: no response within 0.2 s"
+    assert info.value.message == ("openai did not answer after 2 attempts: no response within 0.2 s "
+                                  f"(at {fp.url}{OPENAI_PATH})")
 
 
 @pytest.mark.asyncio

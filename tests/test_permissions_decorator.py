@@ -147,10 +147,10 @@ async def test_always_allowing_input_to_a_process_covers_that_input_only_and_nev
         (always,) = [o.name for o in h.gateway.asked[0].options if o.kind == "allow_always"]
         assert always.endswith("in this session (it names a process of this session)")
         assert [r.scope for r in h.rules.list()] == ["session"] and h.db is not None and h.db.all() == []
-        assert proc.popen.stdin is not None
-        proc.popen.stdin.close()  # end of input: the shell runs what it got, then exits
+        assert proc.child.stdin is not None
+        proc.child.stdin.close()  # end of input: the shell runs what it got, then exits
         with anyio.fail_after(10):
-            await anyio.to_thread.run_sync(proc.popen.wait)
+            await proc.child.wait()
     finally:
         processes.close_session("sess_test")
     assert (h.ws / "hello.txt").read_text() == "hello\nhello\n" and not (h.ws / "pwned").exists()

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Needed later (the event loop, sessions, tools, providers), never to answer `initialize`.
 HEAVY = ("anyio", "asyncio", "sqlite3", "pydantic", "jsonschema", "mcp", "openai", "anthropic", "httpx",
-         "tree_sitter", "runtime.events", "runtime.models.base", "runtime.loop", "acp_server.session",
+         "httpx2", "tree_sitter", "runtime.events", "runtime.models.base", "runtime.loop", "acp_server.session",
          "acp_server.session_methods", "acp_server.rpc")
 
 
@@ -50,6 +50,38 @@ needed = ("acp_server.session", "acp_server.journal", "acp_server.session_method
 missing = [m for m in needed if m not in sys.modules]
 assert not missing, missing
 assert agent.lifecycle._store is not None
+"""
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT,
+                   env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+
+
+def test_a_model_call_needs_no_provider_sdk(tmp_path):
+    """Both providers speak their APIs over httpx2: with `openai` and `anthropic` made unimportable, a streamed call
+    to each still works (the SDKs cost 1–3 s and 50–80 MB to import on a fresh process's first prompt)."""
+    code = """
+import sys
+sys.modules["openai"] = None  # `import openai` now raises ImportError
+sys.modules["anthropic"] = None
+import anyio
+from runtime.models.anthropic_messages import AnthropicModel
+from runtime.models.base import ModelRequest, TextDelta, TextPart, UserMessage
+from runtime.models.config import ModelEntry, ProviderSettings
+from runtime.models.openai_compat import OpenAIChatModel
+from tests.fake_providers import FakeProviders, Reply, anthropic_stream, openai_stream
+
+async def main(fp):
+    req = ModelRequest("", (UserMessage((TextPart("hi"),)),), ())
+    out = []
+    for cls, api, base in ((OpenAIChatModel, "openai", fp.url + "/v1"), (AnthropicModel, "anthropic", fp.url)):
+        m = cls(ModelEntry(api + ":m", api, "m", "m"), ProviderSettings(api, api, base_url=base), "k")
+        out.append("".join([e.text async for e in m.stream(req) if isinstance(e, TextDelta)]))
+        await m.aclose()
+    assert out == ["from openai", "from anthropic"], out
+
+with FakeProviders() as fp:
+    fp.openai(Reply(frames=openai_stream("from openai")))
+    fp.anthropic(Reply(frames=anthropic_stream("from anthropic")))
+    anyio.run(main, fp)
 """
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT,
                    env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})

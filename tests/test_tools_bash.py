@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 
 import anyio
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from runtime import processes
 from runtime.tools.base import ToolFailure
 from runtime.workspace import Workspace
+from tests.sandbox_helpers import marker, survivors
 from tests.tools_helpers import TOOLS, FakeEditor, make_ctx, run
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(20)]
@@ -50,42 +53,34 @@ async def test_exec_cwd_that_does_not_exist_says_so(tmp_path):
         await run("bash", {"command": "pwd", "cwd": "nope"}, make_ctx(tmp_path))
 
 
-async def test_exec_timeout_kills_the_whole_group_including_grandchildren(tmp_path):
-    res = await run("bash", {"command": "sleep 100 & sleep 100", "timeoutMs": 300}, make_ctx(tmp_path))
+async def test_exec_timeout_kills_everything_it_started_setsid_included(tmp_path):
+    m = marker()
+    res = await run("bash", {"command": f"setsid sleep {m} & sleep {m}", "timeoutMs": 300}, make_ctx(tmp_path))
     assert res.raw_output["timedOut"] is True and res.is_error
     assert "timed out" in res.output
-    pgid = res.raw_output["pid"]
-    assert group_gone(pgid)  # no live member: not the shell, not the backgrounded sleep
-    # Once the killed members are reaped (by PID 1 here) the group does not exist at all.
-    with anyio.fail_after(5):
-        while True:
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
-                break
-            await anyio.sleep(0.02)
-    assert pgid not in processes._groups
+    assert survivors(m) == []  # not the shell's sleep, not the one that left the process group
+    assert res.raw_output["pid"] not in processes._groups
 
 
 async def test_exec_stops_background_children_left_behind_after_a_normal_exit(tmp_path):
-    res = await run("bash", {"command": "sleep 100 & echo started"}, make_ctx(tmp_path))
+    m = marker()
+    res = await run("bash", {"command": f"sleep {m} & (setsid sleep {m} &); echo started"}, make_ctx(tmp_path))
     assert "started" in res.output and res.raw_output["exitCode"] == 0
     assert "left running were stopped" in res.output
-    assert group_gone(res.raw_output["pid"])
+    assert survivors(m) == []
 
 
-async def test_cancelling_an_exec_kills_its_process_group(tmp_path):
-    marker = tmp_path / "pid"
+async def test_cancelling_an_exec_kills_everything_it_started(tmp_path):
+    m = marker()
     ctx = make_ctx(tmp_path)
     async with anyio.create_task_group() as tg:
-        tg.start_soon(run, "bash", {"command": f"echo $$ > {marker}; sleep 100 & sleep 100"}, ctx)
+        tg.start_soon(run, "bash", {"command": f"setsid sleep {m} & sleep {m}"}, ctx)
         with anyio.fail_after(5):
-            while not marker.exists() or not marker.read_text().strip():
+            while len(survivors(m)) < 2:
                 await anyio.sleep(0.01)
         tg.cancel_scope.cancel()
-    pgid = int(marker.read_text())
-    assert group_gone(pgid)
-    assert pgid not in processes._groups
+    assert survivors(m) == []
+    assert not processes._groups
 
 
 async def test_exec_output_keeps_head_and_tail_with_a_marker(tmp_path):
@@ -124,8 +119,7 @@ async def test_background_process_start_logs_write_status_stop(tmp_path):
         listed = await run("bash", {"action": "list"}, ctx)
         assert pid in listed.output and "running" in listed.output
         stopped = await run("bash", {"action": "stop", "processId": pid}, ctx)
-        assert stopped.raw_output["status"] == "stopped"
-        assert group_gone(proc.pid)
+        assert stopped.raw_output["status"] == "stopped" and proc.exit_code is not None
         status = await run("bash", {"action": "status", "processId": pid}, ctx)
         assert "stopped" in status.output
     finally:
@@ -151,21 +145,23 @@ async def test_stop_kills_a_process_that_ignores_sigterm(tmp_path):
             while "up" not in proc.log.read(0, 10)[0]:
                 await anyio.sleep(0.01)
         await table.stop(proc.id, grace=0.2)
-        assert group_gone(proc.pid)
+        assert proc.exit_code is not None
     finally:
         processes.close_session("sess_bg2")
 
 
 async def test_background_processes_die_when_the_session_closes(tmp_path):
+    m = marker()
     ctx = make_ctx(tmp_path, session_id="sess_bg3")
-    started = await run("bash", {"action": "start", "command": "sleep 100 & sleep 100"}, ctx)
-    pgid = started.raw_output["pid"]
-    assert processes.group_alive(pgid)
+    started = await run("bash", {"action": "start", "command": f"setsid sleep {m} & sleep {m}"}, ctx)
+    with anyio.fail_after(5):
+        while len(survivors(m)) < 2:
+            await anyio.sleep(0.01)
     processes.close_session("sess_bg3")
     with anyio.fail_after(5):
-        while processes.group_alive(pgid):
+        while survivors(m):
             await anyio.sleep(0.01)
-    assert pgid not in processes._groups
+    assert started.raw_output["pid"] not in processes._groups
 
 
 async def test_unknown_process_id_lists_the_known_ones(tmp_path):
@@ -184,7 +180,11 @@ async def test_exec_through_an_editor_terminal_embeds_it_and_releases_it(tmp_pat
     res = await run("bash", {"command": "pytest -q"}, make_ctx(tmp_path, editor=editor, progress=progress))
     assert editor.methods() == ["terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"]
     create = editor.calls[0][1]
-    assert create["command"] == "/bin/bash" and create["args"] == ["-c", "pytest -q"]
+    # The editor runs the sandbox launcher, which confines the shell the same way a local exec is confined.
+    assert create["command"] == sys.executable
+    assert create["args"][:3] == ["-m", "runtime.sandbox", "--spec"]
+    assert create["args"][4:] == ["--", "/bin/bash", "-c", "pytest -q"]
+    assert create["env"]["TMPDIR"].startswith(tempfile.gettempdir())
     assert create["cwd"] == os.path.realpath(tmp_path)
     assert updates[0].content == ({"type": "terminal", "terminalId": "term_1"},)
     assert res.content[0] == {"type": "terminal", "terminalId": "term_1"}

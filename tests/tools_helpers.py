@@ -66,7 +66,7 @@ class FakeEditor:
     async def create_terminal(self, command: str, args: list[str], cwd: str, env: Mapping[str, str],
                               output_byte_limit: int) -> str:
         assert self.can_terminal
-        self.calls.append(("terminal/create", {"command": command, "args": args, "cwd": cwd,
+        self.calls.append(("terminal/create", {"command": command, "args": args, "cwd": cwd, "env": dict(env),
                                                "outputByteLimit": output_byte_limit}))
         return "term_1"
 

@@ -27,12 +27,22 @@ MIN_SECRET_LEN = 6
 
 
 @dataclass(frozen=True, slots=True)
+class SandboxWidening:
+    """What a stdio server's sandbox allows beyond the default (`_meta.gatewright.sandbox` of its entry)."""
+
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+    network: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class StdioServer:
     name: str
     command: str
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     pinned: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
+    sandbox: SandboxWidening = field(default_factory=SandboxWidening)
 
     @property
     def transport(self) -> Literal["stdio"]:
@@ -94,7 +104,8 @@ def _parse_one(name: str, entry: Any, session: Mapping[str, str], environ: Mappi
         args = entry.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             raise ValueError("\"args\" must be an array of strings")
-        return StdioServer(name, command, tuple(args), _pairs(entry.get("env", []), "env"), pinned)
+        return StdioServer(name, command, tuple(args), _pairs(entry.get("env", []), "env"), pinned,
+                           _sandbox(entry.get("_meta"), session.get("cwd") or os.getcwd()))
     if kind in ("http", "sse"):
         url = entry.get("url")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -102,6 +113,27 @@ def _parse_one(name: str, entry: Any, session: Mapping[str, str], environ: Mappi
         return HttpServer(name, url, kind, _pairs(entry.get("headers", []), "headers"), pinned)
     shown = kind if isinstance(kind, str) else type(kind).__name__
     raise ValueError(f"transport {shown[:40]!r} is not supported by this agent")
+
+
+def _sandbox(meta: Any, cwd: str) -> SandboxWidening:
+    """`_meta.gatewright.sandbox`: `{"read": [paths], "write": [paths], "network": bool}`, paths absolute, `~/…` or
+    relative to the session's cwd. A malformed value refuses the server (never a silently wider or narrower one)."""
+    ours = meta.get("gatewright") if isinstance(meta, dict) else None
+    value = ours.get("sandbox") if isinstance(ours, dict) else None
+    if value is None:
+        return SandboxWidening()
+    if not isinstance(value, dict) or set(value) - {"read", "write", "network"}:
+        raise ValueError("_meta.gatewright.sandbox must be an object with \"read\", \"write\" and \"network\"")
+    lists = []
+    for key in ("read", "write"):
+        items = value.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(p, str) and p for p in items):
+            raise ValueError(f"_meta.gatewright.sandbox.{key} must be an array of paths")
+        lists.append(tuple(os.path.realpath(os.path.join(cwd, os.path.expanduser(p))) for p in items))
+    network = value.get("network", True)
+    if not isinstance(network, bool):
+        raise ValueError("_meta.gatewright.sandbox.network must be true or false")
+    return SandboxWidening(lists[0], lists[1], network)
 
 
 def _pairs(value: Any, what: str) -> tuple[tuple[str, str], ...]:

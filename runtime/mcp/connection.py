@@ -360,7 +360,8 @@ class ServerConnection:
             from runtime.mcp.stdio import StdioProcessTransport
 
             env = environ_without_secrets() | dict(spec.env)
-            return StdioProcessTransport(spec.name, spec.command, spec.args, env, self.cwd, self.secrets)
+            return StdioProcessTransport(spec.name, spec.command, spec.args, env, self.cwd, self.secrets,
+                                         spec.sandbox)
         assert isinstance(spec, HttpServer)
         import httpx2
 

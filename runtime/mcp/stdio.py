@@ -1,9 +1,13 @@
-"""The stdio transport for MCP servers: one child process in its own process group, killed with its session.
+"""The stdio transport for MCP servers: one sandboxed child process, killed with its session.
 
-The SDK's `stdio_client` does most of this, but hides the process: gatewright needs the process group registered in
-`runtime.processes` (so agent exit kills it, grandchildren included, even on a hard exit), the server's stderr kept
-(its last lines explain a failed start) and the exit code. The wire side is the same as the SDK's: one JSON-RPC
-message per line, parsed into `SessionMessage`s for `mcp.Client`.
+The SDK's `stdio_client` does most of this, but hides the process: gatewright starts it through `runtime.processes`
+(sandboxed, and contained: agent exit kills it and everything it started, even on a hard exit), keeps the server's
+stderr (its last lines explain a failed start) and the exit code. The wire side is the same as the SDK's: one
+JSON-RPC message per line, parsed into `SessionMessage`s for `mcp.Client`.
+
+The sandbox (`server_spec`): a server may write the workspace and its own private temp dir, read the baseline plus
+the directories its command and path arguments live in, and has the network. The entry's `_meta.gatewright.sandbox`
+widens it (`{"read": [...], "write": [...], "network": false}`, see `runtime.mcp.config` and the README).
 
 `import mcp` is slow; this module imports it only inside `__aenter__`, which runs in a session that has servers.
 """
@@ -14,7 +18,9 @@ import collections
 import contextlib
 import logging
 import os
+import shutil
 import signal
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,8 +28,10 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from runtime.mcp.config import redact
-from runtime.processes import kill_group, register_group, unregister_group
+from permissions.confinement import Confinement
+from runtime.mcp.config import SandboxWidening, redact
+from runtime.processes import PIPE, FdStream, Spawned, spawn
+from runtime.sandbox import SandboxSpec, build_spec
 
 log = logging.getLogger("gatewright.mcp")
 
@@ -56,56 +64,84 @@ class StderrTail:
         return self._lines[-1] if self._lines else None
 
 
+def install_dirs(command: str, args: Sequence[str], cwd: str, path: str | None) -> list[str]:
+    """The directories a server's command and path arguments live in (a venv's or package's whole tree when the
+    file sits in its `bin/`), so that an interpreter finds its libraries and a script its package."""
+    out: list[str] = []
+    found = shutil.which(command, path=path) if os.sep not in command else os.path.join(cwd, command)
+    for candidate in [found, *(os.path.join(cwd, a) for a in args if os.sep in a or os.path.exists(
+            os.path.join(cwd, a)))]:
+        if not candidate or not os.path.exists(candidate):
+            continue
+        for p in dict.fromkeys((os.path.abspath(candidate), os.path.realpath(candidate))):
+            d = p if os.path.isdir(p) else os.path.dirname(p)
+            if os.path.basename(d) in ("bin", "sbin", ".bin"):
+                d = os.path.dirname(d)
+            if d not in ("/", "/usr", os.path.expanduser("~")):
+                out.append(d)
+    return out
+
+
+def server_spec(command: str, args: Sequence[str], cwd: str, env: Mapping[str, str], tmpdir: str,
+                widening: SandboxWidening) -> SandboxSpec:
+    reads = (*install_dirs(command, args, cwd, env.get("PATH")), *widening.read)
+    confinement = Confinement(write=True, network=widening.network, extra_read=reads, extra_write=widening.write)
+    return build_spec(confinement, [cwd], tmpdir=tmpdir, grace=None)
+
+
 class StdioProcessTransport:
     """An `mcp.client` Transport: `async with` yields (read_stream, write_stream) to a freshly spawned server."""
 
     def __init__(self, server: str, command: str, args: Sequence[str], env: Mapping[str, str], cwd: str,
-                 secrets: Sequence[str]) -> None:
+                 secrets: Sequence[str], sandbox: SandboxWidening | None = None) -> None:
         self.server = server
         self.command = command
         self.args = list(args)
         self.env = dict(env)
         self.cwd = cwd
         self.secrets = tuple(secrets)
-        self.process: anyio.abc.Process | None = None
+        self.sandbox = sandbox or SandboxWidening()
+        self.process: Spawned | None = None
         self.stderr: StderrTail | None = None
         self.exited = anyio.Event()  # stdout reached EOF: the server is gone (or closed its output)
         self._tg: anyio.abc.TaskGroup | None = None
         self._streams: tuple[Any, ...] = ()
+        self._tmpdir: str | None = None
 
     @property
     def returncode(self) -> int | None:
-        return self.process.returncode if self.process is not None else None
+        return self.process.poll() if self.process is not None else None
 
     async def __aenter__(self) -> tuple[Any, Any]:
         import mcp_types
         from mcp.shared.message import SessionMessage
 
+        self._tmpdir = tempfile.mkdtemp(prefix=f"gatewright-mcp-{self.server[:20]}-")
+        spec = server_spec(self.command, self.args, self.cwd, self.env, self._tmpdir, self.sandbox)
         read_fd, write_fd = os.pipe()
         try:
-            self.process = await anyio.open_process(
-                [self.command, *self.args], env=self.env, cwd=self.cwd, stderr=write_fd,
-                start_new_session=True,  # its own process group, so a kill reaches its children too
-            )
+            self.process = spawn([self.command, *self.args], cwd=self.cwd, env=self.env, spec=spec, grace=None,
+                                 stdin=PIPE, stdout=PIPE, stderr=write_fd)
         except BaseException:
             os.close(read_fd)
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
             raise
         finally:
             os.close(write_fd)
-        register_group(self.process.pid)
         self.stderr = StderrTail(read_fd, self.server, self.secrets)
         process = self.process
+        assert process.stdout is not None and process.stdin is not None
+        stdout, stdin = FdStream(process.stdout), FdStream(process.stdin.fileno())
 
         reader_in, read_stream = anyio.create_memory_object_stream[Any](0)
         write_stream, writer_out = anyio.create_memory_object_stream[Any](0)
         self._streams = (reader_in, read_stream, write_stream, writer_out)
 
         async def stdout_reader() -> None:
-            assert process.stdout is not None
             buffer = b""
             try:
                 async with reader_in:
-                    async for chunk in process.stdout:
+                    while chunk := await stdout.receive():
                         lines = (buffer + chunk).split(b"\n")
                         buffer = lines.pop()
                         for line in lines:
@@ -123,12 +159,11 @@ class StdioProcessTransport:
                 self.exited.set()
 
         async def stdin_writer() -> None:
-            assert process.stdin is not None
             try:
                 async with writer_out:
                     async for message in writer_out:
                         data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                        await process.stdin.send(data.encode())
+                        await stdin.send(data.encode())
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 # The server stopped reading: end the session's view of the connection instead of hanging.
                 await reader_in.aclose()
@@ -146,29 +181,29 @@ class StdioProcessTransport:
             for s in self._streams:
                 await s.aclose()
             self._tg.cancel_scope.cancel()
-        return await self._tg.__aexit__(*exc)
+        try:
+            return await self._tg.__aexit__(*exc)
+        finally:
+            self.process.close()
+            if self._tmpdir:
+                shutil.rmtree(self._tmpdir, ignore_errors=True)
 
 
-async def stop_process(process: anyio.abc.Process) -> None:
-    """Close stdin, give the server a moment, then SIGTERM and SIGKILL its whole process group."""
-    pgid = process.pid
+async def stop_process(process: Spawned) -> None:
+    """Close stdin, give the server a moment, then SIGTERM and SIGKILL it with everything it started."""
     with contextlib.suppress(Exception):
         if process.stdin is not None:
-            await process.stdin.aclose()
+            process.stdin.close()
     if not await _wait_exit(process, EXIT_GRACE):
-        kill_group(pgid, signal.SIGTERM)
+        process.send_signal(signal.SIGTERM)
         await _wait_exit(process, TERM_GRACE)
-    # Also reaches grandchildren left in the group after the server itself exited.
-    kill_group(pgid, signal.SIGKILL)
-    unregister_group(pgid)
-    await _wait_exit(process, 1.0)
-    with contextlib.suppress(Exception), anyio.move_on_after(1.0):
-        await process.aclose()
+    # Also reaches what the server started and left running after it exited.
+    process.kill()
+    await _wait_exit(process, 2.0)
 
 
-async def _wait_exit(process: anyio.abc.Process, seconds: float) -> bool:
-    # Poll returncode rather than `wait()`: on asyncio `wait()` also waits for the pipes, which a grandchild may hold.
+async def _wait_exit(process: Spawned, seconds: float) -> bool:
+    """Until the server and everything it started are gone (its sandbox's init reports that), at most `seconds`."""
     with anyio.move_on_after(seconds):
-        while process.returncode is None:  # noqa: ASYNC110 - no event fires on exit; returncode is the truth
-            await anyio.sleep(0.01)
-    return process.returncode is not None
+        await process.wait()
+    return process.poll() is not None

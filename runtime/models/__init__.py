@@ -2,7 +2,8 @@
 
 Precedence: `--model` (or `GATEWRIGHT_MODEL`) picks the default model, else the config file's `default_model`;
 provider URLs come from env (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) over the config file; keys only ever from the
-environment variable a provider names. Provider SDKs are imported only when a session first calls a model.
+environment variable a provider names. The HTTP stack (`httpx2`, ~40 ms) is imported when a model client is first used
+or prepared by the agent's idle warm-up, never at start-up; no provider SDK is used.
 """
 
 from __future__ import annotations
@@ -149,6 +150,15 @@ class ModelFactory:
                 await close()
 
     # ---- construction --------------------------------------------------------------------------------------------
+    def prepare_default(self) -> None:
+        """Build the default model's client and its HTTP stack ahead of the first call (the agent's idle warm-up).
+        Opens no connection; a scripted model has nothing to prepare."""
+        if self._script is None and self.default_id is not None:
+            client = self.create()
+            prepare = getattr(client, "prepare", None)
+            if prepare is not None:
+                prepare()
+
     def create(self, model_id: str | None = None) -> ModelClient | None:
         """The client for `model_id` (default: the default model); None when no model is configured."""
         model_id = model_id or self.default_id

@@ -5,7 +5,7 @@ as base64 blocks), prompt caching (`cache_control` breakpoints on the system pro
 message, so the stable prefix is cached and each turn reuses the previous one), and the assembly of the streamed
 reply. Thinking blocks are kept verbatim with their signatures in `Finished.provider_state` and sent back at the
 start of the assistant turn they belong to, as the API requires when tools are used with extended thinking.
-The `anthropic` SDK is imported on the first call, never at start-up.
+Spoken over plain HTTP (`runtime.models.http`); no provider SDK is imported.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runtime.models.base import (
     AssistantMessage,
@@ -30,15 +30,12 @@ from runtime.models.base import (
     Usage,
     UserMessage,
 )
+from runtime.models.http import json_data, json_error
 from runtime.models.provider import ProviderModel
-from runtime.models.retry import (
-    MalformedStream,
-)
-
-if TYPE_CHECKING:
-    from anthropic import AsyncAnthropic
+from runtime.models.retry import MalformedStream, ProviderStreamError
 
 STATE_KEY = "anthropic"
+API_VERSION = "2023-06-01"
 CACHE = {"type": "ephemeral"}
 DEFAULT_MAX_TOKENS = 8192
 _STOP: dict[str, ModelStop] = {
@@ -135,7 +132,12 @@ class _Block:
 
 @dataclass
 class AnthropicAssembler:
-    """Turns Messages stream events (SDK objects or dicts) into our events. Sans-I/O."""
+    """Turns Messages stream events into ours. Sans-I/O.
+
+    Per the API reference: `message_start`, then per content block `content_block_start`, its deltas and
+    `content_block_stop`, then `message_delta` (stop reason, cumulative usage) and `message_stop`; `ping` events
+    anywhere; an `error` event is a failure inside the 200 reply; event types added later are ignored.
+    """
 
     blocks: dict[int, _Block] = field(default_factory=dict)
     stop: str | None = None
@@ -145,17 +147,32 @@ class AnthropicAssembler:
     output_tokens: int = 0
     stopped: bool = False
 
-    def feed(self, ev: Any) -> list[ModelEvent]:
-        kind = _get(ev, "type")
+    @property
+    def done(self) -> bool:
+        return self.stopped
+
+    def feed(self, event: str, data: str) -> list[ModelEvent]:
+        if event == "ping" or not data.strip():
+            return []
+        ev = json_data(data)
+        if not isinstance(ev, dict):
+            raise MalformedStream(f"an event is not an object: {data[:80]!r}")
+        if event == "error" or ev.get("type") == "error":
+            message, etype = json_error(ev, "the server reported an error mid-stream")
+            raise ProviderStreamError(message, etype)
+        return self.feed_event(ev)
+
+    def feed_event(self, ev: dict[str, Any]) -> list[ModelEvent]:
+        kind = ev.get("type")
         if kind == "message_start":
-            self._usage(_get(_get(ev, "message"), "usage"))
+            self._usage((ev.get("message") or {}).get("usage"))
         elif kind == "content_block_start":
-            self._start(_get(ev, "index"), _get(ev, "content_block"))
-            b = self.blocks[_get(ev, "index")]
+            self._start(ev.get("index"), ev.get("content_block"))
+            b = self.blocks[ev["index"]]
             if b.kind == "text" and b.text:
                 return [TextDelta("".join(b.text))]
         elif kind == "content_block_delta":
-            return self._delta(self._block(ev), _get(ev, "delta"))
+            return self._delta(self._block(ev), ev.get("delta") or {})
         elif kind == "content_block_stop":
             b = self._block(ev)
             b.done = True
@@ -163,59 +180,59 @@ class AnthropicAssembler:
                 args = "".join(b.text) or (json.dumps(b.input) if b.input else "")
                 return [ToolCallEvent(ToolCallRequest(b.id or None, b.name, args))]
         elif kind == "message_delta":
-            stop = _get(_get(ev, "delta"), "stop_reason")
+            stop = (ev.get("delta") or {}).get("stop_reason")
             if stop:
                 self.stop = stop
-            self._usage(_get(ev, "usage"))
+            self._usage(ev.get("usage"))
         elif kind == "message_stop":
             self.stopped = True
         return []
 
-    def _block(self, ev: Any) -> _Block:
-        b = self.blocks.get(_get(ev, "index"))
+    def _block(self, ev: dict[str, Any]) -> _Block:
+        b = self.blocks.get(ev.get("index"))  # type: ignore[arg-type]
         if b is None:
-            raise MalformedStream(f"event for unknown content block {_get(ev, 'index')!r}")
+            raise MalformedStream(f"event for unknown content block {ev.get('index')!r}")
         return b
 
     def _start(self, index: Any, cb: Any) -> None:
-        if not isinstance(index, int) or cb is None:
+        if not isinstance(index, int) or isinstance(index, bool) or not isinstance(cb, dict):
             raise MalformedStream("content_block_start without index or block")
-        kind = _get(cb, "type") or "unknown"
-        b = _Block(kind, id=_get(cb, "id") or "", name=_get(cb, "name") or "", input=_get(cb, "input"))
-        if kind == "text" and _get(cb, "text"):
-            b.text.append(_get(cb, "text"))
+        kind = cb.get("type") or "unknown"
+        b = _Block(kind, id=cb.get("id") or "", name=cb.get("name") or "", input=cb.get("input"))
+        if kind == "text" and cb.get("text"):
+            b.text.append(cb["text"])
         if kind == "thinking":
-            if _get(cb, "thinking"):
-                b.text.append(_get(cb, "thinking"))
-            b.signature = _get(cb, "signature") or ""
+            if cb.get("thinking"):
+                b.text.append(cb["thinking"])
+            b.signature = cb.get("signature") or ""
         if kind == "redacted_thinking":
-            b.data = _get(cb, "data") or ""
+            b.data = cb.get("data") or ""
         self.blocks[index] = b
 
-    def _delta(self, b: _Block, d: Any) -> list[ModelEvent]:
-        kind = _get(d, "type")
+    def _delta(self, b: _Block, d: dict[str, Any]) -> list[ModelEvent]:
+        kind = d.get("type")
         if kind == "text_delta":
-            text = _get(d, "text") or ""
+            text = d.get("text") or ""
             b.text.append(text)
             return [TextDelta(text)] if text else []
         if kind == "thinking_delta":
-            text = _get(d, "thinking") or ""
+            text = d.get("thinking") or ""
             b.text.append(text)
             return [ThoughtDelta(text)] if text else []
         if kind == "signature_delta":
-            b.signature += _get(d, "signature") or ""
+            b.signature += d.get("signature") or ""
         elif kind == "input_json_delta":
-            b.text.append(_get(d, "partial_json") or "")
+            b.text.append(d.get("partial_json") or "")
         return []
 
     def _usage(self, u: Any) -> None:
-        if u is None:
+        if not isinstance(u, dict):
             return
         # message_delta repeats counts cumulatively; a field it leaves out keeps its message_start value.
         for attr, key in (("input_tokens", "input_tokens"), ("cache_read", "cache_read_input_tokens"),
                           ("cache_write", "cache_creation_input_tokens"), ("output_tokens", "output_tokens")):
-            value = _get(u, key)
-            if isinstance(value, int):
+            value = u.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
                 setattr(self, attr, value)
 
     def finished(self) -> Finished:
@@ -235,30 +252,20 @@ class AnthropicAssembler:
         return Finished(stop, usage, {STATE_KEY: {"thinking": thinking}} if thinking else None)
 
 
-def _get(obj: Any, key: str) -> Any:
-    if obj is None:
-        return None
-    if isinstance(obj, dict):
-        return obj.get(key)
-    return getattr(obj, key, None)
-
-
 class AnthropicModel(ProviderModel):
     """One configured Claude model. Safe to share between sessions."""
 
     key_env = "ANTHROPIC_API_KEY"
     no_key_hint = "or set ANTHROPIC_BASE_URL or base_url under [providers.{name}] in the config file for a gateway"
 
-    def _make_client(self) -> AsyncAnthropic:
-        import anthropic
+    default_base_url = "https://api.anthropic.com"
+    path = "/v1/messages"
 
-        return anthropic.AsyncAnthropic(
-            api_key=self._api_key or "no-key-configured",
-            base_url=self.settings.base_url or None,
-            max_retries=0,  # our retry loop knows whether output already reached the user
-            timeout=anthropic.Timeout(self.settings.idle_timeout, connect=self.settings.connect_timeout),
-            default_headers=dict(self.settings.headers) or None,
-        )
+    def _auth_headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION}
+        if self._api_key:  # a gateway configured by base_url may authenticate on its own
+            headers["x-api-key"] = self._api_key
+        return headers
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         system, messages, tools = to_anthropic(request, images=self.accepts_images)
@@ -277,8 +284,7 @@ class AnthropicModel(ProviderModel):
 
     async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self._check_configured()
-        client = self._sdk()
         assembler = AnthropicAssembler()
-        async for ev in self._drive(lambda: client.messages.create(**self._params(request)), assembler.feed):
+        async for ev in self._drive(self._params(request), assembler):
             yield ev
         yield assembler.finished()

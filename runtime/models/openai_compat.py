@@ -4,14 +4,15 @@ OpenRouter, DeepSeek, Moonshot, Mistral…) as a streaming `ModelClient`.
 Owns the conversion of our provider-neutral history to Chat Completions messages and the assembly of the streamed
 reply: text deltas, reasoning deltas (`reasoning_content`, or `reasoning` as OpenRouter and Ollama name it) as
 thoughts, and tool calls whose argument fragments arrive by `index`, possibly interleaved across parallel calls.
-The `openai` SDK is imported on the first call, never at start-up.
+Spoken over plain HTTP (`runtime.models.http`); no provider SDK is imported.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runtime.models.base import (
     AssistantMessage,
@@ -28,21 +29,14 @@ from runtime.models.base import (
     Usage,
     UserMessage,
 )
+from runtime.models.http import json_data, json_error
 from runtime.models.provider import ProviderModel
-from runtime.models.retry import (
-    MalformedStream,
-)
-
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
-
+from runtime.models.retry import MalformedStream, ProviderStreamError
 
 _FINISH: dict[str, ModelStop] = {
     "stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens",
     "content_filter": "refusal",
 }
-# Servers that need no key still get a syntactically valid one: the SDK refuses to send a request without.
-_NO_KEY = "no-key-configured"
 
 
 def image_omitted_note(part: ImagePart) -> dict[str, Any]:
@@ -98,40 +92,63 @@ class _PendingCall:
 
 @dataclass
 class StreamAssembler:
-    """Turns Chat Completions chunks (as plain dicts or SDK objects) into our events. Sans-I/O."""
+    """Turns Chat Completions stream events into ours. Sans-I/O.
+
+    Per the API reference each event's data is a `chat.completion.chunk` and the stream ends with `data: [DONE]`;
+    with `stream_options.include_usage` the last chunk before it has `choices: []` and the usage (some servers send
+    `choices: null`, or put usage on the finishing chunk). A chunk `{"error": …}` (vLLM, OpenRouter, LiteLLM) or an
+    event named `error` is the server failing mid-stream.
+    """
 
     calls: dict[int, _PendingCall] = field(default_factory=dict)
     order: list[int] = field(default_factory=list)
     finish: str | None = None
     usage: Usage | None = None
+    done: bool = False
 
-    def feed(self, chunk: Any) -> list[ModelEvent]:
+    def feed(self, event: str, data: str) -> list[ModelEvent]:
+        if data.strip() == "[DONE]":
+            self.done = True
+            return []
+        if not data.strip():
+            return []
+        chunk = json_data(data)
+        if not isinstance(chunk, dict):
+            raise MalformedStream(f"a chunk is not an object: {data[:80]!r}")
+        if event == "error" or chunk.get("error"):
+            err = chunk.get("error", chunk)
+            message, etype = json_error(chunk, "the server reported an error mid-stream")
+            raise ProviderStreamError(message, etype, err.get("code") if isinstance(err, dict) else None)
+        return self.feed_chunk(chunk)
+
+    def feed_chunk(self, chunk: dict[str, Any]) -> list[ModelEvent]:
         events: list[ModelEvent] = []
-        usage = _get(chunk, "usage")
-        if usage:
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
             self.usage = _usage(usage)
-        for choice in _get(chunk, "choices") or ():
-            if (_get(choice, "index") or 0) != 0:
+        for choice in chunk.get("choices") or ():
+            if not isinstance(choice, dict) or (choice.get("index") or 0) != 0:
                 continue  # we never ask for n > 1
-            delta = _get(choice, "delta") or {}
-            reasoning = _get(delta, "reasoning_content") or _get(delta, "reasoning")
+            delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
             if isinstance(reasoning, str) and reasoning:
                 events.append(ThoughtDelta(reasoning))
-            content = _get(delta, "content")
+            content = delta.get("content")
             if isinstance(content, str) and content:
                 events.append(TextDelta(content))
-            for tc in _get(delta, "tool_calls") or ():
-                self._feed_call(tc)
-            if _get(choice, "finish_reason"):
-                self.finish = _get(choice, "finish_reason")
+            for tc in delta.get("tool_calls") or ():
+                if isinstance(tc, dict):
+                    self._feed_call(tc)
+            if choice.get("finish_reason"):
+                self.finish = choice["finish_reason"]
         return events
 
-    def _feed_call(self, tc: Any) -> None:
-        index = _get(tc, "index")
+    def _feed_call(self, tc: dict[str, Any]) -> None:
+        index = tc.get("index")
         if not isinstance(index, int):
             index = len(self.order)
-        fn = _get(tc, "function") or {}
-        cid = _get(tc, "id")
+        fn = tc.get("function") or {}
+        cid = tc.get("id")
         pending = self.calls.get(index)
         if pending is not None and cid and pending.id and cid != pending.id and pending.name:
             # Some servers send each complete call at index 0; a new id means a new call, not more fragments.
@@ -142,13 +159,15 @@ class StreamAssembler:
             self.order.append(index)
         if cid:
             pending.id = cid
-        name = _get(fn, "name")
+        name = fn.get("name")
         if name:
             # Names arrive whole in practice; a few servers repeat them on every fragment.
             pending.name = name if not pending.name or pending.name == name else pending.name + name
-        args = _get(fn, "arguments")
-        if args:
+        args = fn.get("arguments")
+        if isinstance(args, str) and args:
             pending.arguments.append(args)
+        elif isinstance(args, dict):  # a few servers send the arguments as an object
+            pending.arguments.append(json.dumps(args))
 
     def finish_events(self) -> list[ModelEvent]:
         calls = [ToolCallRequest(self.calls[i].id, self.calls[i].name, "".join(self.calls[i].arguments))
@@ -161,25 +180,17 @@ class StreamAssembler:
         return out
 
 
-def _get(obj: Any, key: str) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(key)
-    value = getattr(obj, key, None)
-    if value is None:
-        extra = getattr(obj, "model_extra", None)  # non-standard fields such as reasoning_content
-        if isinstance(extra, dict):
-            value = extra.get(key)
-    return value
+def _int(d: Any, key: str) -> int:
+    value = d.get(key) if isinstance(d, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _usage(u: Any) -> Usage:
-    details = _get(u, "prompt_tokens_details") or {}
-    out_details = _get(u, "completion_tokens_details") or {}
+def _usage(u: dict[str, Any]) -> Usage:
     return Usage(
-        input_tokens=int(_get(u, "prompt_tokens") or 0),
-        output_tokens=int(_get(u, "completion_tokens") or 0),
-        cached_read_tokens=int(_get(details, "cached_tokens") or 0),
-        thought_tokens=int(_get(out_details, "reasoning_tokens") or 0),
+        input_tokens=_int(u, "prompt_tokens"),
+        output_tokens=_int(u, "completion_tokens"),
+        cached_read_tokens=_int(u.get("prompt_tokens_details"), "cached_tokens"),
+        thought_tokens=_int(u.get("completion_tokens_details"), "reasoning_tokens"),
     )
 
 
@@ -189,18 +200,12 @@ class OpenAIChatModel(ProviderModel):
     key_env = "OPENAI_API_KEY"
     no_key_hint = ("or, for a server that needs no key, set OPENAI_BASE_URL or base_url under [providers.{name}] in "
                    "the config file")
+    default_base_url = "https://api.openai.com/v1"
+    path = "/chat/completions"
 
-    def _make_client(self) -> AsyncOpenAI:
-        import openai
-
-        return openai.AsyncOpenAI(
-            api_key=self._api_key or _NO_KEY,
-            base_url=self.settings.base_url or None,
-            # Our own retry loop decides (it knows whether output reached the user); the SDK must not.
-            max_retries=0,
-            timeout=openai.Timeout(self.settings.idle_timeout, connect=self.settings.connect_timeout),
-            default_headers=dict(self.settings.headers) or None,
-        )
+    def _auth_headers(self) -> dict[str, str]:
+        # A server that needs no key gets no Authorization header at all.
+        return {"authorization": f"Bearer {self._api_key}"} if self._api_key else {}
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
@@ -222,12 +227,10 @@ class OpenAIChatModel(ProviderModel):
 
     async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         self._check_configured()
-        client = self._sdk()
         assembler = StreamAssembler()
-        async for ev in self._drive(lambda: client.chat.completions.create(**self._params(request)), assembler.feed):
+        async for ev in self._drive(self._params(request), assembler):
             yield ev
         if assembler.finish is None and not assembler.calls and assembler.usage is None:
             raise MalformedStream("the stream ended without a finish reason")
         for ev in assembler.finish_events():
             yield ev
-

@@ -11,7 +11,6 @@ Every message that leaves here is one line with the API key and anything that lo
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import logging
 import random
 import re
@@ -28,11 +27,13 @@ log = logging.getLogger("gatewright.models")
 
 FailureKind = Literal["auth", "rate_limit", "server", "connection", "timeout", "client", "malformed"]
 _RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "connection", "timeout"})
-# Anthropic reports some failures as an `error` event inside a 200 stream; its `type` says what happened.
+# A failure reported inside a 200 stream says what happened by its `type` (Anthropic's error types; the types and
+# codes OpenAI-compatible servers put in an `{"error": …}` chunk).
 _ERROR_TYPES: dict[str, FailureKind] = {
     "overloaded_error": "server", "api_error": "server", "rate_limit_error": "rate_limit",
     "authentication_error": "auth", "permission_error": "auth", "invalid_request_error": "client",
     "not_found_error": "client", "request_too_large": "client",
+    "server_error": "server", "rate_limit_exceeded": "rate_limit", "invalid_api_key": "auth",
 }
 _CREDENTIAL = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|(?i:bearer)\s+\S+|(?i:x-api-key)\S*\s*\S+)")
 
@@ -68,6 +69,29 @@ class MalformedStream(Exception):
     """The provider sent something that is not its wire format (bad JSON, an impossible event order)."""
 
 
+class ProviderHTTPError(Exception):
+    """A non-2xx reply: its status, the provider's own error message and type, and its headers (`Retry-After`)."""
+
+    def __init__(self, status: int, message: str, error_type: str | None = None,
+                 headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.message = message
+        self.error_type = error_type
+        self.headers = headers
+
+
+class ProviderStreamError(Exception):
+    """An error the provider reported inside a 2xx reply: Anthropic's `error` event (an `overloaded_error` where a
+    non-streamed call would get HTTP 529), or the `{"error": …}` chunk OpenAI-compatible servers send mid-stream."""
+
+    def __init__(self, message: str, error_type: str | None = None, code: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.error_type = error_type
+        self.code = code
+
+
 # ---- pure helpers --------------------------------------------------------------------------------------------------
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
     for s in secrets:
@@ -96,6 +120,8 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
         return max(0.0, float(value))
     except ValueError:
         pass
+    import email.utils  # an HTTP date is rare; most servers send seconds
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -113,75 +139,94 @@ def backoff_delay(attempt: int, policy: RetryPolicy, retry_after: float | None =
     return ceiling / 2 + rand() * ceiling / 2
 
 
-def _error_detail(body: Any, fallback: str) -> tuple[str, str | None]:
-    """(message, error type) from an OpenAI- or Anthropic-shaped error body."""
-    if isinstance(body, Mapping):
-        err = body.get("error", body)
-        if isinstance(err, Mapping):
-            msg = err.get("message")
-            kind = err.get("type")
-            return (msg if isinstance(msg, str) and msg else fallback), (kind if isinstance(kind, str) else None)
-        if isinstance(err, str):
-            return err, None
-    if isinstance(body, str) and body.strip():
-        return body, None
-    return fallback, None
+def _status_kind(status: int) -> FailureKind:
+    if status in (401, 403):
+        return "auth"
+    if status == 429:
+        return "rate_limit"
+    if status >= 500 or status in (408, 409):
+        return "server"
+    return "client"
+
+
+# httpx2's exceptions, by class name: the failure vocabulary does not import the HTTP library.
+_URL_ERRORS = frozenset({"UnsupportedProtocol", "InvalidURL"})
+_TIMEOUTS = {"ConnectTimeout": "connecting timed out", "ReadTimeout": "no data within the idle timeout",
+             "WriteTimeout": "sending the request timed out", "PoolTimeout": "no free connection in time"}
 
 
 def classify(exc: BaseException, secrets: tuple[str, ...] = ()) -> Failure:
-    """Map an SDK or transport exception to a `Failure`. Duck-typed so neither SDK is imported here."""
+    """Map a provider or transport exception to a `Failure`."""
     names = {c.__name__ for c in type(exc).__mro__}
     if isinstance(exc, FirstTokenTimeout):
         return Failure("timeout", str(exc))
     if isinstance(exc, MalformedStream):
         return Failure("malformed", one_line(redact(str(exc), secrets)))
-    status = getattr(exc, "status_code", None)
-    if isinstance(status, int) and "APIStatusError" in names:
-        response = getattr(exc, "response", None)
-        headers = getattr(response, "headers", None)
-        detail, etype = _error_detail(getattr(exc, "body", None), f"HTTP {status}")
-        detail = one_line(redact(detail, secrets))
-        kind: FailureKind
-        if status in (401, 403):
-            kind = "auth"
-        elif status == 429:
-            kind = "rate_limit"
-        elif status >= 500 or status in (408, 409):
-            kind = "server"
-        elif status < 400 and etype is not None:  # an error event inside a 200 stream
-            kind = _ERROR_TYPES.get(etype, "server")
-            status = {"rate_limit": 429, "auth": 401}.get(kind)  # type: ignore[assignment]
-        else:
-            kind = "client"
-        return Failure(kind, detail, status, parse_retry_after(headers))
-    if names & {"APITimeoutError", "TimeoutException", "TimeoutError"}:
-        return Failure("timeout", "timed out")
-    if names & {"APIConnectionError", "TransportError", "ConnectionError", "OSError"}:
+    if isinstance(exc, ProviderHTTPError):
+        detail = one_line(redact(exc.message, secrets))
+        kind = _status_kind(exc.status)
+        should = (exc.headers or {}).get("x-should-retry")
+        if kind in ("client", "server") and should in ("true", "false"):
+            # Both providers say per reply whether a retry can help (e.g. a 409 lock, a 5xx that will not clear).
+            kind = "server" if should == "true" else "client"
+        return Failure(kind, detail, exc.status, parse_retry_after(exc.headers))
+    if isinstance(exc, ProviderStreamError):
+        detail = one_line(redact(exc.message, secrets))
+        code = exc.code if isinstance(exc.code, int) and not isinstance(exc.code, bool) else None
+        kind = _ERROR_TYPES.get(exc.error_type or "") or (_status_kind(code) if code else "server")
+        return Failure(kind, detail, {"rate_limit": 429, "auth": 401}.get(kind, code))
+    if names & _URL_ERRORS:
+        return Failure("client", one_line(redact(f"the URL cannot be used ({exc})", secrets)))
+    if "LocalProtocolError" in names:  # e.g. a configured header value httpx2 refuses to send
+        return Failure("client", one_line(redact(f"the request cannot be sent ({exc})", secrets)))
+    timeout = next((_TIMEOUTS[n] for n in names if n in _TIMEOUTS), None)
+    if timeout is not None or names & {"TimeoutException", "TimeoutError"}:
+        return Failure("timeout", timeout or "timed out")
+    if "CERTIFICATE_VERIFY_FAILED" in str(exc) or "SSLCertVerificationError" in _cause_names(exc):
+        # Not transient: retrying cannot make the certificate trusted.
+        return Failure("client", one_line(redact(f"the server's TLS certificate is not trusted ({exc}); for a "
+                                                 "private CA set SSL_CERT_FILE", secrets)))
+    if names & {"SSEError", "DecodingError"}:
+        return Failure("malformed", one_line(redact(str(exc) or type(exc).__name__, secrets)))
+    if names & {"TransportError", "ConnectionError", "OSError"}:
         cause = exc.__cause__ or exc.__context__
-        detail = str(cause) if cause is not None and str(cause) else str(exc)
-        return Failure("connection", one_line(redact(detail or type(exc).__name__, secrets)))
-    if names & {"JSONDecodeError", "ValidationError", "ValueError", "KeyError", "TypeError", "AttributeError"}:
+        detail = str(exc) or (str(cause) if cause is not None else "") or type(exc).__name__
+        return Failure("connection", one_line(redact(detail, secrets)))
+    if names & {"JSONDecodeError", "ValueError", "KeyError", "TypeError", "AttributeError"}:
         return Failure("malformed", one_line(redact(f"{type(exc).__name__}: {exc}", secrets)))
     return Failure("client", one_line(redact(f"{type(exc).__name__}: {exc}", secrets)))
 
 
-def describe(f: Failure, label: str, attempts: int, auth_hint: str = "") -> str:
+def _cause_names(exc: BaseException) -> set[str]:
+    out: set[str] = set()
+    seen = 0
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and seen < 8:
+        out |= {c.__name__ for c in type(cause).__mro__}
+        cause, seen = cause.__cause__ or cause.__context__, seen + 1
+    return out
+
+
+def describe(f: Failure, label: str, attempts: int, auth_hint: str = "", url: str = "") -> str:
+    """One line for the user: what failed, the provider's own words, and the URL that was tried."""
     tries = f" after {attempts} attempts" if attempts > 1 else ""
+    at = f" (at {url})" if url else ""
     if f.kind == "auth":
         hint = f" {auth_hint}" if auth_hint else ""
-        return f"{label} refused the credentials (HTTP {f.status or 401}): {f.detail}.{hint}"
+        return f"{label} refused the credentials (HTTP {f.status or 401}): {f.detail}{at}.{hint}"
     if f.kind == "rate_limit":
-        return f"{label} is rate limiting requests (HTTP 429){tries}: {f.detail}"
+        return f"{label} is rate limiting requests (HTTP 429){tries}: {f.detail}{at}"
     if f.kind == "server":
-        return f"{label} failed (HTTP {f.status}){tries}: {f.detail}" if f.status else \
-            f"{label} reported an error{tries}: {f.detail}"
+        return f"{label} failed (HTTP {f.status}){tries}: {f.detail}{at}" if f.status else \
+            f"{label} reported an error{tries}: {f.detail}{at}"
     if f.kind == "connection":
-        return f"cannot reach {label}{tries}: {f.detail}"
+        return f"cannot reach {label}{tries}: {f.detail}{at}"
     if f.kind == "timeout":
-        return f"{label} did not answer{tries}: {f.detail}"
+        return f"{label} did not answer{tries}: {f.detail}{at}"
     if f.kind == "malformed":
-        return f"{label} sent a response gatewright cannot read: {f.detail}"
-    return f"{label} rejected the request (HTTP {f.status}): {f.detail}" if f.status else f"{label} failed: {f.detail}"
+        return f"{label} sent a response gatewright cannot read: {f.detail}{at}"
+    return f"{label} rejected the request (HTTP {f.status}): {f.detail}{at}" if f.status else \
+        f"{label} failed: {f.detail}{at}"
 
 
 @contextlib.contextmanager
@@ -206,18 +251,19 @@ async def close_stream(stream: Any) -> None:
     # wedged peer must not hold up the cancel.
     with anyio.CancelScope(shield=True), anyio.move_on_after(2):
         try:
-            await stream.close()
+            await stream.aclose()
         except Exception:  # closing a broken stream may fail; the connection is gone either way
             log.debug("closing the stream failed", exc_info=True)
 
 
 # ---- the retry loop ------------------------------------------------------------------------------------------------
 async def resilient(attempt: Callable[[], AsyncIterator[ModelEvent]], *, label: str, policy: RetryPolicy,
-                    secrets: tuple[str, ...] = (), auth_hint: str = "",
+                    secrets: tuple[str, ...] = (), auth_hint: str = "", url: str = "",
                     sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> AsyncIterator[ModelEvent]:
     """Run `attempt()` (one HTTP call as a stream of events), retrying failures that happen before any output.
 
     Cancellation is not an `Exception`, so it passes straight through and the attempt's `finally` closes the stream.
+    `url` (already safe to show) goes into every message, so a user can see which server failed.
     """
     tries = 0
     while True:
@@ -240,16 +286,17 @@ async def resilient(attempt: Callable[[], AsyncIterator[ModelEvent]], *, label: 
             failure = classify(exc, secrets)
             if produced:
                 log.warning("%s stream broke after output started: %s", label, failure.detail)
-                raise ModelError(f"the {label} stream broke after the reply had started ({failure.detail}); "
+                where = f"; at {url}" if url else ""
+                raise ModelError(f"the {label} stream broke after the reply had started ({failure.detail}{where}); "
                                  "it was not retried, so nothing is duplicated — ask again to continue") from None
             if failure.kind == "auth":
-                raise ModelError(describe(failure, label, 1, auth_hint), auth=True) from None
+                raise ModelError(describe(failure, label, 1, auth_hint, url), auth=True) from None
             if not failure.retryable or tries > policy.max_retries:
-                raise ModelError(describe(failure, label, tries, auth_hint)) from None
+                raise ModelError(describe(failure, label, tries, auth_hint, url)) from None
         if failure.retry_after is not None and failure.retry_after > policy.max_retry_after:
             raise ModelError(f"{label} asks to wait {failure.retry_after:.0f} s before retrying "
-                             f"({failure.detail}); try again later")
+                             f"({failure.detail}); try again later", retryable=False)
         delay = backoff_delay(tries, policy, failure.retry_after)
-        log.warning("%s: %s; retrying in %.2f s (attempt %d of %d)", label, describe(failure, label, 1),
+        log.warning("%s: %s; retrying in %.2f s (attempt %d of %d)", label, describe(failure, label, 1, url=url),
                     delay, tries + 1, policy.max_retries + 1)
         await sleep(delay)

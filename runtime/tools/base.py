@@ -119,6 +119,9 @@ class Tool:
     description: str = ""
     kind: str = "other"  # ACP ToolKind
     read_only_hint: bool = False
+    # The processes this tool starts run under the OS sandbox (`runtime.sandbox`): reads it always allows (system
+    # and toolchain locations) need no question.
+    sandboxed: bool = False
 
     @functools.cached_property
     def schema(self) -> dict[str, Any]:

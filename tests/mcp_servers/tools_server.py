@@ -1,10 +1,12 @@
 """A stdio MCP server with one tool per behaviour the tests need.
 
 Environment: MCP_TEST_GATE=PATH makes the server wait until PATH exists before it serves (to prove that nothing waits
-for it); MCP_TEST_PIDFILE=PATH records the pids of the server and of a grandchild it starts (to prove both die);
-MCP_TEST_ERA=legacy makes it speak the handshake-era protocol only (it refuses the 2026-07-28 `server/discover` probe,
-so the client falls back to `initialize`), where `ctx.elicit` sends a real server-to-client `elicitation/create` in
-the middle of the call; in the 2026-07-28 era the questions of `ask_resolved` ride the call's result instead.
+for it); MCP_TEST_PIDFILE=PATH records the pids of the server and of a grandchild it starts (to prove both die). The
+pids are those of the server's sandbox (its own pid namespace): tests find both processes by PATH instead, which is
+in the server's environment and in the grandchild's argv. MCP_TEST_ERA=legacy makes it speak the handshake-era
+protocol only (it refuses the 2026-07-28 `server/discover` probe, so the client falls back to `initialize`), where
+`ctx.elicit` sends a real server-to-client `elicitation/create` in the middle of the call; in the 2026-07-28 era the
+questions of `ask_resolved` ride the call's result instead.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import time
 
 pidfile = os.environ.get("MCP_TEST_PIDFILE")
 if pidfile:
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", pidfile])
     with open(pidfile, "w") as f:
         f.write(f"{os.getpid()} {child.pid}\n")
 

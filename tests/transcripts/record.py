@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from acp_server.transcript import STATE, WORKSPACE, substitute_path
 from tests.harness import AgentProcess, allow_once, reject_once
-from tests.transcript_replay import WORKSPACE, substitute
 
 HERE = Path(__file__).resolve().parent
 FILES = {"README.md": "# sample\n\nA sample project.\n", "src/app.py": "print('app')\n"}
@@ -91,9 +91,11 @@ WRITE = {"name": "write_file", "arguments": {"path": "notes.txt", "content": "he
 SCENARIOS: dict[str, tuple[Callable[[AgentProcess, Path], None], list[dict[str, Any]]]] = {
     "01_handshake_and_errors": (handshake_and_errors, []),
     "02_approve_and_write": (approve_and_write, [
-        {"thinking": "Read first.", "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},
+        {"thinking": "Read first.",
+         "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},
         {"text": "Adding it now.", "tool_calls": [
-            {"id": "w1", "name": "write_file", "arguments": {"path": "src/greet.py", "content": "def greet():\n    return 'hi'\n"}}]},
+            {"id": "w1", "name": "write_file",
+             "arguments": {"path": "src/greet.py", "content": "def greet():\n    return 'hi'\n"}}]},
         {"text": "Created src/greet.py.", "usage": {"input_tokens": 120, "output_tokens": 14}},
     ]),
     "03_reject_write": (reject_write, [
@@ -144,8 +146,10 @@ def record(name: str) -> Path:
             obj = json.loads(line)
             if "meta" in obj:
                 obj["meta"]["workspace_files"] = FILES
-                obj["meta"].pop("model", None)
-            lines.append(json.dumps(substitute(obj, str(ws), WORKSPACE), ensure_ascii=False))
+                for volatile in ("model", "python", "platform"):  # a temporary path; this machine's facts
+                    obj["meta"].pop(volatile, None)
+            obj = substitute_path(substitute_path(obj, str(tmp / "state"), STATE), str(ws), WORKSPACE)
+            lines.append(json.dumps(obj, ensure_ascii=False))
         dest = HERE / f"{name}.jsonl"
         dest.write_text("\n".join(lines) + "\n", encoding="utf-8")
         return dest

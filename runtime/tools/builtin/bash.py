@@ -2,10 +2,12 @@
 
 `exec` runs `/bin/bash -c COMMAND` (an argv list, never `shell=True`) in the session cwd or a `cwd` resolved through
 the workspace boundary, in its own process group, stdin closed, with the agent's secrets removed from the
-environment. After `timeoutMs` (default 30 s) or a cancelled prompt the whole group is killed. When the editor
-advertised `terminal`, `exec` runs in an editor terminal instead (`terminal/create` … `terminal/release`), so the
-user watches it live. `start`/`status`/`logs`/`write`/`stop`/`list` drive background processes that live until
-stopped or until the session closes (see `runtime.processes`).
+environment, inside the OS sandbox the call's approval allows (`ctx.confinement` → `runtime.sandbox`: writes,
+reads, network; `TMPDIR` is the session's private temp dir). After `timeoutMs` (default 30 s) or a cancelled prompt
+everything it started is killed. When the editor advertised `terminal`, `exec` runs in an editor terminal instead
+(`terminal/create` … `terminal/release`), through the sandbox launcher (`python -m runtime.sandbox`), so the user
+watches it live and it is confined the same way. `start`/`status`/`logs`/`write`/`stop`/`list` drive background
+processes, sandboxed likewise, that live until stopped or until the session closes (see `runtime.processes`).
 
 For approval, the command is analysed by `permissions.shell` when available: a proven read-only command needs no
 question in `safe` mode, and "allow always" binds to the canonical command and working directory.
@@ -20,6 +22,9 @@ from typing import Any
 import anyio
 
 from runtime import processes, secrets
+from runtime.sandbox import SandboxSpec, build_spec, child_env, session_tmpdir
+from runtime.sandbox.client import SandboxError
+from runtime.sandbox.launcher_env import launcher_command
 from runtime.tools.base import (
     Effect,
     Tool,
@@ -38,6 +43,38 @@ DEFAULT_LOG_CHARS = 12_000
 TERMINAL_OUTPUT_LIMIT = 64_000
 SHELL = "/bin/bash"
 READ_ACTIONS = frozenset({"status", "logs", "list"})
+OPAQUE_PATHS = "names paths that are only known once it runs, and no sandbox holds it to the workspace"
+
+
+def sandbox_active() -> bool:
+    """Whether the OS sandbox confines the processes this tool starts (see `runtime.sandbox`)."""
+    from runtime.sandbox import support
+
+    return support().active
+
+
+def _live_output(ctx: ToolContext) -> Any:
+    """While a command runs, the editor gets its output so far as `in_progress` updates (once a second at most)."""
+    report = ctx.progress
+    if report is None:
+        return None
+
+    async def progress(text: str) -> None:
+        assert report is not None
+        await report(ToolResult("", content=({"type": "content", "content": {"type": "text", "text": text}},),
+                                raw_output={"output": text, "running": True}))
+
+    return progress
+
+
+def _place(text: str, base: str) -> str:
+    """Where bash finds a path the command names: `~` is the home directory, other relative paths are relative to
+    the call's cwd (`base`, itself relative to the workspace)."""
+    if text == "~" or text.startswith("~/"):
+        return os.path.expanduser(text)
+    if os.path.isabs(text) or not base:
+        return text
+    return os.path.join(base, text)
 
 
 def _analysis(command: str) -> Any:
@@ -71,9 +108,22 @@ def _short(command: str, limit: int = 80) -> str:
     return first + ("…" if more else "")
 
 
+def _sandbox_notes(exit_code: int | None, stderr: str, notes: list[str]) -> list[str]:
+    """What the model must know about the sandbox to understand a failure (nothing when the command succeeded)."""
+    if exit_code == 0:
+        return []
+    out = []
+    why = processes.setup_failure(stderr)
+    if why is not None:
+        out.append(f"[the sandbox could not be set up, so the command did not run: {why}]")
+    out += [f"[sandbox: {n}]" for n in notes]
+    return out
+
+
 class BashTool(Tool):
     name = "bash"
     kind = "execute"
+    sandboxed = True
     description = (
         "Run a shell command with bash. action=exec (default) runs it and waits (timeoutMs, default 30000; the "
         "command and all its children are killed after it); stdin is closed, so commands must not wait for input. "
@@ -89,11 +139,18 @@ class BashTool(Tool):
         return "read" if self._action(args) in READ_ACTIONS else "execute"
 
     def paths(self, args: Mapping[str, Any]) -> list[tuple[str, bool]]:
-        cwd = args.get("cwd")
-        if self._action(args) in ("exec", "start") and isinstance(cwd, str) and cwd:
-            # A command may write anywhere under its cwd: a protected or outside cwd asks.
-            return [(cwd, True)]
-        return []
+        """The cwd (a command may write anywhere under it, so a protected or outside cwd asks) and every path the
+        command names, placed where bash would find it (`~` is the home directory, relative paths are relative to
+        the cwd)."""
+        command, cwd = args.get("command"), args.get("cwd")
+        if self._action(args) not in ("exec", "start") or not isinstance(command, str):
+            return []
+        base = cwd if isinstance(cwd, str) and cwd else ""
+        out = [(base, True)] if base else []
+        a = _analysis(command)
+        for named in getattr(a, "paths", ()):
+            out.append((_place(named.text, base), named.writes))
+        return out
 
     def locations(self, args: Mapping[str, Any], ws: Workspace) -> list[dict[str, Any]]:
         return []
@@ -152,7 +209,14 @@ class BashTool(Tool):
             reasons = tuple(needs_approval_reasons(a))
         except Exception:
             reasons = tuple(getattr(a, "reasons", ()) or ())
-        proven = bool(getattr(a, "parsed", False) and getattr(a, "read_only", False)) and action == "exec"
+        confined = sandbox_active()
+        # Under the sandbox a command that only git's repository-configured programs keep from being read-only is
+        # read-only in effect: it runs where it can write nothing and reach no network.
+        read_only = a.read_only or (a.read_only_when_confined and confined)
+        proven = bool(a.parsed and read_only) and action == "exec"
+        if a.opaque_paths and not confined:
+            # Without a sandbox nothing holds a path the words do not show: ask, in every mode.
+            reasons += (OPAQUE_PATHS,)
         return proven, reasons
 
     def timeout_seconds(self, args: Mapping[str, Any]) -> float | None:
@@ -231,13 +295,24 @@ class BashTool(Tool):
             raise ToolFailure(str(exc), exc.error_type) from None
 
     @staticmethod
-    def _env(cwd: str) -> dict[str, str]:
+    def _env(cwd: str, ctx: ToolContext) -> dict[str, str]:
         env = environ_without_secrets()
         env["PWD"] = cwd
         env.setdefault("PAGER", "cat")
         env.setdefault("GIT_PAGER", "cat")
         env["GIT_TERMINAL_PROMPT"] = "0"
+        if not ctx.confinement.write:
+            # A command proven read-only is proven so only with git's repository-configured programs switched off
+            # (fsmonitor, pagers, signature programs, lazy fetches): the analysis relies on this environment.
+            from permissions.shell import read_only_git_env
+
+            env = read_only_git_env(env)
         return env
+
+    @staticmethod
+    def _spec(ctx: ToolContext, grace: float | None) -> SandboxSpec:
+        """The sandbox this call's approval allows (`ctx.confinement`, set by the approval decorator)."""
+        return build_spec(ctx.confinement, ctx.workspace.roots, tmpdir=session_tmpdir(ctx.session_id), grace=grace)
 
     async def _exec(self, command: str, resolved: ResolvedPath, args: Mapping[str, Any],
                     ctx: ToolContext) -> ToolResult:
@@ -247,9 +322,13 @@ class BashTool(Tool):
         try:
             if editor is not None and getattr(editor, "can_terminal", False):
                 return await self._exec_terminal(command, resolved.path, timeout, ctx)
+            notes: list[str] = []
             res = await processes.run_exec([SHELL, "-c", command], cwd=resolved.path, cwd_fd=fd,
-                                           env=self._env(resolved.path), timeout=timeout, head_bytes=HEAD_BYTES,
-                                           tail_bytes=TAIL_BYTES)
+                                           env=self._env(resolved.path, ctx), timeout=timeout, head_bytes=HEAD_BYTES,
+                                           tail_bytes=TAIL_BYTES, spec=self._spec(ctx, processes.EXEC_GRACE),
+                                           note=notes, progress=_live_output(ctx))
+        except SandboxError as exc:
+            raise ToolFailure(f"the command did not run: {exc}", "SandboxError") from None
         finally:
             os.close(fd)
         parts = []
@@ -269,6 +348,7 @@ class BashTool(Tool):
         if res.leftovers_killed:
             parts.append("[background processes the command left running were stopped; use action=start to keep "
                          "a process running]")
+        parts += _sandbox_notes(res.exit_code, res.stderr, notes)
         output = "\n".join(parts)
         raw = {"command": command, "cwd": resolved.path, "exitCode": res.exit_code, "signal": res.signal,
                "timedOut": res.timed_out, "stdout": res.stdout, "stderr": res.stderr, "pid": res.pid,
@@ -277,10 +357,13 @@ class BashTool(Tool):
 
     async def _exec_terminal(self, command: str, cwd: str, timeout: float, ctx: ToolContext) -> ToolResult:
         editor: Any = ctx.editor
+        spec = self._spec(ctx, processes.EXEC_GRACE)
         # The editor starts the command in its own environment, which may hold our keys too: blank them there.
-        env = secrets.blank_secret_names(self._env(cwd))
+        env = child_env(secrets.blank_secret_names(self._env(cwd, ctx)), spec)
+        # The editor runs our launcher, which applies the same sandbox to the shell it runs.
+        launcher, launcher_args = launcher_command(spec, [SHELL, "-c", command])
         try:
-            tid = await editor.create_terminal(SHELL, ["-c", command], cwd, env, TERMINAL_OUTPUT_LIMIT)
+            tid = await editor.create_terminal(launcher, launcher_args, cwd, env, TERMINAL_OUTPUT_LIMIT)
         except textio.EditorError as exc:
             raise ToolFailure(f"the editor could not start a terminal: {exc.message}", "EditorError") from None
         terminal = {"type": "terminal", "terminalId": tid}
@@ -334,10 +417,13 @@ class BashTool(Tool):
         table = processes.session_table(ctx.session_id)
         fd = self._open_cwd(ctx, resolved)
         try:
-            proc = table.start([SHELL, "-c", command], command=command, cwd=resolved.path, env=self._env(resolved.path),
-                               cwd_fd=fd)
+            proc = table.start([SHELL, "-c", command], command=command, cwd=resolved.path,
+                               env=self._env(resolved.path, ctx),
+                               cwd_fd=fd, spec=self._spec(ctx, None))
         except processes.ProcessLimit as exc:
             raise ToolFailure(str(exc), "ProcessLimit") from None
+        except SandboxError as exc:
+            raise ToolFailure(f"the command did not run: {exc}", "SandboxError") from None
         except OSError as exc:
             raise ToolFailure(f"could not start the command: {exc}", "StartFailed") from None
         finally:

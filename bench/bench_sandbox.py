@@ -1,0 +1,78 @@
+"""The sandbox's cost: `bash` `exec` of `true`, through the real tool, sandboxed and not, interleaved.
+
+Three ways, each sample of each taken in turn so a noisy neighbour slows all alike:
+- sandboxed: the default (Landlock + user/pid/mount/ipc/net namespaces where the system has them), a call approved
+  as an ordinary command (`Confinement()`: workspace writes, no network);
+- `GATEWRIGHT_SANDBOX=off`: the same code path with the sandbox switched off (the helper still contains it);
+- direct: what `exec` did before the sandbox: one `anyio.open_process` of `bash -c true`, no helper.
+The target (added p50 latency ≤ 5 ms) is against the direct spawn: what a user pays compared to no sandbox at all.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from runtime.tools.base import ToolContext
+from runtime.tools.builtin.bash import BashTool
+from runtime.workspace import Workspace
+
+
+def measure(runs: int) -> dict[str, list[float]]:
+    ws = Path(tempfile.mkdtemp(prefix="gw-bench-sandbox-")).resolve()
+    (ws / ".git").mkdir()
+    tool = BashTool()
+    ctx = ToolContext("sess_bench_sandbox", "call_1", Workspace(str(ws)))
+    samples: dict[str, list[float]] = {"sandboxed": [], "off": [], "direct": []}
+    saved = os.environ.get("GATEWRIGHT_SANDBOX")
+
+    async def via_tool(switch: str | None) -> float:
+        if switch is None:
+            os.environ.pop("GATEWRIGHT_SANDBOX", None)
+        else:
+            os.environ["GATEWRIGHT_SANDBOX"] = switch
+        t = time.perf_counter()
+        res = await tool.run({"command": "true"}, ctx)
+        dt = time.perf_counter() - t
+        assert res.raw_output["exitCode"] == 0, res.output
+        return dt
+
+    async def direct() -> float:
+        t = time.perf_counter()
+        proc = await anyio.open_process(["/bin/bash", "-c", "true"], stdin=subprocess.DEVNULL, cwd=str(ws),
+                                        start_new_session=True)
+        async with proc:
+            await proc.wait()
+        return time.perf_counter() - t
+
+    async def main() -> None:
+        for _ in range(3):  # start both helpers, warm the caches
+            await via_tool(None)
+            await via_tool("off")
+            await direct()
+        for _ in range(runs):
+            samples["sandboxed"].append(await via_tool(None))
+            samples["off"].append(await via_tool("off"))
+            samples["direct"].append(await direct())
+
+    try:
+        anyio.run(main)
+    finally:
+        if saved is None:
+            os.environ.pop("GATEWRIGHT_SANDBOX", None)
+        else:
+            os.environ["GATEWRIGHT_SANDBOX"] = saved
+        from runtime import processes
+
+        processes.close_session("sess_bench_sandbox")
+    return samples
+
+
+def p50(xs: list[float]) -> float:
+    return statistics.median(xs)

@@ -1,0 +1,109 @@
+"""The operating-system sandbox under every process the agent starts: `permissions` decides, this enforces.
+
+- `support()`: what this system offers (cached): Landlock's ABI, whether unprivileged user/pid/mount/net
+  namespaces work, a one-line `describe()` for `/status`. `GATEWRIGHT_SANDBOX=off` forces "no sandbox" (as on a
+  machine without Landlock or namespaces), `GATEWRIGHT_SANDBOX=landlock` forces Landlock without namespaces (as where
+  unprivileged user namespaces are forbidden); both exist for tests and for a user who must opt out.
+- `build_spec(confinement, roots, tmpdir=...)`: the `SandboxSpec` of one call (what it may read, write, reach).
+- `baseline_readable(path)`: reads the sandbox always allows (the policy need not ask for them).
+- `session_tmpdir(session_id)` / `remove_session_tmpdir`: the per-session private temp dir (`TMPDIR`).
+- `client.Spawner`: the agent's connection to the sandbox helper (`helper`), which forks every sandboxed child
+  (`child`); `runtime.processes` is its only user.
+- `python -m runtime.sandbox -- CMD...` (`__main__`): the launcher that editor terminals run.
+
+Backends. Only Linux is built: Landlock for files, TCP, signals and abstract sockets; namespaces for containment
+(pid), protected paths (mount), the network (net). A macOS backend would slot in at the same two seams: the helper's
+probe reports it (`/usr/bin/sandbox-exec` present), and `child.Plan` execs `sandbox-exec -p PROFILE -- CMD` instead
+of entering namespaces and Landlock, the profile generated from the same `SandboxSpec`: `(deny default)`,
+`(allow file-read* (subpath …))` per read tree, `(allow file-write* (subpath …))` per write tree followed by
+`(deny file-write* (subpath …))` per protected path (Seatbelt, unlike Landlock, can carve a subtree out, so no mount
+trick is needed), `(deny network*)` unless the network is allowed, `(allow process-fork) (allow process-exec)`. The
+kill guarantee would rest on the helper as here without namespaces: process groups, a subreaper-like watch of what
+left them, and the helper's end when the agent's socket closes.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import dataclass
+
+from runtime.sandbox.spec import (
+    SandboxSpec,
+    baseline,
+    baseline_readable,
+    build_spec,
+    child_env,
+    remove_all_tmpdirs,
+    remove_session_tmpdir,
+    session_tmpdir,
+)
+
+__all__ = ["SandboxSpec", "Support", "baseline", "baseline_readable", "build_spec", "child_env", "harden_agent",
+           "prestart", "remove_all_tmpdirs", "remove_session_tmpdir", "session_tmpdir", "support"]
+
+ENV_SWITCH = "GATEWRIGHT_SANDBOX"
+
+
+@dataclass(frozen=True, slots=True)
+class Support:
+    """What this system lets the sandbox do. `active`: processes are confined (Landlock works)."""
+
+    landlock_abi: int = 0
+    namespaces: bool = False
+    forced: str | None = None  # the value of GATEWRIGHT_SANDBOX that limited it
+    reason: str = ""  # why something is missing
+
+    @property
+    def active(self) -> bool:
+        return self.landlock_abi > 0
+
+    @property
+    def network_namespace(self) -> bool:
+        return self.namespaces
+
+    def describe(self) -> str:
+        if self.forced == "off":
+            return f"sandbox: off ({ENV_SWITCH}=off): commands run unconfined and more calls ask"
+        if not self.active:
+            return f"sandbox: not available ({self.reason or 'no Landlock'}): commands run unconfined and more " \
+                   "calls ask"
+        text = f"sandbox: Landlock ABI {self.landlock_abi}"
+        if self.namespaces:
+            return text + ", user/pid/mount/net namespaces"
+        why = f"{ENV_SWITCH}=landlock" if self.forced == "landlock" else self.reason or "unavailable"
+        return text + f", no namespaces ({why}): what a command starts may outlive the agent if it leaves its " \
+                      "process group and drops its environment"
+
+
+@functools.cache
+def support() -> Support:
+    """Asked of the sandbox helper once per process (which starts it: ~20–30 ms, or none after `prestart`)."""
+    if not sys.platform.startswith("linux"):
+        return Support(reason="not Linux")
+    from runtime.sandbox.client import Spawner
+
+    try:
+        spawner = Spawner.get()
+    except OSError as exc:
+        return Support(reason=f"the sandbox helper did not start ({exc})")
+    return Support(spawner.caps.landlock_abi, spawner.caps.namespaces, forced=spawner.forced, reason=spawner.why)
+
+
+def prestart() -> None:
+    """Start the sandbox helper on a thread (for warm-up: the first command then does not wait for it)."""
+    if sys.platform.startswith("linux"):
+        from runtime.sandbox.client import prestart as start
+
+        start()
+
+
+def harden_agent() -> None:
+    """Once at start-up of `acp`/`run`: the agent becomes not dumpable, so that no other process of the user (a
+    sandboxed one above all) can ptrace it or open its `/proc/<pid>/mem`, `environ` or `fd/*`. (No child subreaper
+    is needed in the agent: the sandbox helper is the subreaper of everything it spawns.)"""
+    if not sys.platform.startswith("linux"):
+        return
+    from runtime.sandbox._libc import PR_SET_DUMPABLE, libc
+
+    libc().prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)

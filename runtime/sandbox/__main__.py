@@ -1,0 +1,99 @@
+"""The sandbox launcher: `python -m runtime.sandbox --spec JSON -- CMD [ARG...]`, what an editor terminal runs.
+
+It applies the sandbox the agent described (`launcher_env`): the same namespaces, read-only protected paths and
+Landlock a local spawn gets, then runs the command and exits the way it did. It refuses to run anything without a
+spec: a launcher started by hand, or by an editor that mangled the arguments, must not run a command unconfined. If
+the agent has already exited, nothing runs either; if it exits later, the namespace's init ends the command (with
+namespaces; without them the command is on its own once exec'd).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+
+from runtime.sandbox.child import FORWARDED, SETUP_FAILED, SETUP_PREFIX, Capabilities, Plan
+from runtime.sandbox.launcher_env import parse, start_time
+
+
+def _refuse(why: str) -> int:
+    os.write(2, SETUP_PREFIX + why.encode("utf-8", "replace") + b"\n")
+    return SETUP_FAILED
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) < 4 or args[0] != "--spec" or args[2] != "--":
+        return _refuse("usage: python -m runtime.sandbox --spec JSON -- COMMAND [ARG...] (refusing to run a command "
+                       "without its sandbox)")
+    try:
+        spec, (abi, ns), agent = parse(args[1])
+    except (ValueError, TypeError, KeyError) as exc:
+        return _refuse(f"unreadable sandbox spec ({exc})")
+    command = args[3:]
+    agent_fd = None
+    if agent is not None:
+        try:
+            agent_fd = os.pidfd_open(agent[0])
+            if agent[1] and start_time(agent[0]) != agent[1]:
+                raise ProcessLookupError(agent[0])
+        except OSError:
+            return _refuse("the agent that asked for this command is gone")
+    report_r, report_w = os.pipe()
+    try:
+        plan = Plan(command, dict(os.environ), spec, Capabilities(abi, ns), cwd=os.getcwd(), report_w=report_w,
+                    grace=spec.grace)
+    except OSError as exc:
+        return _refuse(f"the sandbox could not be prepared ({exc})")
+    if not ns:
+        plan.exec_here()  # Landlock on this process, then exec: the editor's child becomes the command
+    try:
+        init = plan.start(agent_pidfd=agent_fd)
+    except OSError as exc:
+        return _refuse(str(exc))
+    finally:
+        plan.close()
+        os.close(report_w)
+    return _follow(init, report_r)
+
+
+def _follow(init: int, report_r: int) -> int:
+    """Pass the editor's signals on to the namespace's init, then end the way the command did."""
+    waited = set(FORWARDED) | {signal.SIGCHLD}
+    signal.pthread_sigmask(signal.SIG_BLOCK, waited)
+    init_fd = os.pidfd_open(init)
+    init_status = 0
+    while True:
+        info = signal.sigwaitinfo(waited)
+        if info.si_signo != signal.SIGCHLD:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(init_fd, info.si_signo)
+            continue
+        with contextlib.suppress(ChildProcessError):
+            pid, init_status = os.waitpid(init, os.WNOHANG)
+            if pid == init:
+                break
+    data = b""
+    with contextlib.suppress(OSError):
+        while chunk := os.read(report_r, 65536):
+            data += chunk
+    lines = data.splitlines()
+    for line in lines:
+        if line.startswith(b"E"):
+            os.write(2, SETUP_PREFIX + line[1:] + b"\n")
+    status = next((int(line[1:]) for line in lines if line.startswith(b"S")), None)
+    if status is None:  # killed (the agent went away, or the editor killed the init)
+        return SETUP_FAILED if any(line.startswith(b"E") for line in lines) else 128 + signal.SIGKILL
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+        os.kill(os.getpid(), sig)
+        return 128 + sig
+    return os.WEXITSTATUS(status)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+"""The few Linux system calls the sandbox needs and the standard library lacks, as prepared ctypes function objects.
+
+Resolved once in the sandbox helper (or the launcher) before any fork; the children only call these objects.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+
+# Syscall numbers of the Landlock calls: one table for every architecture with the generic syscall table, which
+# both x86_64 and aarch64 follow for these (asm-generic/unistd.h, arch/x86/entry/syscalls/syscall_64.tbl).
+_LANDLOCK_NR = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446), "riscv64": (444, 445, 446),
+                "ppc64le": (444, 445, 446), "s390x": (444, 445, 446), "loongarch64": (444, 445, 446)}
+
+# clone(2) numbers where its first argument is the flags (the fork-like use here passes no stack, no tids).
+_CLONE_NR = {"x86_64": 56, "aarch64": 220, "riscv64": 220, "loongarch64": 220}
+SIGCHLD = 17
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+
+class Libc:
+    """Bound libc entry points with errno capture. Build once with `libc()`."""
+
+    def __init__(self) -> None:
+        lib = ctypes.CDLL(None, use_errno=True)
+        self.syscall = lib.syscall
+        self.syscall.restype = ctypes.c_long
+        self.prctl = lib.prctl
+        self.prctl.restype = ctypes.c_int
+        self.prctl.argtypes = (ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong)
+        self.unshare = lib.unshare
+        self.unshare.restype = ctypes.c_int
+        self.unshare.argtypes = (ctypes.c_int,)
+        self.mount = lib.mount
+        self.mount.restype = ctypes.c_int
+        self.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p)
+        self.get_errno = ctypes.get_errno
+        nrs = _LANDLOCK_NR.get(platform.machine())
+        self.landlock_nrs = nrs  # None: an architecture whose numbers we have not checked: no Landlock
+        self.clone_nr = _CLONE_NR.get(platform.machine())  # None: no namespaces (the fallback)
+
+    def clone(self, flags: int) -> int:
+        """`clone(flags | SIGCHLD)` without a new stack: fork-like, the child in the new namespaces from its first
+        instruction (with CLONE_NEWPID: pid 1). Only for a single-threaded caller (the helper, the launcher): glibc's
+        cached thread id is not updated in the child, so the child must not use `raise` or thread-owned locks."""
+        assert self.clone_nr is not None
+        return int(self.syscall(ctypes.c_long(self.clone_nr), ctypes.c_ulong(flags | SIGCHLD), ctypes.c_void_p(0),
+                                ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_void_p(0)))
+
+    def landlock_create_ruleset(self, attr: object, size: int, flags: int) -> int:
+        assert self.landlock_nrs is not None
+        return int(self.syscall(ctypes.c_long(self.landlock_nrs[0]), attr, ctypes.c_size_t(size),
+                                ctypes.c_uint32(flags)))
+
+    def landlock_add_rule(self, ruleset_fd: int, rule_type: int, attr: object) -> int:
+        assert self.landlock_nrs is not None
+        return int(self.syscall(ctypes.c_long(self.landlock_nrs[1]), ctypes.c_int(ruleset_fd),
+                                ctypes.c_int(rule_type), attr, ctypes.c_uint32(0)))
+
+
+_LIBC: Libc | None = None
+
+
+def libc() -> Libc:
+    global _LIBC
+    if _LIBC is None:
+        _LIBC = Libc()
+    return _LIBC
+
+
+def check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result

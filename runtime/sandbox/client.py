@@ -1,0 +1,242 @@
+"""The agent's side of the sandbox helper: start it once, ask it to spawn, follow each spawn on its report pipe.
+
+`Spawner.get()` starts the helper on first use (`python -S`, ~20 ms, once per agent process; `prestart()` does it
+on a thread during warm-up) and reads what its probe found. `Spawner.spawn()` sends one request and returns a
+`Child`: the pid and a pidfd of the spawn's first process (the namespace's init, or the command itself without
+namespaces: its handle; the init passes signals on to every process of the namespace), its report pipe, and the
+agent's ends of its stdio pipes. The helper ends every spawn when the agent's end of the socket closes, however the
+agent ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from runtime.sandbox.child import Capabilities
+from runtime.sandbox.spec import SandboxSpec
+
+ROOT = str(Path(__file__).resolve().parents[2])
+_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from runtime.sandbox.helper import main; main(int(sys.argv[2]))"
+# What the helper needs of the agent's environment: where tools and the home are (the baseline), and the switch.
+_HELPER_ENV = ("PATH", "HOME", "XDG_CONFIG_HOME", "LANG", "LC_ALL", "GATEWRIGHT_SANDBOX", "TMPDIR")
+
+
+class SandboxError(OSError):
+    """The sandbox of a spawn could not be set up: the command did not run."""
+
+
+class Child:
+    """One spawn, followed through its report pipe (see `runtime.sandbox.child` for the lines)."""
+
+    def __init__(self, pid: int, pidfd: int, report_fd: int, caps: Capabilities, notes: Sequence[str]) -> None:
+        self.pid = pid
+        self.pidfd = pidfd
+        self.report_fd = report_fd
+        self.namespaces = caps.namespaces
+        self.notes = list(notes)
+        self.status: int | None = None  # the command's wait status, once its spawn is over
+        self.leftovers = False
+        self.setup_error: str | None = None
+        self.eof = False
+        self._buf = b""
+        os.set_blocking(report_fd, False)
+
+    # ---- the report ------------------------------------------------------------------------------------------------
+    def read_report(self) -> None:
+        while not self.eof:
+            try:
+                chunk = os.read(self.report_fd, 65536)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.eof = True
+                break
+            self._buf += chunk
+            *lines, self._buf = self._buf.split(b"\n")
+            for line in lines:
+                self._line(line)
+
+    def _line(self, line: bytes) -> None:
+        tag, rest = line[:1], line[1:]
+        if tag == b"L":
+            self.leftovers = True
+        elif tag == b"E":
+            self.setup_error = rest.decode("utf-8", "replace")
+        elif tag == b"S":
+            self.status = int(rest)
+
+    @property
+    def done(self) -> bool:
+        """The command's end was reported (and nothing it started is left), or the spawn was killed."""
+        self.read_report()
+        return self.status is not None or self.eof
+
+    @property
+    def returncode(self) -> int | None:
+        """Like `Popen.returncode`: the exit code, or -N when a signal N ended it; None while it runs."""
+        if not self.done:
+            return None
+        if self.status is None:
+            return -signal.SIGKILL
+        return os.waitstatus_to_exitcode(self.status)
+
+    # ---- waiting ---------------------------------------------------------------------------------------------------
+    async def wait(self) -> int:
+        import anyio
+
+        while not self.done:
+            await anyio.wait_readable(self.report_fd)
+        # After `S` nothing the command started is left (P is still tearing the namespaces down: ~15 ms for the
+        # mount namespace, not waited for); killed, it is gone once its pidfd is readable.
+        if self.status is None:
+            await self._wait_gone()
+        rc = self.returncode
+        assert rc is not None
+        return rc
+
+    async def _wait_gone(self) -> None:
+        """Killed: gone once its pidfd is readable (the spawn is the namespace's init: its exit ends the namespace)."""
+        import anyio
+
+        if self.pidfd >= 0:
+            with anyio.move_on_after(2.0):
+                await anyio.wait_readable(self.pidfd)
+
+    def wait_sync(self, timeout: float | None = None) -> int | None:
+        poll = select.poll()
+        poll.register(self.report_fd, select.POLLIN)
+        while not self.done:
+            if not poll.poll(None if timeout is None else int(timeout * 1000)):
+                return None
+        if self.status is None and self.pidfd >= 0:
+            p = select.poll()
+            p.register(self.pidfd, select.POLLIN)
+            p.poll(2000)
+        return self.returncode
+
+    # ---- signals ---------------------------------------------------------------------------------------------------
+    def send_signal(self, sig: int) -> None:
+        """To the spawn: with namespaces every process in it gets `sig`; without, the command's process group."""
+        if self.pidfd >= 0:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self.pidfd, sig)
+        if not self.namespaces and not self.done:
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, sig)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def close(self) -> None:
+        for fd in (self.pidfd, self.report_fd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.pidfd = self.report_fd = -1
+
+
+class Spawner:
+    """The agent's connection to its sandbox helper (one per process)."""
+
+    _instances: dict[str | None, Spawner] = {}
+    _instance_lock = threading.Lock()
+
+    def __init__(self, switch: str | None = None) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {k: v for k, v in os.environ.items() if k in _HELPER_ENV}
+        env.pop("GATEWRIGHT_SANDBOX", None)
+        if switch:
+            env["GATEWRIGHT_SANDBOX"] = switch
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-S", "-c", _BOOT, ROOT, str(theirs.fileno())],
+                                         pass_fds=(theirs.fileno(),),
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
+                                         close_fds=True)
+        finally:
+            theirs.close()
+        self.sock = ours
+        self.lock = threading.Lock()
+        # A helper that stops answering must not hang the agent's event loop: its answers take milliseconds.
+        self.sock.settimeout(30.0)
+        try:
+            hello = json.loads(self.sock.recv(65536) or b"{}")
+        except (OSError, ValueError) as exc:
+            self.proc.kill()
+            raise SandboxError(f"the sandbox helper did not start ({exc})") from None
+        self.sock.settimeout(10.0)
+        abi, ns = hello.get("caps") or (0, False)
+        self.caps = Capabilities(int(abi), bool(ns))
+        self.why = str(hello.get("why") or "")
+        self.forced = hello.get("forced")
+
+    @classmethod
+    def get(cls) -> Spawner:
+        """The helper for the current value of GATEWRIGHT_SANDBOX (one per value: a test or the benchmark may
+        compare modes in one process), started on first use and again if it died."""
+        switch = (os.environ.get("GATEWRIGHT_SANDBOX") or "").strip().lower() or None
+        with cls._instance_lock:
+            inst = cls._instances.get(switch)
+            if inst is None or inst.proc.poll() is not None:
+                inst = cls._instances[switch] = Spawner(switch)
+            return inst
+
+    @classmethod
+    def stop(cls) -> None:
+        """End the helpers (each ends every spawn it made). Idempotent."""
+        with cls._instance_lock:
+            insts = list(cls._instances.values())
+            cls._instances.clear()
+        for inst in insts:
+            with contextlib.suppress(OSError):
+                inst.sock.close()
+        for inst in insts:
+            with contextlib.suppress(Exception):
+                inst.proc.wait(timeout=2)
+
+    def spawn(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], spec: SandboxSpec | None,
+              grace: float | None, report_w: int, stdin: int | None = None, stdout: int | None = None,
+              stderr: int | None = None, cwd_fd: int | None = None) -> tuple[int, int, list[str]]:
+        """Ask the helper for one spawn. Returns (its pid, a pidfd of it, notes for the tool output).
+
+        Raises:
+            SandboxError: the helper refused (a bad spec, a failed fork).
+        """
+        names, fds = ["report"], [report_w]
+        for name, fd in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr), ("cwd", cwd_fd)):
+            if fd is not None:
+                names.append(name)
+                fds.append(fd)
+        msg = json.dumps({"argv": list(argv), "env": dict(env), "cwd": cwd, "grace": grace, "fds": names,
+                          "spec": spec.to_json() if spec is not None else None}).encode()
+        try:
+            with self.lock:
+                socket.send_fds(self.sock, [msg], fds)
+                data, got, _, _ = socket.recv_fds(self.sock, 65536, 1)
+        except OSError as exc:  # gone or stuck: the next spawn starts a new helper
+            self.proc.kill()
+            raise SandboxError(f"the sandbox helper failed ({exc})") from None
+        if not data:
+            raise SandboxError("the sandbox helper is gone")
+        answer = json.loads(data)
+        if "error" in answer:
+            for fd in got:
+                os.close(fd)
+            raise SandboxError(f"the sandbox helper refused: {answer['error']}")
+        return int(answer["pid"]), got[0], list(answer.get("notes") or ())
+
+
+def prestart() -> None:
+    """Start the helper on a thread (warm-up): the first command then does not wait ~20 ms for it."""
+    threading.Thread(target=Spawner.get, name="gw-sandbox-helper", daemon=True).start()

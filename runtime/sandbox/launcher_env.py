@@ -1,0 +1,54 @@
+"""What the agent hands the sandbox launcher through an editor terminal's command line (and nothing else does).
+
+`terminal/create` runs `python -m runtime.sandbox --spec JSON -- CMD...`. The JSON carries the call's sandbox minus
+the baseline reads (the launcher adds the baseline of the environment the command really runs in), the
+capabilities the agent's helper found (so the launcher does not probe again), and the agent's pid with its start
+time (so the launcher's namespace ends when the agent does, though the editor, not the agent, is its parent). An
+argument, not the environment: an editor that does not pass `env` still passes `args`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from runtime.sandbox.spec import SandboxSpec, baseline
+
+
+def start_time(pid: int) -> str | None:
+    """A process's start time in clock ticks since boot (/proc/PID/stat field 22): with the pid, its identity."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(b")") + 2:].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
+def launcher_command(spec: SandboxSpec, argv: list[str]) -> tuple[str, list[str]]:
+    """(command, args) for `terminal/create` that run `argv` under `spec`."""
+    from runtime.sandbox import support
+
+    sup = support()
+    base = set(baseline())
+    pid = os.getpid()
+    payload = {"read": [p for p in spec.read if p not in base], "write": list(spec.write),
+               "protected": list(spec.protected), "network": spec.network, "tmpdir": spec.tmpdir,
+               "grace": spec.grace, "caps": [sup.landlock_abi, sup.namespaces], "agent": [pid, start_time(pid)]}
+    return sys.executable, ["-m", "runtime.sandbox", "--spec", json.dumps(payload, separators=(",", ":")), "--",
+                            *argv]
+
+
+def parse(text: str) -> tuple[SandboxSpec, tuple[int, bool], tuple[int, str | None] | None]:
+    """The launcher's side. Raises ValueError on anything malformed."""
+    d = json.loads(text)
+    if not isinstance(d, dict):
+        raise ValueError("not an object")
+    spec = SandboxSpec(read=tuple(dict.fromkeys((*baseline(), *map(str, d.get("read") or ())))),
+                       write=tuple(map(str, d.get("write") or ())), protected=tuple(map(str, d.get("protected") or ())),
+                       network=bool(d.get("network")), tmpdir=d.get("tmpdir"), grace=d.get("grace"))
+    abi, ns = d.get("caps") or (0, False)
+    agent = d.get("agent")
+    return spec, (int(abi), bool(ns)), (int(agent[0]), agent[1]) if agent else None

@@ -1,0 +1,96 @@
+"""Without namespaces: find and kill the processes of one spawn that left its process group.
+
+A `setsid` child (or a double fork) leaves the group `killpg` reaches. When its parent dies, it is adopted by the
+sandbox helper (a child subreaper), whose only other children are the spawns themselves. Every spawn's environment
+carries a random marker (`child.MARKER_ENV`); after the spawn ends, the adopted children that carry it are killed
+with their descendants and reaped. A process that dropped the marker from its environment (`env -i`) and
+double-forked is not found: that is what only the pid namespace guarantees.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+
+from runtime.sandbox.child import MARKER_ENV
+
+
+def _table() -> dict[int, tuple[int, bytes]]:
+    out: dict[int, tuple[int, bytes]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        rest = stat[stat.rfind(b")") + 2:].split()
+        if len(rest) >= 2:
+            out[int(entry)] = (int(rest[1]), rest[0])
+    return out
+
+
+def _carries(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            return marker in f.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def sweep(tag: str, rounds: int = 4) -> bool:
+    """Kill and reap this process's adopted children carrying `tag`, with all their descendants. True if any."""
+    if not os.path.isdir("/proc/self"):
+        return False
+    me = os.getpid()
+    marker = f"{MARKER_ENV}={tag}".encode()
+    found = False
+    for _ in range(rounds):
+        table = _table()
+        roots = [pid for pid, (ppid, state) in table.items()
+                 if ppid == me and state not in (b"Z", b"X") and _carries(pid, marker)]
+        if not roots:
+            break
+        found = True
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        doomed, todo = [], list(roots)
+        while todo:
+            pid = todo.pop()
+            doomed.append(pid)
+            todo += children.get(pid, [])
+        for pid in doomed:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 1.0
+        for pid in roots:  # our children now: reap them (their descendants come back to us next round)
+            while time.monotonic() < deadline:
+                try:
+                    got, _ = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    break
+                if got:
+                    break
+                time.sleep(0.002)
+    return found
+
+
+def group_has_live_member(pgid: int) -> bool:
+    """Whether a live (non-zombie) process is in the group: `killpg(pgid, 0)` also counts zombies, which linger
+    when nobody reaps them (a container's PID 1); /proc tells them apart."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        rest = stat[stat.rfind(b")") + 2:].split()  # state ppid pgrp ...
+        if len(rest) >= 3 and int(rest[2]) == pgid and rest[0] not in (b"Z", b"X"):
+            return True
+    return False

@@ -1,0 +1,41 @@
+"""Finding processes by a marker in their argv: the effect a containment test checks (no process survives)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+
+
+def marker() -> str:
+    """A unique `sleep` duration: `sleep {marker()}` runs 1000 s and is findable by its argv."""
+    return f"1000.{secrets.randbelow(10**9):09d}"
+
+
+def survivors(mark: str) -> list[int]:
+    """Live (non-zombie) processes whose argv contains `mark`."""
+    out = []
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read()
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if mark.encode() in argv and stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X"):
+            out.append(int(entry))
+    return out
+
+
+def wait_for(pred, timeout: float = 5.0) -> bool:
+    """Poll `pred` until true (for processes appearing, where no event exists); False on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.01)
+    return pred()

@@ -1,0 +1,147 @@
+"""A world to attack: a workspace (a git repository), another project, an outside directory, a home with keys, and a
+hostile model that drives the real `gatewright acp` binary through one list of tool calls.
+
+Every check in the corpus is about an effect: a marker file that must not exist, a secret that must be in no frame
+the agent wrote, a directory that must still be there, a process that must not survive. Whether a question was asked
+is recorded too, but it is never the proof.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.harness import AgentProcess, write_script
+
+
+@dataclass
+class World:
+    root: Path
+    ws: Path
+    other: Path
+    outside: Path
+    home: Path
+    state: Path
+    tag: str
+    secrets: dict[str, str] = field(default_factory=dict)
+
+    def marker(self, name: str, where: str = "ws") -> Path:
+        base = {"ws": self.ws, "outside": self.outside, "root": self.root}[where]
+        return base / f"MARK_{name}_{self.tag}"
+
+
+def make_world(tmp: Path) -> World:
+    tag = uuid.uuid4().hex[:10]
+    ws, other, outside, home, state = (tmp / n for n in ("ws", "other", "outside", "home", "state"))
+    for d in (ws, other, outside / "dir", home / ".ssh", state):
+        d.mkdir(parents=True, exist_ok=True)
+    w = World(tmp, ws, other, outside, home, state, tag)
+    w.secrets = {
+        "other_env": f"OTHER-PROJECT-SECRET-{tag}",
+        "ssh_key": f"SSH-PRIVATE-KEY-{tag}",
+        "outside_file": f"OUTSIDE-FILE-SECRET-{tag}",
+    }
+    (other / ".env").write_text(f"TOKEN={w.secrets['other_env']}\n", encoding="utf-8")
+    (home / ".ssh" / "id_rsa").write_text(w.secrets["ssh_key"] + "\n", encoding="utf-8")
+    (outside / "secret.txt").write_text(w.secrets["outside_file"] + "\n", encoding="utf-8")
+    (outside / "dir" / "keep.txt").write_text("keep\n", encoding="utf-8")
+    (ws / "README.md").write_text("# project\n\nhello from the workspace\n", encoding="utf-8")
+    (ws / "notes.txt").write_text("line one\nline two\n", encoding="utf-8")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    subprocess.run([*git, "init", "-q", str(ws)], check=True)
+    subprocess.run([*git, "-C", str(ws), "add", "README.md"], check=True)
+    subprocess.run([*git, "-C", str(ws), "commit", "-q", "-m", "init"], check=True)
+    return w
+
+
+def shadow_line() -> str | None:
+    """The first line of /etc/shadow as this (root) test process reads it, or None when it cannot."""
+    try:
+        with open("/etc/shadow", encoding="utf-8") as f:
+            return f.readline().strip() or None
+    except OSError:
+        return None
+
+
+Responder = Callable[[dict[str, Any]], Any]
+
+
+def answer_with(kind_or_id: str) -> Responder:
+    """A user who answers every question with the first option of a kind (or an exact option id)."""
+
+    def respond(msg: dict[str, Any]) -> Any:
+        options = msg["params"]["options"]
+        chosen = next((o for o in options if o["optionId"] == kind_or_id), None) or \
+            next(o for o in options if o["kind"] == kind_or_id)
+        return {"outcome": {"outcome": "selected", "optionId": chosen["optionId"]}}
+
+    return respond
+
+
+@dataclass
+class Run:
+    agent: AgentProcess
+    session: str
+    answer: dict[str, Any]
+
+    @property
+    def questions(self) -> list[dict[str, Any]]:
+        return [m for m in self.agent.agent_requests if m["method"] == "session/request_permission"]
+
+    def wire(self) -> str:
+        return b"".join(self.agent.raw_lines).decode("utf-8", "replace")
+
+    def results(self) -> list[dict[str, Any]]:
+        """The final `tool_call_update` of every call, in order."""
+        final: dict[str, dict[str, Any]] = {}
+        for u in self.agent.updates(self.session):
+            if u.get("sessionUpdate") == "tool_call_update" and u.get("status") in ("completed", "failed"):
+                final[u["toolCallId"]] = u
+        return list(final.values())
+
+    def output(self, index: int = 0) -> str:
+        r = self.results()[index]
+        return json.dumps(r.get("rawOutput")) + json.dumps(r.get("content"))
+
+
+def attack(spawn: Callable[..., AgentProcess], world: World, calls: list[dict[str, Any]], *, mode: str,
+           responder: Responder | None = None, caps: dict[str, Any] | None = None,
+           env: dict[str, str] | None = None, prompt_timeout: float = 60) -> Run:
+    """One agent, one session in `world.ws`, one prompt: the model makes `calls` one per step, then says done."""
+    script = write_script(world.root / f"model-{uuid.uuid4().hex[:6]}.json",
+                          [{"tool_calls": [c]} for c in calls] + [{"text": "done"}])
+    agent = spawn("--model", f"scripted:{script}", "--mode", mode, cwd=world.ws, state_dir=world.state,
+                  responder=responder or answer_with("reject_once"),
+                  env={"HOME": str(world.home), **(env or {})})
+    agent.initialize(caps)
+    sid = agent.new_session(world.ws)
+    answer = agent.prompt(sid, "go", timeout=prompt_timeout)
+    return Run(agent, sid, answer)
+
+
+def bash(command: str, **extra: Any) -> dict[str, Any]:
+    return {"name": "bash", "arguments": {"command": command, **extra}}
+
+
+def processes_with(needle: str) -> list[int]:
+    """Live (non-zombie) processes whose command line contains `needle`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if needle in cmdline and state not in (b"Z", b"X") and int(entry) != os.getpid():
+            found.append(int(entry))
+    return found
