@@ -127,7 +127,7 @@ def test_without_form_support_an_mcp_servers_question_is_declined_at_once_and_no
     """Capability honesty: a client that advertises no form mode (a bare `elicitation: {}` advertises nothing) never
     gets `elicitation/create` for a form; the server's question is answered `decline` without waiting, the user is
     told, and the server was never told the client can show forms."""
-    marker = tmp_path / "outcome"
+    marker = workspace / "outcome"  # the server runs sandboxed: it may write the workspace
     editor = Editor()
     agent, sid = start(spawn, tmp_path, workspace, [
         call("c0", "mcp__t__client_elicitation", {}),
@@ -183,7 +183,7 @@ def test_a_url_question_is_shown_as_url_mode_and_its_completion_is_forwarded(spa
 def test_session_cancel_withdraws_an_open_mcp_question_and_the_server_hears_cancel(spawn, tmp_path, workspace):
     """`session/cancel` while the editor shows a server's question: the editor gets `$/cancel_request` for it, the
     server's `ctx.elicit` returns `cancel` (it records what it got), and the turn ends `cancelled`."""
-    marker = tmp_path / "outcome"
+    marker = workspace / "outcome"  # the server runs sandboxed: it may write the workspace
     editor = Editor(elicitation=never_answer)
     agent, sid = start(spawn, tmp_path, workspace, [
         call("c1", "mcp__t__ask", {"question": "Name?", "marker": str(marker)}), {"text": "not reached"}],
