@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from acp_server.session import AcpSession
     from acp_server.session_methods import SessionLifecycle
     from permissions.rules import Rule
-    from runtime.models import ModelFactory
+    from runtime import ModelFactory
 
 log = logging.getLogger("gatewright.agent")
 
@@ -139,9 +139,8 @@ class GatewrightAgent:
         user types the first prompt), so an editor that waits between steps does not wait at any of them."""
 
         def session() -> None:  # the runtime, tools, permissions, the session store (~100 ms)
-            import acp_server.journal
             import acp_server.session  # noqa: F401
-            from runtime.tools.builtin import builtin_tools
+            from runtime import builtin_tools, store_new  # noqa: F401  (store_new: the journal, the store)
 
             builtin_tools()  # imports the tool modules
             _ = self.lifecycle.store
@@ -176,7 +175,6 @@ class GatewrightAgent:
 
     async def new_session(self, params: Any) -> Any:
         from acp_server.session import AcpSession, new_session_id
-        from acp_server.session_methods import runtime_options
         from permissions.modes import parse_mode
         from permissions.store import state_dir
 
@@ -184,7 +182,7 @@ class GatewrightAgent:
         cwd = req_str(p, "cwd")
         if not os.path.isabs(cwd) or "\x00" in cwd:
             raise InvalidParams("Invalid params: \"cwd\" must be an absolute path")
-        if not os.path.isdir(cwd):
+        if not os.path.isdir(cwd):  # noqa: ASYNC240  (one stat of a path the client named: not worth a thread)
             raise InvalidParams("Invalid params: \"cwd\" is not an existing directory")
         extra = str_list(p, "additionalDirectories")
         if extra:
@@ -194,13 +192,14 @@ class GatewrightAgent:
         sid = new_session_id()
         factory = self.config.model_factory
         model = factory.create() if factory else None
-        session = AcpSession(sid, cwd, extra, parse_mode(self.config.mode), self.conn, model, self.client_caps,
-                             runtime_options(), model_id=factory.default_id if factory and model else None,
+        session = AcpSession(id=sid, cwd=cwd, additional_directories=extra, mode=parse_mode(self.config.mode),
+                             model=model, conn=self.conn, client_caps=self.client_caps, factory=factory,
+                             model_id=factory.default_id if factory and model else None,
                              model_choices=factory.choices() if factory else (),
                              state_dir=state_dir(self.config.state_dir), configured_rules=self.config.rules)
         self.sessions[sid] = session
         if servers:
-            from runtime.mcp import connect_servers  # lazy: sessions without MCP servers never load it
+            from runtime import connect_servers  # lazy: sessions without MCP servers never load it
 
             await connect_servers(session, servers)  # returns at once; servers start after this answer
         result = {"sessionId": sid, "modes": session.modes_state(), "configOptions": session.config_options()}
@@ -222,8 +221,8 @@ class GatewrightAgent:
     async def prompt(self, params: Any) -> dict[str, Any]:
         import anyio
 
-        from runtime.loop import AuthRequired as RuntimeAuthRequired
-        from runtime.models import NO_MODEL_MESSAGE
+        from runtime import NO_MODEL_MESSAGE
+        from runtime import AuthRequired as RuntimeAuthRequired
 
         arrival_epoch = self._prompt_tickets.pop(id(params), None)
         p = obj(params)
@@ -271,8 +270,7 @@ class GatewrightAgent:
         session = self._session(p)
         mode_id = req_str(p, "modeId")
         await self._apply_mode(session, mode_id, announce_mode=False)
-        if session.journal is not None:
-            session.journal.save_settings()
+        session.save_settings()
         return {}
 
     async def set_config_option(self, params: Any) -> dict[str, Any]:
@@ -299,27 +297,21 @@ class GatewrightAgent:
             session.set_model(value, self.config.model_factory.create(value))
         else:
             await self._apply_mode(session, value, announce_mode=True, announce_config=False)
-        if session.journal is not None:
-            session.journal.save_settings()
+        session.save_settings()
         return {"configOptions": session.config_options()}
 
     async def _apply_mode(self, session: AcpSession, mode_id: str, *, announce_mode: bool,
                           announce_config: bool = True) -> None:
-        from permissions.modes import MODES
-
-        if mode_id not in {m.id for m in MODES}:
-            raise InvalidParams(f"Invalid params: unknown mode {mode_id[:100]!r}")
-        session.mode = mode_id  # type: ignore[assignment]  # read by the decorator at the next call
-        if announce_mode:
-            await session.send_update({"sessionUpdate": "current_mode_update", "currentModeId": mode_id})
-        if announce_config:
-            await session.send_update({"sessionUpdate": "config_option_update",
-                                       "configOptions": session.config_options()})
+        try:
+            session.set_mode(mode_id)  # read by the decorator at the next call
+        except ValueError:
+            raise InvalidParams(f"Invalid params: unknown mode {mode_id[:100]!r}") from None
+        await session.announce(mode=announce_mode, config=announce_config)
 
 
 def convert_prompt(blocks: list[Any], *, accepts_images: bool) -> tuple[list[Any], list[str]]:
     """ACP content blocks → the runtime's user parts, plus plain notes for the user about what was not sent."""
-    from runtime.models.base import ImagePart, TextPart
+    from runtime import ImagePart, TextPart
 
     parts: list[Any] = []
     notes: list[str] = []

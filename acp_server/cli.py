@@ -1,6 +1,6 @@
-"""The `gatewright` command line: `acp` (what editors launch), `run` (one prompt on a terminal), `demo`, `replay`
-(recorded transcripts), and the `permissions list|revoke` and `audit` views of the state dir (these print to
-stdout: they are not acp mode).
+"""The `gatewright` command line: `acp` (what editors launch), `chat` (an interactive session on a terminal, also
+`gatewright` alone on a terminal), `run` (one prompt, scriptable), `demo`, `replay` (recorded transcripts), and the
+`permissions list|revoke` and `audit` views of the state dir (these print to stdout: they are not acp mode).
 
 Kept light on purpose: this module is on the start-up path of `gatewright acp`, so it imports only the standard
 library at module level; everything else is imported by the subcommand that needs it.
@@ -70,6 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cwd", default=None, help="workspace directory (default: the current directory)")
     run.add_argument("--json", action="store_true", help="one JSON object per event on stdout")
     run.add_argument("prompt", nargs="+", help="the prompt; - reads it from stdin")
+    chat = sub.add_parser("chat", help="an interactive session in the current directory, on the same runtime and "
+                                       "session store as acp")
+    _add_common(chat)
+    which = chat.add_mutually_exclusive_group()
+    which.add_argument("--continue", dest="continue_latest", action="store_true",
+                       help="resume the latest session of this directory")
+    which.add_argument("--resume", metavar="ID", default=None, help="resume the session ID (as session/list shows)")
     replay = sub.add_parser("replay", help="show a `--record` transcript readably, or --check it against this agent")
     replay.add_argument("file", metavar="FILE", help="the transcript (`--record` output); - reads stdin")
     replay.add_argument("--check", action="store_true",
@@ -107,11 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(level: str) -> None:
-    from runtime.secrets import install_log_filter
+    from runtime import secrets
 
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(level).upper(), logging.WARNING),
                         format="gatewright %(levelname)s %(name)s: %(message)s")
-    install_log_filter()  # no record reaches stderr with a secret in it (keys known now and registered later)
+    secrets.install_log_filter()  # no record reaches stderr with a secret in it (keys known now and registered later)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,18 +134,17 @@ def _check_options(args: argparse.Namespace) -> Checked | None:
     """Read the config file and validate model spec and mode; print a one-line error and return None on bad usage
     or configuration. The mode: --mode, else GATEWRIGHT_MODE, else the config's `[permissions] mode`, else safe."""
     from permissions.modes import parse_mode
+    from runtime import ModelFactory, ScriptError, parse_model_spec
     from runtime.config import load
-    from runtime.models import ModelFactory, parse_model_spec
-    from runtime.models.scripted import ScriptError
 
     try:
         config = load()
         mode = parse_mode(args.mode or config.permissions.mode)
         factory = ModelFactory(parse_model_spec(args.model), config=config.models)
     except (ValueError, ScriptError) as exc:
-        from runtime.secrets import redact_text
+        from runtime import secrets
 
-        sys.stderr.write(f"gatewright: {redact_text(str(exc))}\n")
+        sys.stderr.write(f"gatewright: {secrets.redact_text(str(exc))}\n")
         return None
     return Checked(factory, mode, config.permissions.rules)
 
@@ -171,13 +177,31 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not os.path.isdir(cwd):
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
-    from runtime.cli_host import run_prompt
+    from runtime import run_prompt
     from runtime.sandbox import harden_agent
 
     harden_agent()
     return run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,  # type: ignore[arg-type]
                       state_dir=args.state_dir, record=args.record, json_events=args.json,
                       rules=checked.rules)  # type: ignore[arg-type]
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    _setup_logging(args.log_level)
+    checked = _check_options(args)
+    if checked is None:
+        return EXIT_USAGE
+    if args.record:
+        sys.stderr.write("gatewright: chat does not record transcripts yet; use `gatewright acp --record` or "
+                         "`gatewright run --record`\n")
+        return EXIT_USAGE
+    from runtime import run_chat
+    from runtime.sandbox import harden_agent
+
+    harden_agent()
+    return run_chat(cwd=os.getcwd(), factory=checked.factory, mode=checked.mode,  # type: ignore[arg-type]
+                    state_dir=args.state_dir, resume=args.resume, continue_latest=args.continue_latest,
+                    rules=checked.rules)  # type: ignore[arg-type]
 
 
 def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -267,6 +291,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             return cmd_run(args)
         except KeyboardInterrupt:  # Ctrl-C before the turn's own handler is in place
+            return EXIT_INTERRUPTED
+    if args.command == "chat" or args.command is None and sys.stdin.isatty() and sys.stdout.isatty():
+        # `gatewright` alone on a terminal is the chat, with the options' environment defaults.
+        try:
+            return cmd_chat(args if args.command == "chat" else parser.parse_args(["chat"]))
+        except KeyboardInterrupt:  # Ctrl-C before the chat's own handler is in place
             return EXIT_INTERRUPTED
     if args.command == "permissions":
         return cmd_permissions(args, parser)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from runtime.tools.builtin.textio import EditorError
+from runtime import EditorError
 
 if TYPE_CHECKING:
     from acp_server.rpc import JsonRpcConnection

@@ -25,7 +25,7 @@ import orjson
 from runtime import secrets as secret_registry
 
 if TYPE_CHECKING:
-    from runtime.models import ModelFactory
+    from runtime import ModelFactory
 
 REDACTED = "<redacted>"
 

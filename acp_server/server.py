@@ -21,7 +21,7 @@ from acp_server.stdio import READ_CHUNK, guard_stdio
 
 if TYPE_CHECKING:
     from permissions.rules import Rule
-    from runtime.models import ModelFactory
+    from runtime import ModelFactory
 
 log = logging.getLogger("gatewright.server")
 
@@ -173,6 +173,6 @@ def _exit_before_serving(signum: int, frame: Any) -> None:
 
 
 def _kill_leftover_children() -> None:
-    from runtime.processes import kill_all_process_groups
+    from runtime import kill_all_process_groups
 
     kill_all_process_groups()

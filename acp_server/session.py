@@ -1,17 +1,17 @@
-"""One ACP session: its runtime, its approval mode, and the mapping from runtime events to `session/update`.
+"""One ACP session: the host-neutral `runtime.session.Session` plus what only the ACP host has: the connection, the
+permission gateway, the streaming fast path, and the modes and config options as the editor sees them.
 
 `AcpPermissionGateway` is the ACP implementation of `permissions.PermissionGateway`: it round-trips
 `session/request_permission` so the editor owns the approval UI (and, where the editor shows forms, asks why a call
-was declined). `AcpToolApprovalDecorator` is the approval decorator built with that gateway. A session's questions
-to the user go through its `AcpElicitor` (`acp_server.elicitation`); `session/cancel` withdraws them.
+was declined); the session's runtime, with the approval decorator asking through that gateway, comes from the one
+composition root (`runtime.build_runtime`, called by `Session`). A session's questions to the user go through its
+`AcpElicitor` (`acp_server.elicitation`), which exists only when the editor advertised elicitation; `session/cancel`
+withdraws them.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-import uuid
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -20,41 +20,27 @@ import orjson
 
 from acp_server.editor import AcpEditorBridge
 from acp_server.elicitation import AcpElicitor
-from permissions import ToolApprovalDecorator
-from permissions.audit import audit_log
-from permissions.decorator import AuditSink
 from permissions.gateway import PermissionOutcome, PermissionRequest
-from permissions.modes import MODES, ApprovalMode
+from permissions.modes import MODES
 from permissions.options import REASON_FORM, REASON_QUESTION, REMEMBER_CHOICES
-from permissions.rules import Rule, RuleStore
-from permissions.store import rule_database, state_dir_problem
-from runtime.approval import make_describer
-from runtime.context import SandboxInfo, SessionContext
-from runtime.delegation import install_delegation
-from runtime.elicitation import CannotAsk
-from runtime.events import (
-    NoticeEvent,
-    PlanUpdated,
+from runtime import (
     RuntimeEvent,
+    Session,
     TextChunk,
     ThoughtChunk,
-    ToolCallProgress,
-    ToolCallStarted,
     UsageReported,
+    event_to_update,
+    new_session_id,
+    pending_tool_call,
 )
-from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
-from runtime.models.base import Usage
-from runtime.processes import close_session as close_session_processes
-from runtime.tools.base import RoutingToolExecutor, ToolExecutor, ToolRegistry
-from runtime.tools.builtin import builtin_tools
-from runtime.tracing import RetryingExecutor
-from runtime.workspace import Workspace
+from runtime.elicitation import CannotAsk
 
 if TYPE_CHECKING:
-    from acp_server.journal import SessionJournal
     from acp_server.rpc import JsonRpcConnection
-    from runtime.models.base import ModelClient
-    from runtime.models.config import ModelEntry
+    from runtime import EditorBridge
+    from runtime.elicitation import UserAsker
+
+__all__ = ["REMEMBER_OPTION", "AcpPermissionGateway", "AcpSession", "new_session_id", "parse_permission_answer"]
 
 log = logging.getLogger("gatewright.session")
 
@@ -118,140 +104,30 @@ def parse_permission_answer(answer: Any, valid_ids: set[str]) -> PermissionOutco
     return PermissionOutcome.selected("")
 
 
-def AcpToolApprovalDecorator(
-    delegate: ToolExecutor, conn: JsonRpcConnection, session_id: str, registry: ToolRegistry,
-    mode: Callable[[], ApprovalMode], rules: RuleStore, audit: AuditSink | None = None,
-    elicitor: AcpElicitor | None = None,
-) -> ToolApprovalDecorator[Any, Any, Any]:
-    return ToolApprovalDecorator(delegate, AcpPermissionGateway(conn, session_id, elicitor), make_describer(registry),
-                                 mode, rules, audit)
-
-
-def pending_tool_call(call_id: str, title: str, kind: str, raw_input: Any, content: Sequence[Any] | None,
-                      locations: Sequence[Any] | None) -> dict[str, Any]:
-    """A tool call about to run, as the `tool_call` update announces it and a permission request shows it."""
-    out: dict[str, Any] = {"toolCallId": call_id, "title": title, "kind": kind, "status": "pending",
-                           "rawInput": raw_input}
-    if content:
-        out["content"] = list(content)
-    if locations:
-        out["locations"] = list(locations)
-    return out
-
-
-def tool_call_frame(ev: ToolCallStarted) -> dict[str, Any]:
-    upd: dict[str, Any] = {"sessionUpdate": "tool_call",
-                           **pending_tool_call(ev.call_id, ev.title, ev.kind, ev.raw_input, ev.content, ev.locations)}
-    if ev.meta:
-        upd["_meta"] = ev.meta
-    return upd
-
-
-def tool_update_frame(ev: ToolCallProgress) -> dict[str, Any]:
-    upd: dict[str, Any] = {"sessionUpdate": "tool_call_update", "toolCallId": ev.call_id}
-    if ev.status is not None:
-        upd["status"] = ev.status
-    if ev.title is not None:
-        upd["title"] = ev.title
-    if ev.content is not None:
-        upd["content"] = list(ev.content)
-    if ev.locations is not None:
-        upd["locations"] = list(ev.locations)
-    if ev.raw_output is not None:
-        upd["rawOutput"] = ev.raw_output
-    if ev.meta:
-        upd["_meta"] = ev.meta
-    return upd
-
-
-def event_to_update(ev: RuntimeEvent, notices: bool) -> dict[str, Any] | None:
-    if isinstance(ev, TextChunk):
-        return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": ev.text}}
-    if isinstance(ev, ThoughtChunk):
-        return {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": ev.text}}
-    if isinstance(ev, ToolCallStarted):
-        return tool_call_frame(ev)
-    if isinstance(ev, ToolCallProgress):
-        return tool_update_frame(ev)
-    if isinstance(ev, UsageReported):
-        upd: dict[str, Any] = {"sessionUpdate": "usage_update", "used": ev.context_used, "size": ev.context_size}
-        if ev.cost is not None:
-            upd["cost"] = {"amount": ev.cost, "currency": ev.currency}
-        return upd
-    if isinstance(ev, PlanUpdated):
-        return {"sessionUpdate": "plan", "entries": list(ev.entries)}
-    if isinstance(ev, NoticeEvent):
-        marker = "⚠ " if ev.severity != "info" else ""
-        text = f"\n\n{marker}{ev.title}" + (f": {ev.description}" if ev.description else "")
-        return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
-    return None
-
-
-@dataclass
-class AcpSession:
-    id: str
-    cwd: str
-    additional_directories: list[str]
-    mode: ApprovalMode
+@dataclass(kw_only=True, eq=False)
+class AcpSession(Session):
     conn: JsonRpcConnection
-    model: ModelClient | None
-    client_caps: dict[str, Any]
-    options: RuntimeOptions
-    created_at: float = field(default_factory=time.time)
-    title: str | None = None
-    rules: RuleStore = field(default_factory=RuleStore)
+    client_caps: dict[str, Any] = field(default_factory=dict)
     turn_lock: anyio.Lock = field(default_factory=anyio.Lock)
-    closed: bool = False
-    model_id: str | None = None
-    model_choices: tuple[ModelEntry, ...] = ()
-    cost: float = 0.0  # cumulative, in the currency of the models' configured prices
-    priced_usage: Usage = field(default_factory=Usage)  # the part of runtime.total_usage already in `cost`
-    state_dir: str | None = None  # None: no persisted rules and no audit log (in-process tests)
-    journal: SessionJournal | None = None  # writes the session to the store as it goes (acp_server.journal)
     # Bumped by every cancel: a prompt queued before the cancel sees a different value and answers `cancelled`.
     cancel_epoch: int = 0
     active_prompt: Any = None  # the params of the prompt holding `turn_lock` (to tell it from queued ones)
     cancelled_prompts: list[Any] = field(default_factory=list)  # params of queued prompts cancelled by request
-    mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
-    # The sandbox state the model is told about (runtime.context): a one-line description or a callable giving it.
-    sandbox: SandboxInfo = None
-    configured_rules: tuple[Rule, ...] = ()  # the config file's [permissions] allow/deny (runtime.config)
 
     def __post_init__(self) -> None:
         self._chunk_prefixes: dict[str, bytes] = {}
-        self.workspace = Workspace(self.cwd, self.additional_directories)
         # Questions to the user, only in the modes the editor advertised (None: nothing is ever asked).
         self.elicitor = AcpElicitor.from_capabilities(self.conn, self.id, self.client_caps)
-        self.registry = ToolRegistry(builtin_tools())
-        if self.elicitor is not None and self.elicitor.form:
-            from runtime.tools.builtin.ask_user import AskUserTool
+        super().__post_init__()
 
-            self.registry.add(AskUserTool())  # a tool the editor cannot serve is not offered to the model
-        audit = None
-        if self.state_dir is not None:
-            # Said once per process, in one line, if the state dir cannot be written (see permissions._sqlite).
-            state_dir_problem(self.state_dir)
-            # Project rules are keyed by the resolved workspace root; both files are opened at first use.
-            self.rules = RuleStore(rule_database(self.state_dir), self.workspace.cwd, self.rules.remember,
-                                   self.configured_rules)
-            audit = audit_log(self.state_dir)
-        elif self.configured_rules:
-            self.rules = RuleStore(remember=self.rules.remember, configured=self.configured_rules)
-        self.audit = audit
-        router = RoutingToolExecutor(self.registry, self.options.tool_call_timeout_ms / 1000)
-        # Retries sit under approval: an approved read is not asked again when a transient failure repeats it.
-        executor = AcpToolApprovalDecorator(RetryingExecutor(router, self.registry), self.conn, self.id, self.registry,
-                                            lambda: self.mode, self.rules, audit, self.elicitor)
-        self.runtime = AgentRuntime(
-            model=self.model,
-            registry=self.registry,
-            executor=executor,
-            environment=ToolEnvironment(self.id, self.workspace, editor=AcpEditorBridge.from_capabilities(
-                self.conn, self.id, self.client_caps), asker=self.elicitor),
-            options=self.options,
-            context=SessionContext(self.workspace.cwd, lambda: self.mode, self.sandbox),
-        )
-        install_delegation(self.runtime)
+    def _gateway(self) -> AcpPermissionGateway:
+        return AcpPermissionGateway(self.conn, self.id, self.elicitor)
+
+    def _editor(self) -> EditorBridge | None:
+        return AcpEditorBridge.from_capabilities(self.conn, self.id, self.client_caps)
+
+    def _asker(self) -> UserAsker | None:
+        return self.elicitor
 
     async def emit(self, ev: RuntimeEvent) -> None:
         kind = type(ev)
@@ -273,8 +149,8 @@ class AcpSession:
                 await self.conn.emit_encoded(data, self._chunk_frame, update_kind, text)
             return
         if isinstance(ev, UsageReported):
-            ev = self._account(ev)
-        upd = event_to_update(ev, notices=False)
+            ev = self.account(ev)
+        upd = event_to_update(ev)
         if upd is not None:
             await self.send_update(upd)
 
@@ -283,29 +159,15 @@ class AcpSession:
         return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": self.id, "update": {
             "sessionUpdate": update_kind, "content": {"type": "text", "text": text}}}}
 
-    def _account(self, ev: UsageReported) -> UsageReported:
-        """Size the context by the current model and add this call's price, when the config knows prices."""
-        info: ModelEntry | None = getattr(self.model, "info", None)
-        if info is None:
-            return ev
-        total = self.runtime.total_usage
-        p = self.priced_usage
-        delta = Usage(total.input_tokens - p.input_tokens, total.output_tokens - p.output_tokens,
-                      total.cached_read_tokens - p.cached_read_tokens,
-                      total.cached_write_tokens - p.cached_write_tokens)
-        self.priced_usage = total
-        if info.prices is not None:
-            self.cost += info.prices.cost(delta)
-        priced = info.prices is not None or self.cost > 0
-        return UsageReported(ev.input_tokens, ev.output_tokens, min(ev.context_used, info.context_window),
-                             info.context_window, round(self.cost, 6) if priced else None,
-                             info.prices.currency if info.prices else "USD")
+    async def deliver(self, update: dict[str, Any]) -> None:
+        await self.conn.emit_frame({"jsonrpc": "2.0", "method": "session/update",
+                                    "params": {"sessionId": self.id, "update": update}})
 
-    def set_model(self, model_id: str, model: ModelClient | None) -> None:
-        """The runtime reads `model` at every model call, so the switch applies from the next call on."""
-        self.model_id = model_id
-        self.model = model
-        self.runtime.model = model
+    async def announce(self, *, mode: bool = False, config: bool = False) -> None:
+        if mode:
+            await self.send_update({"sessionUpdate": "current_mode_update", "currentModeId": self.mode})
+        if config:
+            await self.send_update({"sessionUpdate": "config_option_update", "configOptions": self.config_options()})
 
     def cancel(self) -> None:
         """Cancel the running turn and every prompt queued before now."""
@@ -313,13 +175,7 @@ class AcpSession:
         if self.elicitor is not None:
             # First, so that an MCP server waiting on a question hears `cancel` before its tool call is cancelled.
             self.elicitor.cancel_all()
-        self.runtime.cancel()
-
-    async def send_update(self, update: dict[str, Any]) -> None:
-        if self.journal is not None:
-            self.journal.record(update)
-        await self.conn.emit_frame({"jsonrpc": "2.0", "method": "session/update",
-                                    "params": {"sessionId": self.id, "update": update}})
+        super().cancel()
 
     # ---- modes and config options ---------------------------------------------------------------------------------
     def modes_state(self) -> dict[str, Any]:
@@ -355,27 +211,3 @@ class AcpSession:
             "currentValue": self.rules.remember,
             "options": [{"value": v, "name": n, "description": d} for v, n, d in REMEMBER_CHOICES],
         }]
-
-    def set_remember(self, value: str) -> None:
-        """The "Remember approvals in" setting; it applies from the next question on.
-
-        Raises:
-            ValueError: not one of the setting's values.
-        """
-        if value not in {v for v, _, _ in REMEMBER_CHOICES}:
-            raise ValueError(value)
-        self.rules.remember = value  # type: ignore[assignment]
-
-    async def close(self) -> None:
-        self.closed = True
-        self.cancel()
-        # Background processes belong to the session: none outlives it.
-        close_session_processes(self.id)
-        if self.mcp is not None:
-            from runtime.mcp import close_servers
-
-            await close_servers(self)
-
-
-def new_session_id() -> str:
-    return "sess_" + uuid.uuid4().hex

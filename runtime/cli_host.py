@@ -23,12 +23,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from permissions import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
-from permissions.rules import Rule, RuleStore
-from runtime.approval import make_describer
-from runtime.context import SandboxInfo, SessionContext
-from runtime.delegation import install_delegation
+from permissions.rules import Rule
+from runtime.assembly import build_runtime
 from runtime.events import (
     NoticeEvent,
     PlanUpdated,
@@ -38,12 +35,9 @@ from runtime.events import (
     ToolCallProgress,
     ToolCallStarted,
 )
-from runtime.loop import MODEL_FAILED, AgentRuntime, AuthRequired, RuntimeOptions, ToolEnvironment
+from runtime.loop import MODEL_FAILED, AuthRequired
 from runtime.models.base import TextPart
-from runtime.tools.base import RoutingToolExecutor, ToolRegistry
-from runtime.tools.builtin import builtin_tools
-from runtime.tracing import RetryingExecutor
-from runtime.workspace import Workspace
+from runtime.updates import event_to_update, pending_tool_call
 
 if TYPE_CHECKING:
     from permissions.modes import ApprovalMode
@@ -157,31 +151,6 @@ class TerminalPrinter:
         self.err.flush()
 
 
-def build_runtime(cwd: str, model, mode_ref: list[str], gateway, session_id: str = "cli",
-                  state_dir: str | None = None, sandbox: SandboxInfo = None,
-                  rules: tuple[Rule, ...] = ()) -> AgentRuntime:
-    """The same construction as the ACP host: registry, routing and retrying executors, approval decorator, runtime,
-    subagents. With a state dir, the project's and the global remembered rules apply and decisions are audited."""
-    workspace = Workspace(cwd)
-    registry = ToolRegistry(builtin_tools())
-    options = RuntimeOptions()
-    router = RoutingToolExecutor(registry, options.tool_call_timeout_ms / 1000)
-    store, audit = RuleStore(configured=rules), None
-    if state_dir is not None:
-        from permissions.audit import audit_log
-        from permissions.store import rule_database, state_dir_problem
-
-        state_dir_problem(state_dir)  # an unwritable state dir is one line at start, not one per call
-        store, audit = RuleStore(rule_database(state_dir), workspace.cwd, configured=rules), audit_log(state_dir)
-    executor = ToolApprovalDecorator(RetryingExecutor(router, registry), gateway, make_describer(registry),
-                                     lambda: mode_ref[0], store, audit)
-    runtime = AgentRuntime(model=model, registry=registry, executor=executor,
-                           environment=ToolEnvironment(session_id, workspace), options=options,
-                           context=SessionContext(workspace.cwd, lambda: mode_ref[0], sandbox))
-    install_delegation(runtime)
-    return runtime
-
-
 class JsonPrinter:
     """`--json`: one JSON object per line on stdout. `{"type": "update", "update": …}` carries each event as the ACP
     host would send it (a `session/update` SessionUpdate); `permission` a question and its answer; `error` a failure
@@ -195,9 +164,7 @@ class JsonPrinter:
         self.out.flush()
 
     async def __call__(self, ev: RuntimeEvent) -> None:
-        from acp_server.session import event_to_update
-
-        update = event_to_update(ev, notices=False)
+        update = event_to_update(ev)
         if update is not None:
             self._write({"type": "update", "update": update})
 
@@ -232,16 +199,12 @@ class RunRecorder:
             "sessionId": SESSION_ID, "prompt": [{"type": "text", "text": text}]}})
 
     async def __call__(self, ev: RuntimeEvent) -> None:
-        from acp_server.session import event_to_update
-
-        update = event_to_update(ev, notices=False)
+        update = event_to_update(ev)
         if update is not None:
             self.rec.record("out", {"jsonrpc": "2.0", "method": "session/update",
                                     "params": {"sessionId": SESSION_ID, "update": update}})
 
     def question(self, request: PermissionRequest) -> None:
-        from acp_server.session import pending_tool_call
-
         request_id = self._next_id
         self._next_id += 1
         self._asking = request_id
@@ -353,8 +316,10 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
 
     printer: Any = JsonPrinter() if json_events else TerminalPrinter()
     observers = tuple(o for o in (printer if json_events else None, recorder) if o is not None)
-    runtime = build_runtime(cwd, model, [mode], TerminalGateway(observers=observers),
-                            state_dir=resolve_state_dir(state_dir), rules=rules)
+    # The one composition root, as in the ACP host; only the gateway (and the sink, per turn) are this host's.
+    runtime = build_runtime(session_id=SESSION_ID, cwd=cwd, model=model, gateway=TerminalGateway(observers=observers),
+                            mode=lambda: mode, state_dir=resolve_state_dir(state_dir),
+                            configured_rules=rules).runtime
     sink = _fanout(printer, recorder) if recorder is not None else printer
     if recorder is not None:
         recorder.prompt(prompt)

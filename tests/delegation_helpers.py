@@ -1,5 +1,5 @@
-"""A session-shaped runtime for in-process tests of subagents, plans, traces and retries: the same construction as
-`AcpSession` (router, retrying executor, approval decorator with a recording gateway, delegate tools)."""
+"""A session runtime for in-process tests of subagents, plans, traces and retries: the one composition root
+(`runtime.build_runtime`, as `AcpSession` uses it) with a recording gateway, a sleep tool and retries without delay."""
 
 from __future__ import annotations
 
@@ -11,12 +11,9 @@ from typing import Any
 import anyio
 import orjson
 
-from permissions import PermissionOutcome, PermissionRequest, ToolApprovalDecorator
-from permissions.rules import RuleStore
-from runtime.approval import make_describer
-from runtime.delegation import DEFAULT_SUBAGENTS, SubagentSpec, current_frame, install_delegation
-from runtime.events import RuntimeEvent, ToolCallProgress, ToolCallStarted
-from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
+from permissions import PermissionOutcome, PermissionRequest
+from runtime import AgentRuntime, RuntimeEvent, RuntimeOptions, ToolCallProgress, ToolCallStarted, build_runtime
+from runtime.delegation import DEFAULT_SUBAGENTS, SubagentSpec, current_frame
 from runtime.models.base import (
     AssistantMessage,
     Finished,
@@ -30,10 +27,9 @@ from runtime.models.base import (
     UserMessage,
 )
 from runtime.models.scripted import ScriptedModel, parse_script
-from runtime.tools.base import RoutingToolExecutor, Tool, ToolExecutor, ToolRegistry, ToolResult
+from runtime.tools.base import Tool, ToolExecutor, ToolResult
 from runtime.tools.builtin import builtin_tools
-from runtime.tracing import RetryingExecutor, RetryPolicy
-from runtime.workspace import Workspace
+from runtime.tracing import RetryPolicy
 
 
 class Gateway:
@@ -131,17 +127,13 @@ def session_runtime(tmp_path: Path, model: Any, *, mode: str = "safe", answers: 
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     (ws / "README.md").write_text("# sample\n\nhello from the readme\n")
-    registry = ToolRegistry([*builtin_tools(), SleepTool(), *(extra_tools or [])])
-    opts = options or RuntimeOptions()
     gateway = Gateway(answers)
-    inner = router or RoutingToolExecutor(registry, opts.tool_call_timeout_ms / 1000)
     mode_ref = [mode]
-    executor = ToolApprovalDecorator(RetryingExecutor(inner, registry, retry or RetryPolicy(base_delay_seconds=0)),
-                                     gateway, make_describer(registry), lambda: mode_ref[0], RuleStore())
-    rt = AgentRuntime(model=model, registry=registry, executor=executor,
-                      environment=ToolEnvironment("s1", Workspace(str(ws))), options=opts)
-    install_delegation(rt, specs)
-    return rt, gateway, ws
+    parts = build_runtime(session_id="s1", cwd=str(ws), model=model, gateway=gateway, mode=lambda: mode_ref[0],
+                          options=options, tools=[*builtin_tools(), SleepTool(), *(extra_tools or [])],
+                          subagents=specs, retry=retry or RetryPolicy(base_delay_seconds=0),
+                          wrap_router=(lambda _: router) if router is not None else None, context=False)
+    return parts.runtime, gateway, ws
 
 
 def scripted(responses: list[dict[str, Any]]) -> ScriptedModel:

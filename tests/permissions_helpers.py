@@ -1,5 +1,5 @@
-"""In-process helpers for the permission tests: a real runtime (built-in tools, the approval decorator, a scripted
-model) with a scriptable gateway, an optional state dir (persisted rules, audit log) and a switchable mode."""
+"""In-process helpers for the permission tests: a real session runtime (`runtime.build_runtime`, a scripted model)
+with a scriptable gateway, an optional state dir (persisted rules, audit log) and a switchable mode."""
 
 from __future__ import annotations
 
@@ -11,18 +11,11 @@ from typing import Any
 import anyio
 
 from permissions.audit import AuditLog
-from permissions.decorator import ToolApprovalDecorator
 from permissions.gateway import PermissionOutcome, PermissionRequest
-from permissions.rules import RuleStore
 from permissions.store import RuleDatabase
-from runtime.approval import make_describer
-from runtime.events import RuntimeEvent, TextChunk, ToolCallProgress, ToolCallStarted
-from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
+from runtime import RuntimeEvent, TextChunk, ToolCallProgress, ToolCallStarted, build_runtime
 from runtime.models.base import ToolResultMessage
 from runtime.models.scripted import ScriptedModel, parse_script
-from runtime.tools.base import RoutingToolExecutor, ToolRegistry
-from runtime.tools.builtin import builtin_tools
-from runtime.workspace import Workspace
 
 Answer = str | Callable[[PermissionRequest], Awaitable[PermissionOutcome]]
 
@@ -72,19 +65,18 @@ class Harness:
         self.ws.mkdir(exist_ok=True)
         self.state_dir = tmp_path / "state"
         self.mode = mode
-        self.registry = ToolRegistry(builtin_tools())
         self.gateway = ScriptedGateway(answers)
-        workspace = Workspace(str(self.ws))
         self.db = RuleDatabase(str(self.state_dir)) if state else None
         self.audit = AuditLog(str(self.state_dir)) if state else None
-        self.rules = RuleStore(self.db, workspace.cwd if state else None, remember)  # type: ignore[arg-type]
-        router = RoutingToolExecutor(self.registry, 60)
-        self.executor = ToolApprovalDecorator(router, self.gateway, make_describer(self.registry),
-                                              lambda: self.mode, self.rules, self.audit,  # type: ignore[arg-type]
-                                              question_timeout=question_timeout)
         self.model = ScriptedModel(parse_script(json.dumps({"responses": responses})))
-        self.runtime = AgentRuntime(model=self.model, registry=self.registry, executor=self.executor,
-                                    environment=ToolEnvironment("sess_test", workspace), options=RuntimeOptions())
+        # Rules and audit are this harness's own files (closed by `close`), not the process-wide ones.
+        self.parts = build_runtime(session_id="sess_test", cwd=str(self.ws), model=self.model, gateway=self.gateway,
+                                   mode=lambda: self.mode, rule_database=self.db, audit=self.audit,  # type: ignore[arg-type]
+                                   remember=remember, question_timeout=question_timeout, context=False)
+        self.registry = self.parts.registry
+        self.rules = self.parts.rules
+        self.executor = self.parts.approval
+        self.runtime = self.parts.runtime
         self.sink = Sink()
 
     async def turn(self, text: str = "go") -> Any:

@@ -38,6 +38,7 @@ class Gap:
 
 R = Requirement
 PR = "test_protocol_raw.py::"
+CT = "test_chat_terminal.py::"
 E2E = "test_e2e_sdk.py::"
 SS = "test_sessions_sdk.py::"
 
@@ -195,6 +196,21 @@ REQUIREMENTS: tuple[Requirement, ...] = (
        "test_sessions_raw.py::test_after_kill_9_mid_turn_the_session_loads_with_every_completed_step")),
     R("gw:write:failure-leaves-old-file", "runtime.workspace (temp file, fsync, rename)",
       "A failing disk write gives a clear error naming the file; the old file is intact; no debris.", ()),
+    # ---- the hosts ----------------------------------------------------------------------------------------------
+    R("gw:hosts:one-composition-root", "issue 17 item 1; DESIGN (Layers)",
+      "One function assembles a session's agent (registry, executor stack, approval, rules, audit, delegation) for "
+      "the ACP host, the terminal hosts and the test harnesses.",
+      ("test_runtime_api.py::test_only_the_composition_root_assembles_a_session_agent",
+       "test_hosts_identical.py::test_the_same_script_and_answers_give_the_same_executions_in_every_host")),
+    R("gw:chat:sessions-shared-with-editors", "issue 18 item 5; CLI contract (chat)",
+      "A chat session is saved as it goes, listed by session/list, continued with --continue, and loaded by an "
+      "editor with a full replay; an editor's session is continued in the terminal.",
+      (CT + "test_a_conversation_in_the_terminal_with_an_always_answer_is_saved_continued_and_loaded_by_an_editor",
+       CT + "test_an_editor_session_is_continued_in_the_terminal")),
+    R("gw:chat:ctrl-c-cancels-the-turn", "issue 18 item 4",
+      "Ctrl-C in a chat cancels the running turn (its commands are gone) and returns to the prompt; Ctrl-C at an "
+      "empty prompt or Ctrl-D leaves.",
+      (CT + "test_ctrl_c_during_a_long_command_cancels_the_turn_kills_the_command_and_returns_to_the_prompt",)),
     # ---- our security rules --------------------------------------------------------------------------------------
     R("gw:workspace:escapes-fail-closed", "style guide §4.1–§4.3",
       "Traversal, absolute paths, prefix confusion, NUL, symlinks and swap races fail closed in every file tool.",

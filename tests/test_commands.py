@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from acp_server.commands import expand, parse, project_commands
+from runtime.commands import expand, parse, project_commands
 from tests.harness import write_script
 
 

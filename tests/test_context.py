@@ -288,10 +288,11 @@ async def test_a_subagent_gets_the_project_instructions_too(tmp_path, fp):
 
 
 def test_the_terminal_host_builds_the_same_context(tmp_path):
-    from runtime.cli_host import build_runtime
+    from runtime import build_runtime
 
     (tmp_path / "AGENTS.md").write_text("terminal rule\n")
-    runtime = build_runtime(str(tmp_path), None, ["read-only"], gateway=None)
+    runtime = build_runtime(session_id="cli", cwd=str(tmp_path), model=None, gateway=None,  # type: ignore[arg-type]
+                            mode=lambda: "read-only").runtime
     prompt = runtime.current_system_prompt()
     assert prompt.startswith(DEFAULT_SYSTEM_PROMPT) and "terminal rule" in prompt and "`read-only`" in prompt
 

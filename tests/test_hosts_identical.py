@@ -1,11 +1,13 @@
-"""The runtime is identical in both hosts: the same scripted model and the same answers give the same tool
-executions and results through `gatewright acp` (editor approvals) and `gatewright run` (terminal approvals)."""
+"""The runtime is identical in every host: the same scripted model and the same answers give the same tool
+executions and results through `gatewright acp` (editor approvals), `gatewright run` (terminal approvals) and
+`gatewright chat` (one key per option, in a pseudo-terminal)."""
 
 from __future__ import annotations
 
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 import threading
@@ -110,13 +112,36 @@ def run_cli(tmp: Path, model: Path) -> tuple[list[tuple[str, str]], dict[str, st
     return results, _files(ws), proc.returncode
 
 
-def test_the_same_script_and_answers_give_the_same_executions_in_both_hosts(tmp_path):
+def run_chat(tmp: Path, model: Path) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    from tests.test_chat_terminal import Term
+
+    ws = _workspace(tmp / "chat")
+    term = Term("--model", f"scripted:{model}", cwd=ws, state=tmp / "s3")
+    try:
+        term.say("do it")
+        for answer in ANSWERS:
+            term.expect(r"cancels the turn\) ›")
+            term.child.send("y" if answer == "allow_once" else "n")
+        term.expect(r"Stopped: a tool call was not approved")
+        term.prompt()
+        term.child.sendcontrol("d")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()
+    results = [("completed" if m.group(1) == "✓" else "failed", m.group(2))
+               for m in re.finditer(r"(✓|✗) (\S.*?)  \d+(?:\.\d)?s", term.text)]
+    return [(title, status) for status, title in results], _files(ws)
+
+
+def test_the_same_script_and_answers_give_the_same_executions_in_every_host(tmp_path):
     model = tmp_path / "model.json"
     model.write_text(json.dumps({"responses": SCRIPT}))
     acp_calls, acp_files, stop = run_acp(tmp_path, model)
     cli_calls, cli_files, code = run_cli(tmp_path, model)
+    chat_calls, chat_files = run_chat(tmp_path, model)
     assert acp_calls == [("Read README.md", "completed"), ("Write a.txt", "completed"),
                          ("Write b.txt", "failed"), ("Read missing.txt", "failed")]
     assert cli_calls == acp_calls
-    assert cli_files == acp_files == {"README.md": "# same\n", "a.txt": "approved\n"}
+    assert chat_calls == acp_calls
+    assert cli_files == acp_files == chat_files == {"README.md": "# same\n", "a.txt": "approved\n"}
     assert stop == "end_turn" and code == 3

@@ -189,7 +189,7 @@ async def test_is_error_and_progress_show_up_as_tool_call_updates(tmp_path):
     assert client.final("c1").status == "failed"
     assert client.final("c2").status == "completed"
     progress = [u.content[0].content.text for u in client.tool_updates()
-                if u.tool_call_id == "c2" and u.status is None and u.content]
+                if u.tool_call_id == "c2" and u.status == "in_progress" and u.content]
     assert progress and progress[0] == "step 1 (1/3)"
     # text, image and embedded resource content reach the editor (every frame was checked against the ACP schema)
     assert [c.content.type for c in client.final("c3").content] == ["text", "image", "resource"]

@@ -10,16 +10,12 @@ from typing import Any
 import anyio
 import pytest
 
-from permissions import PermissionOutcome, PermissionRequest, ToolApprovalDecorator
-from permissions.rules import RuleStore
-from runtime.approval import make_describer
-from runtime.events import RuntimeEvent, ToolCallProgress, ToolCallStarted
-from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
+from permissions import PermissionOutcome, PermissionRequest
+from runtime import AgentRuntime, RuntimeEvent, RuntimeOptions, ToolCallProgress, ToolCallStarted, build_runtime
 from runtime.models.base import TextPart, ToolResultMessage
 from runtime.models.scripted import ScriptedModel, parse_script
-from runtime.tools.base import RoutingToolExecutor, Tool, ToolRegistry, ToolResult
+from runtime.tools.base import Tool, ToolResult
 from runtime.tools.builtin import builtin_tools
-from runtime.workspace import Workspace
 
 
 @pytest.fixture
@@ -88,14 +84,10 @@ def make_runtime(tmp_path: Path, responses: list[dict[str, Any]], *, mode: str =
                  options: RuntimeOptions | None = None):
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
-    registry = ToolRegistry([*builtin_tools(), SleepTool(), CrashTool(), BigTool()])
-    opts = options or RuntimeOptions()
     gateway = Gateway(list(answers))
-    router = RoutingToolExecutor(registry, opts.tool_call_timeout_ms / 1000)
-    executor = ToolApprovalDecorator(router, gateway, make_describer(registry), lambda: mode, RuleStore())
     model = ScriptedModel(parse_script(json.dumps({"responses": responses})))
-    rt = AgentRuntime(model=model, registry=registry, executor=executor,
-                      environment=ToolEnvironment("s1", Workspace(str(ws))), options=opts)
+    rt = build_runtime(session_id="s1", cwd=str(ws), model=model, gateway=gateway, mode=lambda: mode, options=options,
+                       tools=[*builtin_tools(), SleepTool(), CrashTool(), BigTool()], context=False).runtime
     return rt, gateway, ws, model
 
 

@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Needed later (the event loop, sessions, tools, providers), never to answer `initialize`.
 HEAVY = ("anyio", "asyncio", "sqlite3", "pydantic", "jsonschema", "mcp", "openai", "anthropic", "httpx",
-         "httpx2", "tree_sitter", "runtime.events", "runtime.models.base", "runtime.loop", "acp_server.session",
-         "acp_server.session_methods", "acp_server.rpc")
+         "httpx2", "tree_sitter", "rich", "prompt_toolkit", "runtime.events", "runtime.models.base", "runtime.loop",
+         "acp_server.session", "acp_server.session_methods", "acp_server.rpc")
 
 
 def test_answering_initialize_imports_none_of_the_heavy_modules(tmp_path):
@@ -45,7 +45,7 @@ import sys
 from acp_server.agent import AgentConfig, GatewrightAgent
 agent = GatewrightAgent(AgentConfig(state_dir={str(tmp_path / "state")!r}))
 agent.warm_up()
-needed = ("acp_server.session", "acp_server.journal", "acp_server.session_methods", "runtime.loop",
+needed = ("acp_server.session", "runtime.store.journal", "acp_server.session_methods", "runtime.loop",
           "runtime.tools.builtin.bash", "runtime.tools.builtin.patch", "runtime.tools.builtin.search", "sqlite3")
 missing = [m for m in needed if m not in sys.modules]
 assert not missing, missing

@@ -1,6 +1,7 @@
-"""`SessionJournal`: writes one live ACP session to the store as its turns go.
+"""`SessionJournal`: writes one live session (editor or terminal) to the store as its turns go.
 
-Every `session/update` the session sends passes through `record` (the journal is the session's only writer):
+Every session-update record the session sends (`runtime.updates`) passes through `record` (the journal is the
+session's only writer):
 message and thought chunks are coalesced in memory and written when something else happens, every other update
 (tool calls and their updates, plans) is written at once. The model context and the session state (mode, model,
 scripted position, steps, usage) are written between steps (`before_step`, the runtime's hook, which also runs
@@ -20,8 +21,8 @@ from runtime.compaction import CompactionSettings, Compactor
 from runtime.models.base import Message, Usage
 
 if TYPE_CHECKING:
-    from acp_server.session import AcpSession
     from runtime.events import EventSink
+    from runtime.session import Session
     from runtime.store import SessionStore
 
 log = logging.getLogger("gatewright.journal")
@@ -32,7 +33,7 @@ STATE_ONLY = ("available_commands_update", "current_mode_update", "config_option
 
 
 class SessionJournal:
-    def __init__(self, store: SessionStore, session: AcpSession, epoch: int = 0,
+    def __init__(self, store: SessionStore, session: Session, epoch: int = 0,
                  persisted: list[Message] | None = None, state: dict[str, Any] | None = None) -> None:
         self.store = store
         self.session = session
@@ -160,7 +161,7 @@ class SessionJournal:
         self.sync()
 
 
-def restore_state(session: AcpSession, state: dict[str, Any]) -> None:
+def restore_state(session: Session, state: dict[str, Any]) -> None:
     """Put a stored state back into a freshly built session (before any turn runs)."""
     rt = session.runtime
     rt.steps_taken = int(state.get("steps_taken") or 0)

@@ -1,0 +1,290 @@
+"""`gatewright chat`: an interactive session in the current directory, on the very same runtime as `gatewright acp`.
+
+The session is a `runtime.session.Session` like the editor's: the same composition root, approvals, remembered rules,
+audit log, sandbox and session store. Only the host's parts are this module's: the approval question on the terminal
+(`runtime.chat.ask`), the rendering (`runtime.chat.view`), the input line (`runtime.chat.prompt`), and Ctrl-C.
+
+A session is stored from its first prompt on (so an opened-and-left chat leaves no empty session behind), under the
+same ids `session/list` shows; `--continue` resumes the latest session of this directory, `--resume ID` a given one
+(an editor's too), after showing what it held. Ctrl-C during a turn cancels it as `session/cancel` does (the model
+stream, the running tools and their processes) and returns to the prompt; a second Ctrl-C while the cancel is under
+way stops everything at once. SIGTERM and SIGHUP end the chat the same way, with the session saved.
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from runtime.chat.ask import TerminalChooser
+from runtime.chat.view import ChatView
+from runtime.events import RuntimeEvent, TextChunk, ThoughtChunk, UsageReported
+from runtime.loop import AuthRequired
+from runtime.models.base import TextPart, Usage
+from runtime.session import Session, new_session_id, plan_prompt
+from runtime.updates import event_to_update
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from permissions.rules import Rule
+    from runtime.loop import TurnOutcome
+    from runtime.models import ModelFactory
+    from runtime.store import SessionStore
+
+EXIT_OK, EXIT_USAGE = 0, 2
+TICK_S = 0.125  # how often the live region moves while a turn waits
+LEAVE_COMMANDS = ("/exit", "/quit")
+
+
+@dataclass(kw_only=True, eq=False)
+class ChatSession(Session):
+    view: ChatView
+    read_key: Callable[..., Any] | None = None  # tests answer questions without a terminal
+    on_question_cancel: Callable[[], None] = field(default=lambda: None)
+
+    def _gateway(self) -> TerminalChooser:
+        return TerminalChooser(self.view, lambda: self.on_question_cancel(), self.read_key)
+
+    async def emit(self, ev: RuntimeEvent) -> None:
+        kind = type(ev)
+        if kind is TextChunk or kind is ThoughtChunk:
+            if self.journal is not None:
+                self.journal.record_text("agent_message_chunk" if kind is TextChunk else "agent_thought_chunk",
+                                         ev.text)  # type: ignore[union-attr]
+            self.view.event(ev)
+            return
+        if isinstance(ev, UsageReported):
+            ev = self.account(ev)
+        update = event_to_update(ev)
+        if update is not None and self.journal is not None:
+            self.journal.record(update)
+        self.view.event(ev)
+
+    async def deliver(self, update: dict[str, Any]) -> None:
+        content = update.get("content")
+        if update.get("sessionUpdate") == "agent_message_chunk" and isinstance(content, dict):
+            self.view.reply(str(content.get("text", "")))
+
+
+class Chat:
+    """One chat: the prompt loop over one session."""
+
+    def __init__(self, session: ChatSession, store: SessionStore, *, stored: bool, prompt: Any = None) -> None:
+        self.session = session
+        self.store = store
+        self.stored = stored
+        self.view = session.view
+        self.prompt = prompt
+        self.in_turn = False
+        self.cancelling = False
+        self.leaving = False
+        self._turn_scope: anyio.CancelScope | None = None
+        session.on_question_cancel = self.cancel_turn
+
+    # ---- the loop ------------------------------------------------------------------------------------------------
+    async def run(self) -> int:
+        from runtime.chat.prompt import EXIT, ChatPrompt
+
+        if self.prompt is None:
+            self.prompt = ChatPrompt(self.session.cwd, self.session.state_dir, self.toolbar, self.show_thoughts)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._signals, tg.cancel_scope)
+            try:
+                while not self.leaving:
+                    text = await self.prompt.read()
+                    if text is EXIT or str(text).strip() in LEAVE_COMMANDS:
+                        break
+                    await self.turn(str(text))
+            finally:
+                tg.cancel_scope.cancel()
+        return EXIT_OK
+
+    async def turn(self, text: str) -> TurnOutcome | None:
+        """One prompt: local commands are answered here, anything else is a model turn."""
+        session = self.session
+        if not self.stored and text.strip():
+            from runtime.store.live import store_new
+
+            store_new(self.store, session)
+            self.stored = True
+        self.in_turn, self.cancelling = True, False
+        outcome: TurnOutcome | None = None
+        before = session.runtime.total_usage
+        try:
+            with anyio.CancelScope() as scope:
+                self._turn_scope = scope
+                plan = await plan_prompt(session, [{"type": "text", "text": text}], [TextPart(text)])
+                if plan.stop is not None:
+                    return None
+                if session.model is None:
+                    from runtime.models import NO_MODEL_MESSAGE
+
+                    await session.say(NO_MODEL_MESSAGE)
+                    return None
+                if self.cancelling:
+                    return None
+                self.view.start_turn()
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._tick)
+                    try:
+                        outcome = await session.runtime.run_turn(plan.parts, session.emit)
+                    except AuthRequired as exc:
+                        self.view.reply(f"**Authentication failed:** {exc}")
+                    finally:
+                        tg.cancel_scope.cancel()
+        finally:
+            self._turn_scope = None
+            self.in_turn = False
+            if session.journal is not None:
+                session.journal.sync()
+            if self.view.turning:
+                total = session.runtime.total_usage
+                used = Usage(total.input_tokens - before.input_tokens, total.output_tokens - before.output_tokens)
+                self.view.end_turn(outcome, used, total, session.cost)
+        return outcome
+
+    async def _tick(self) -> None:
+        while True:
+            self.view.tick()
+            await anyio.sleep(TICK_S)
+
+    # ---- Ctrl-C and friends --------------------------------------------------------------------------------------
+    def cancel_turn(self) -> None:
+        """Cancel the running turn as `session/cancel` does: the model stream, the tools, their processes."""
+        if not self.in_turn:
+            return
+        if self.cancelling:
+            # Asked twice: whatever still holds the turn up is stopped now.
+            from runtime.processes import kill_all_process_groups
+
+            kill_all_process_groups()
+            if self._turn_scope is not None:
+                self._turn_scope.cancel()
+            return
+        self.cancelling = True
+        self.session.cancel()
+        if not self.session.runtime.running and self._turn_scope is not None:
+            self._turn_scope.cancel()  # a command (e.g. /compact) rather than a model turn
+
+    async def _signals(self, scope: anyio.CancelScope) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+            async for signum in signals:
+                if signum == signal.SIGINT:
+                    self.cancel_turn()
+                    continue
+                # The terminal went away or we were asked to stop: leave, with the session saved (and nothing more
+                # written to a terminal that may be gone).
+                self.leaving = True
+                self.view.console.quiet = True
+                self.cancel_turn()
+                self.cancel_turn()
+                scope.cancel()
+                return
+
+    # ---- around the loop -----------------------------------------------------------------------------------------
+    def toolbar(self) -> str:
+        s = self.session
+        where = s.title or s.id
+        return f"{s.mode} · {s.model_id or 'no model'} · {where[:60]} · /help · ctrl-d leaves"
+
+    def show_thoughts(self) -> None:
+        self.view.show_thoughts = not self.view.show_thoughts
+        self.view.console.print(self.view.thoughts())
+        state = "shown in full" if self.view.show_thoughts else "collapsed"
+        self.view.console.print(f"[dim](thoughts are {state} from now on; ctrl-t switches)[/dim]")
+
+    async def close(self) -> None:
+        from runtime.processes import kill_all_process_groups
+
+        session = self.session
+        with anyio.CancelScope(shield=True):
+            await session.close()
+            if session.journal is not None:
+                session.journal.sync()
+        kill_all_process_groups()
+
+
+def _banner(view: ChatView, session: ChatSession, continued: bool) -> None:
+    from rich.text import Text
+
+    what = "continuing" if continued else "new session"
+    view.console.print(Text.assemble(("gatewright chat", "bold"), f" · {what} ", (session.id, "dim"),
+                                     f" · {session.cwd}"))
+    view.console.print(Text(f"mode {session.mode} · model {session.model_id or 'none'} · /help lists the commands, "
+                            "ctrl-c cancels a turn, ctrl-d or /exit leaves", style="dim"))
+
+
+def run_chat(*, cwd: str, factory: ModelFactory, mode: str, state_dir: str | None, resume: str | None = None,
+             continue_latest: bool = False, rules: tuple[Rule, ...] = ()) -> int:
+    """The `chat` command. Configuration problems are one line on stderr and exit 2, before anything is shown."""
+    from permissions.modes import parse_mode
+    from permissions.store import state_dir as resolve_state_dir
+    from runtime.cli_host import missing_key
+    from runtime.models import NO_MODEL_MESSAGE
+    from runtime.store.live import latest, open_store, replay_records, revive
+
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        sys.stderr.write("gatewright: chat needs a terminal; for scripts and pipes use `gatewright run`\n")
+        return EXIT_USAGE
+    problem = missing_key(factory)
+    if problem is not None:
+        sys.stderr.write(f"gatewright: {problem}\n")
+        return EXIT_USAGE
+    if factory.spec is None:
+        sys.stderr.write(NO_MODEL_MESSAGE + "\n")
+        return EXIT_USAGE
+    store = open_store(state_dir)
+    resolved = resolve_state_dir(state_dir)
+    view = ChatView()
+    make = functools.partial(ChatSession, view=view, configured_rules=rules)
+    rec = None
+    if resume is not None:
+        rec = store.get(resume)
+        if rec is None:
+            sys.stderr.write(f"gatewright: no stored session {resume[:100]!r} (`gatewright chat --continue` resumes "
+                             "the latest one of this directory)\n")
+            return EXIT_USAGE
+    elif continue_latest:
+        rec = latest(store, cwd)
+        if rec is None:
+            view.console.print("[dim]No earlier session in this directory: starting a new one.[/dim]")
+    if rec is not None:
+        session = revive(store, rec, make, cwd=cwd, factory=factory, default_mode=mode, state_dir=resolved)
+        _banner(view, session, True)
+        if rec.cwd != cwd:
+            view.console.print(f"[dim]This session was started in {rec.cwd}; it continues here, in {cwd}.[/dim]")
+        view.console.rule("[dim]earlier in this session[/dim]", style="dim")
+        view.history(replay_records(store.events(rec.id)))
+        view.console.rule(style="dim")
+    else:
+        model = factory.create()
+        session = make(id=new_session_id(), cwd=cwd, mode=parse_mode(mode), model=model, factory=factory,
+                       model_id=factory.default_id if model else None, model_choices=factory.choices(),
+                       state_dir=resolved)
+        _banner(view, session, False)
+    chat = Chat(session, store, stored=rec is not None)
+
+    async def main() -> int:
+        try:
+            return await chat.run()
+        finally:
+            await chat.close()
+
+    try:
+        code = anyio.run(main)
+    except KeyboardInterrupt:  # a Ctrl-C outside the loop's handler (start-up, shut-down)
+        code = EXIT_OK
+    finally:
+        from runtime.processes import kill_all_process_groups
+
+        kill_all_process_groups()
+    if chat.stored:
+        view.console.print(f"[dim]Session {session.id} is saved: `gatewright chat --continue` comes back to it.[/dim]")
+    store.close()
+    return code
