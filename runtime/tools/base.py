@@ -23,6 +23,7 @@ from runtime import secrets
 from runtime.workspace import PathError, Workspace
 
 if TYPE_CHECKING:
+    from runtime.elicitation import UserAsker
     from runtime.events import EventSink
     from runtime.tracing import CallRecord
 
@@ -103,6 +104,8 @@ class ToolContext:
     emit: EventSink | None = None
     # What the OS sandbox lets the processes this call starts do (set by the approval decorator from its decision).
     confinement: Confinement = field(default_factory=Confinement)
+    # Puts questions to the user (`runtime.elicitation`), when the host can; None otherwise.
+    asker: UserAsker | None = None
 
     def with_grants(self, paths: frozenset[str], confinement: Confinement | None = None) -> ToolContext:
         return replace(self, grants=self.grants | paths,
