@@ -1,9 +1,10 @@
 """The editor's own files and terminals (`fs/*`, `terminal/*`), for the tools, exactly as far as the client offered.
 
-`AcpEditorBridge.from_capabilities` reads `clientCapabilities` from `initialize`; a method the client did not
-advertise is never sent (it raises `EditorError` locally instead). Paths on the wire are absolute and have already
-passed the workspace boundary in the tool that asks. Client errors and a closed connection become `EditorError`,
-which the tools turn into a `TOOL_ERROR` the model can act on.
+`AcpEditorBridge.from_capabilities` reads the client's capabilities from `initialize` (as the schema reads them: a
+capability that is not a literal `true` is not offered); a method the client did not advertise is never sent (it
+raises `EditorError` locally instead). Paths on the wire are absolute and have already passed the workspace boundary
+in the tool that asks. Client errors, a closed connection and an answer that does not fit the method's response
+model become `EditorError`, which the tools turn into a `TOOL_ERROR` the model can act on.
 """
 
 from __future__ import annotations
@@ -11,9 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from acp_server.errors import WireError
+from acp_server.protocol.schema import CreateTerminalResponse, ReadTextFileResponse
+from acp_server.rpc import ClientError, ConnectionClosed
 from runtime import EditorError
 
 if TYPE_CHECKING:
+    from acp_server.protocol.schema import ClientCapabilities
     from acp_server.rpc import JsonRpcConnection
 
 
@@ -28,23 +33,14 @@ class AcpEditorBridge:
 
     @classmethod
     def from_capabilities(cls, conn: JsonRpcConnection, session_id: str,
-                          caps: Mapping[str, Any] | None) -> AcpEditorBridge | None:
-        """A bridge for what the client advertised, or None when it advertised none of it.
-
-        Only a literal `true` counts: a capability that is missing, null or of the wrong type is not offered.
-        """
-        caps = caps if isinstance(caps, Mapping) else {}
-        fs = caps.get("fs") if isinstance(caps.get("fs"), Mapping) else {}
-        can_read = fs.get("readTextFile") is True
-        can_write = fs.get("writeTextFile") is True
-        can_terminal = caps.get("terminal") is True
+                          caps: ClientCapabilities) -> AcpEditorBridge | None:
+        """A bridge for what the client advertised, or None when it advertised none of it."""
+        can_read, can_write, can_terminal = caps.fs.read_text_file, caps.fs.write_text_file, caps.terminal
         if not (can_read or can_write or can_terminal):
             return None
         return cls(conn, session_id, can_read=can_read, can_write=can_write, can_terminal=can_terminal)
 
     async def _call(self, method: str, allowed: bool, params: dict[str, Any]) -> Any:
-        from acp_server.rpc import ClientError, ConnectionClosed
-
         if not allowed:
             raise EditorError(f"the editor did not offer {method}")
         try:
@@ -62,10 +58,10 @@ class AcpEditorBridge:
         if limit is not None:
             params["limit"] = limit
         answer = await self._call("fs/read_text_file", self.can_read, params)
-        content = answer.get("content") if isinstance(answer, dict) else None
-        if not isinstance(content, str):
-            raise EditorError("fs/read_text_file answered without text content")
-        return content
+        try:
+            return ReadTextFileResponse.from_wire(answer, "result").content
+        except WireError:
+            raise EditorError("fs/read_text_file answered without text content") from None
 
     async def write_text_file(self, path: str, content: str) -> None:
         await self._call("fs/write_text_file", self.can_write, {"path": path, "content": content})
@@ -80,8 +76,11 @@ class AcpEditorBridge:
             "env": [{"name": k, "value": v} for k, v in env.items()],
             "outputByteLimit": output_byte_limit,
         })
-        tid = answer.get("terminalId") if isinstance(answer, dict) else None
-        if not isinstance(tid, str) or not tid:
+        try:
+            tid = CreateTerminalResponse.from_wire(answer, "result").terminal_id
+        except WireError:
+            tid = ""
+        if not tid:
             raise EditorError("terminal/create answered without a terminalId")
         return tid
 

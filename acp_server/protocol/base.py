@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
+from acp_server.errors import WireError
+
 __all__ = ["MISSING", "WireError", "WireModel"]
 
 T = TypeVar("T")
@@ -31,15 +33,6 @@ class _Missing:
 
 
 MISSING: Final = _Missing()
-
-
-class WireError(ValueError):
-    """A JSON value does not fit the schema: `path` says where (`prompt[2].text`), `problem` says how."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f'"{path}" {problem}' if path else problem)
-        self.path = path
-        self.problem = problem
 
 
 class WireModel:
