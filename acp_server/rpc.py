@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import anyio
 import anyio.abc
@@ -52,8 +52,7 @@ class Recorder(Protocol):
     def record(self, direction: str, msg: Any, raw: bytes | None = None) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
-class Route(Generic[C, P, R]):
+class Route(NamedTuple, Generic[C, P, R]):
     """A request method: how its params are read, and what answers it.
 
     `params(value, path)` returns the typed params or raises `WireError` (the client gets `-32602`, and no handler
@@ -69,8 +68,7 @@ class Route(Generic[C, P, R]):
     cancel: Callable[[C, P], bool] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class NotificationRoute(Generic[C, P]):
+class NotificationRoute(NamedTuple, Generic[C, P]):
     """A notification method: params that do not fit are dropped (a notification is never answered)."""
 
     params: Callable[[object, str], P]
