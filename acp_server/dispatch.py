@@ -4,7 +4,8 @@ This is the one place that says which methods exist. `rpc.JsonRpcConnection` rea
 route's model (`acp_server.protocol.schema`: a value that does not fit is `-32602` and no handler runs), then calls
 the handler with the connection's `GatewrightAgent` and the typed params. A method not in the table is `-32601`; a
 notification not in it is ignored. `tests/test_dispatch.py` holds the table to the schema: each route reads the
-params definition that the schema names for its method.
+params definition that the schema names for its method (`authenticate` through a reader that first registers the
+params' strings as secrets).
 
 To add a method: write its handler in the family's module of `acp_server.methods`, add its route here, advertise it
 in `GatewrightAgent.initialize_result` if the protocol has a capability for it.
@@ -19,7 +20,6 @@ from typing import Any, Final
 from acp_server.agent import GatewrightAgent
 from acp_server.methods import config, lifecycle, prompt, sessions
 from acp_server.protocol.schema import (
-    AuthenticateRequest,
     CancelNotification,
     CloseSessionRequest,
     DeleteSessionRequest,
@@ -37,7 +37,7 @@ from acp_server.rpc import NotificationRoute, Route
 
 REQUESTS: Final[Mapping[str, Route[GatewrightAgent, Any, Any]]] = MappingProxyType({
     "initialize": Route(InitializeRequest.from_wire, lifecycle.initialize),
-    "authenticate": Route(AuthenticateRequest.from_wire, lifecycle.authenticate),
+    "authenticate": Route(lifecycle.authenticate_params, lifecycle.authenticate),
     "session/new": Route(NewSessionRequest.from_wire, sessions.new_session),
     "session/load": Route(LoadSessionRequest.from_wire, sessions.load_session),
     "session/resume": Route(ResumeSessionRequest.from_wire, sessions.resume_session),

@@ -13,9 +13,12 @@ import pytest
 
 from acp_server.agent import AgentConfig, GatewrightAgent
 from acp_server.dispatch import NOTIFICATIONS, REQUESTS, AcpDispatcher
+from acp_server.errors import WireError
+from acp_server.methods import lifecycle
 from acp_server.protocol import schema
 from acp_server.protocol.base import WireModel
 from acp_server.rpc import JsonRpcConnection, Route
+from runtime import secrets
 
 # In the stable schema, on the agent's side, and not served: said here so that a new method is a decision.
 NOT_SERVED = {"logout"}
@@ -28,13 +31,26 @@ def test_the_table_cannot_be_changed():
         NOTIFICATIONS["x"] = NOTIFICATIONS["session/cancel"]  # type: ignore[index]
 
 
+# Routes that read their params through a wrapper of the schema's decoder (it must return the same model).
+WRAPPED = {"authenticate": lifecycle.authenticate_params}
+
+
 def test_each_route_reads_the_params_definition_the_schema_names_for_its_method():
     for method, route in [*REQUESTS.items(), *NOTIFICATIONS.items()]:
         spec = schema.METHODS[method]
         assert spec.side == "agent", method
         assert (spec.result is None) == (method in NOTIFICATIONS), method
-        assert route.params == schema.DECODERS[spec.params], method
+        assert route.params == WRAPPED.get(method, schema.DECODERS[spec.params]), method
         assert inspect.iscoroutinefunction(route.handle) or method in NOTIFICATIONS, method
+    sample = {"methodId": "env:KEY", "token": "t"}
+    assert lifecycle.authenticate_params(sample, "") == schema.AuthenticateRequest.from_wire(sample, "")
+
+
+def test_the_strings_of_authenticate_params_are_secrets_even_when_the_params_do_not_fit():
+    value = "credential-7f3a9c2e41"
+    with pytest.raises(WireError):
+        REQUESTS["authenticate"].params({"methodId": 5, "apiKey": value}, "")
+    assert secrets.redact_text(f"the key is {value}") == f"the key is {secrets.REDACTED}"
 
 
 def test_every_stable_agent_method_is_served_or_named_as_not_served():

@@ -32,9 +32,15 @@ def client_capabilities(agent: GatewrightAgent) -> ClientCapabilities:
     return agent.client_caps
 
 
+def authenticate_params(value: object, at: str) -> AuthenticateRequest:
+    """`AuthenticateRequest.from_wire`, after registering every string of the params but the method id as a secret:
+    whatever a client sends beyond the method id may be a credential, never inherited, logged or stored, and that
+    holds for params that do not fit as well."""
+    secrets.register_payload(value, skip=frozenset({"methodId"}))
+    return AuthenticateRequest.from_wire(value, at)
+
+
 async def authenticate(agent: GatewrightAgent, req: AuthenticateRequest) -> AuthenticateResponse:
-    # Whatever a client sends beyond the method id may be a credential: never inherited, logged or stored.
-    secrets.register_payload(req.to_wire(), skip=frozenset({"methodId"}))
     method = req.method_id
     factory = agent.config.model_factory
     if factory is not None and method in {m["id"] for m in factory.auth_methods()}:
