@@ -259,7 +259,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         entries = log.entries(limit=args.limit, session_id=args.session,
                               project=os.path.realpath(args.project) if args.project else None)
     except Exception as exc:  # a corrupt or unreadable file: one clear line, not a traceback
-        from permissions._sqlite import describe_failure
+        from permissions.shared_sqlite import describe_failure
 
         sys.stderr.write(f"gatewright: the audit log {log.path} cannot be read ({describe_failure(exc)})\n")
         return 1

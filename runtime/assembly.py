@@ -113,7 +113,7 @@ def build_runtime(
     workspace = Workspace(cwd, list(additional_directories))
     registry = ToolRegistry(list(tools) if tools is not None else builtin_tools())
     if state_dir is not None:
-        # Said once per process, in one line, if the state dir cannot be written (see permissions._sqlite).
+        # Said once per process, in one line, if the state dir cannot be written (see permissions.shared_sqlite).
         state_dir_problem(state_dir)
         # Both files are opened at first use.
         rule_database = rule_database or shared_rule_database(state_dir)

@@ -76,7 +76,7 @@ def connect(path: str | Path) -> sqlite3.Connection:
 
     `path` may be `:memory:` (used when the state dir cannot be written: sessions then last for the process).
     """
-    from permissions._sqlite import open_shared
+    from permissions.shared_sqlite import open_shared
 
     conn = open_shared(str(path), BUSY_TIMEOUT_MS)
     conn.execute("PRAGMA foreign_keys = ON")
