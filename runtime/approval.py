@@ -7,7 +7,8 @@ and classified, so the pure policy can decide without doing I/O.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable
+from types import ModuleType
 
 from permissions.decorator import ApprovalSubject
 from permissions.policy import CallFacts, PathFact
@@ -15,7 +16,7 @@ from runtime.tools.base import ToolCall, ToolContext, ToolRegistry, clear_call_s
 from runtime.workspace import PathError
 
 
-def make_describer(registry: ToolRegistry):
+def make_describer(registry: ToolRegistry) -> Callable[[ToolCall, ToolContext], Awaitable[ApprovalSubject]]:
     async def describe(call: ToolCall, ctx: ToolContext) -> ApprovalSubject:
         tool = registry.get(call.name)
         if tool is None:  # the executor refuses it anyway; ask rather than allow
@@ -63,7 +64,7 @@ def make_describer(registry: ToolRegistry):
     return describe
 
 
-def _sandbox() -> Any:
+def _sandbox() -> ModuleType:
     import runtime.sandbox
 
     return runtime.sandbox

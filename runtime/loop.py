@@ -393,7 +393,7 @@ class AgentRuntime:
                                is_error=True, error_type="SecretHidden")
             return
 
-        async def started(meta: dict[str, Any] | None = None) -> None:
+        async def started(meta: dict[str, Any] | None) -> None:
             # `meta`: why the approval layer let the call run (mode, rule or user), shown in the update's `_meta`.
             if slot.started:  # a retried call starts once
                 return

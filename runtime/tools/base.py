@@ -72,6 +72,13 @@ class ToolResult:
     trace: Any = None
 
 
+class StartedHook(Protocol):
+    """Called once a call is past approval and about to run; `meta` says why it may run (the approval layer's
+    decision, shown in the `in_progress` update's `_meta`), None when no approval layer decided it."""
+
+    async def __call__(self, meta: dict[str, Any] | None) -> None: ...
+
+
 class EditorBridge(Protocol):
     """The editor's own file system and terminals, when the client advertised them (else None in the context)."""
 
@@ -93,7 +100,7 @@ class ToolContext:
     editor: EditorBridge | None = None
     state: dict[str, Any] = field(default_factory=dict)
     progress: Callable[[ToolResult], Awaitable[None]] | None = None
-    started: Callable[[], Awaitable[None]] | None = None
+    started: StartedHook | None = None
     env: Mapping[str, str] | None = None
     # The business operation this call performs: the same across automatic retries, so a service can deduplicate.
     operation_id: str = ""
@@ -103,10 +110,12 @@ class ToolContext:
     emit: EventSink | None = None
     # What the OS sandbox lets the processes this call starts do (set by the approval decorator from its decision).
     confinement: Confinement = field(default_factory=Confinement)
+    # Why the approval layer let this call run (`_meta.gatewright` of its `in_progress` update); None before it.
+    approval_meta: dict[str, Any] | None = None
 
-    def with_grants(self, paths: frozenset[str], confinement: Confinement | None = None) -> ToolContext:
-        return replace(self, grants=self.grants | paths,
-                       confinement=self.confinement if confinement is None else confinement)
+    def approved(self, grants: frozenset[str], confinement: Confinement, meta: dict[str, Any]) -> ToolContext:
+        """The context of a call the approval layer lets run (`permissions.decorator.ApprovalContext`)."""
+        return replace(self, grants=self.grants | grants, confinement=confinement, approval_meta=meta)
 
 
 class Tool:
@@ -274,7 +283,7 @@ class RoutingToolExecutor:
         if tool is None:
             raise ToolFailure(f"tool {call.name!r} is not available in this session", "ToolNotFound")
         if ctx.started is not None:
-            await ctx.started()
+            await ctx.started(ctx.approval_meta)
         own = tool.timeout_seconds(call.arguments)
         budget = max(self.timeout_seconds, own + 5) if own else self.timeout_seconds
         try:
