@@ -27,6 +27,7 @@ from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.rules import Rule
 from runtime.assembly import build_runtime
 from runtime.events import (
+    EventSink,
     NoticeEvent,
     PlanUpdated,
     RuntimeEvent,
@@ -164,9 +165,7 @@ class JsonPrinter:
         self.out.flush()
 
     async def __call__(self, ev: RuntimeEvent) -> None:
-        update = event_to_update(ev)
-        if update is not None:
-            self._write({"type": "update", "update": update})
+        self._write({"type": "update", "update": event_to_update(ev)})
 
     def question(self, request: PermissionRequest) -> None:
         pass
@@ -199,10 +198,8 @@ class RunRecorder:
             "sessionId": SESSION_ID, "prompt": [{"type": "text", "text": text}]}})
 
     async def __call__(self, ev: RuntimeEvent) -> None:
-        update = event_to_update(ev)
-        if update is not None:
-            self.rec.record("out", {"jsonrpc": "2.0", "method": "session/update",
-                                    "params": {"sessionId": SESSION_ID, "update": update}})
+        self.rec.record("out", {"jsonrpc": "2.0", "method": "session/update",
+                                "params": {"sessionId": SESSION_ID, "update": event_to_update(ev)}})
 
     def question(self, request: PermissionRequest) -> None:
         request_id = self._next_id
@@ -240,7 +237,7 @@ def _answer_id(outcome: PermissionOutcome | None) -> str | None:
     return outcome.option_id or None
 
 
-def _fanout(*sinks: Any):
+def _fanout(*sinks: EventSink) -> EventSink:
     async def emit(ev: RuntimeEvent) -> None:
         for sink in sinks:
             await sink(ev)

@@ -367,7 +367,8 @@ class AgentRuntime:
     def _started_event(self, call: ToolCallRequest, item: ToolCall | ToolFailure) -> ToolCallStarted:
         tool = self.registry.get(call.name)
         args: Any = item.arguments if isinstance(item, ToolCall) else _raw_input(call)
-        title, kind, locations = call.name or "tool", "other", ()
+        title, kind = call.name or "tool", "other"
+        locations: tuple[dict[str, Any], ...] = ()
         if tool is not None:
             kind = tool.kind
             try:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from permissions.modes import ApprovalMode
     from permissions.rules import Rule, Scope
     from runtime.context import SandboxInfo
+    from runtime.mcp.manager import McpConnections
     from runtime.models import ModelFactory
     from runtime.models.base import ModelClient, UserPart
     from runtime.models.config import ModelEntry
@@ -86,7 +87,7 @@ class Session:
     cost: float = 0.0  # cumulative, in the currency of the models' configured prices
     priced_usage: Usage = field(default_factory=Usage)  # the part of runtime.total_usage already in `cost`
     journal: SessionJournal | None = None  # writes the session to the store as it goes (runtime.store.journal)
-    mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
+    mcp: McpConnections | None = None  # set by runtime.mcp.connect_servers
     # The sandbox state the model is told about (runtime.context): a one-line description or a callable giving it.
     sandbox: SandboxInfo = None
     configured_rules: tuple[Rule, ...] = ()  # the config file's [permissions] allow/deny (runtime.config)
@@ -122,9 +123,7 @@ class Session:
         """The runtime's event sink: journal the event's record, then deliver it."""
         if isinstance(ev, UsageReported):
             ev = self.account(ev)
-        update = event_to_update(ev)
-        if update is not None:
-            await self.send_update(update)
+        await self.send_update(event_to_update(ev))
 
     async def send_update(self, update: dict[str, Any]) -> None:
         """Journal a record (the store decides what it keeps), then deliver it."""
@@ -168,7 +167,7 @@ class Session:
 
         if mode_id not in {m.id for m in MODES}:
             raise ValueError(mode_id)
-        self.mode = mode_id  # type: ignore[assignment]
+        self.mode = mode_id
 
     def set_model(self, model_id: str, model: ModelClient | None) -> None:
         """The runtime reads `model` at every model call, so the switch applies from the next call on."""
@@ -184,7 +183,7 @@ class Session:
         """
         if value not in {v for v, _, _ in REMEMBER_CHOICES}:
             raise ValueError(value)
-        self.rules.remember = value  # type: ignore[assignment]
+        self.rules.remember = value
 
     def save_settings(self) -> None:
         if self.journal is not None:
@@ -203,7 +202,7 @@ class Session:
         if self.mcp is not None:
             from runtime.mcp import close_servers
 
-            await close_servers(self)  # type: ignore[arg-type]
+            await close_servers(self)
 
 
 @dataclass(frozen=True, slots=True)

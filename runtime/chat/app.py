@@ -52,18 +52,16 @@ class ChatSession(Session):
         return TerminalChooser(self.view, lambda: self.on_question_cancel(), self.read_key)
 
     async def emit(self, ev: RuntimeEvent) -> None:
-        kind = type(ev)
-        if kind is TextChunk or kind is ThoughtChunk:
+        if isinstance(ev, TextChunk | ThoughtChunk):
             if self.journal is not None:
-                self.journal.record_text("agent_message_chunk" if kind is TextChunk else "agent_thought_chunk",
-                                         ev.text)  # type: ignore[union-attr]
+                self.journal.record_text("agent_message_chunk" if isinstance(ev, TextChunk) else
+                                         "agent_thought_chunk", ev.text)
             self.view.event(ev)
             return
         if isinstance(ev, UsageReported):
             ev = self.account(ev)
-        update = event_to_update(ev)
-        if update is not None and self.journal is not None:
-            self.journal.record(update)
+        if self.journal is not None:
+            self.journal.record(event_to_update(ev))
         self.view.event(ev)
 
     async def deliver(self, update: dict[str, Any]) -> None:

@@ -268,15 +268,14 @@ class ChatView:
         self.event(ev)
 
     def event(self, ev: RuntimeEvent) -> None:
-        kind = type(ev)
-        if kind is TextChunk:
+        if isinstance(ev, TextChunk):
             self._collapse_thought()
-            self._text += ev.text  # type: ignore[union-attr]
+            self._text += ev.text
             self._flush_text(final=False)
-        elif kind is ThoughtChunk:
+        elif isinstance(ev, ThoughtChunk):
             if not self._thought:
                 self._thought_started = time.monotonic()
-            self._thought += ev.text  # type: ignore[union-attr]
+            self._thought += ev.text
         elif isinstance(ev, ToolCallStarted):
             self._collapse_thought()
             self._flush_text(final=True)
@@ -297,7 +296,7 @@ class ChatView:
         elif isinstance(ev, UsageReported):
             self.last_usage = ev
         self._waiting_since = time.monotonic() if not self._calls else self._waiting_since
-        self._refresh(streamed=kind is TextChunk or kind is ThoughtChunk)
+        self._refresh(streamed=isinstance(ev, TextChunk | ThoughtChunk))
 
     def _progress(self, ev: ToolCallProgress) -> None:
         call = self._calls.get(ev.call_id)

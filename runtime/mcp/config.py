@@ -79,7 +79,7 @@ def parse_servers(entries: Iterable[Any], session: Mapping[str, str],
                   environ: Mapping[str, str] | None = None) -> tuple[list[ServerSpec], list[ConfigProblem]]:
     """Read ACP `McpServer` entries. `session` is the trusted context pins may refer to (`id`, `cwd`)."""
     items = list(entries)
-    raw_names = [e.get("name") if isinstance(e, dict) and isinstance(e.get("name"), str) and e.get("name")
+    raw_names = [name if isinstance(e, dict) and isinstance(name := e.get("name"), str) and name
                  else f"mcp-{i + 1}" for i, e in enumerate(items)]
     names = unique_server_names(raw_names)
     specs: list[ServerSpec] = []

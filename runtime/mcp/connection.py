@@ -22,6 +22,7 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from runtime.mcp.config import HttpServer, ServerSpec, StdioServer, redact
+from runtime.mcp.stdio import StdioProcessTransport
 from runtime.tools.base import ToolFailure, environ_without_secrets
 
 log = logging.getLogger("gatewright.mcp")
@@ -229,8 +230,6 @@ class ServerConnection:
     async def _open_transport(self, stack: contextlib.AsyncExitStack) -> Any:
         spec = self.spec
         if isinstance(spec, StdioServer):
-            from runtime.mcp.stdio import StdioProcessTransport
-
             env = environ_without_secrets() | dict(spec.env)
             return StdioProcessTransport(spec.name, spec.command, spec.args, env, self.cwd, self.secrets,
                                          spec.sandbox)
@@ -276,23 +275,28 @@ class ServerConnection:
             raise ToolFailure(self._clean(f"MCP server {self.name}: {_one_line(_leaf(exc))}"), "McpError") from None
 
     # ---- failure text --------------------------------------------------------------------------------------------
+    def _stdio(self) -> StdioProcessTransport | None:
+        """The transport when the server is a child process (an HTTP server has no exit to report)."""
+        t = self._transport
+        return t if isinstance(t, StdioProcessTransport) else None
+
     def _gone(self) -> bool:
-        exited = getattr(self._transport, "exited", None)
-        return exited is not None and exited.is_set()
+        t = self._stdio()
+        return t is not None and t.exited.is_set()
 
     async def _exit_note(self) -> str:
         rc = await self._returncode()
         return "" if rc is None else f" ({_exit_text(rc)})"
 
     async def _returncode(self) -> int | None:
-        t = self._transport
-        if t is None or getattr(t, "process", None) is None:
+        t = self._stdio()
+        if t is None or t.process is None:
             return None
         # stdout EOF may arrive just before the exit is reaped; no event tells us when, so poll briefly
         with anyio.move_on_after(0.5):
             while t.returncode is None and t.exited.is_set():  # noqa: ASYNC110
                 await anyio.sleep(0.01)
-        return t.returncode  # type: ignore[no-any-return]
+        return t.returncode
 
     async def _describe(self, exc: BaseException | None) -> str:
         leaf = _leaf(exc) if exc is not None else None

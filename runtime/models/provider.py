@@ -7,7 +7,7 @@ streamed reply through an assembler and always closes it (so a cancelled turn dr
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -115,16 +115,16 @@ class ProviderModel:
         hint = self.no_key_hint.format(name=self.settings.name)
         raise ModelNotConfigured(f"{var} is not set: set {var} in the environment gatewright starts with ({hint})")
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         from runtime.models.http import safe_url
 
         return resilient(lambda: self._attempt(request), label=self.label, policy=self.policy,
                          secrets=self._secrets(), auth_hint=f"Check {self._key_var}.", url=safe_url(self.url))
 
-    def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    def _attempt(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         raise NotImplementedError
 
-    async def _drive(self, body: dict[str, Any], assembler: Assembler) -> AsyncIterator[ModelEvent]:
+    async def _drive(self, body: dict[str, Any], assembler: Assembler) -> AsyncGenerator[ModelEvent, None]:
         """POST `body` and feed every server-sent event (name, data) through the assembler until it is done or the
         reply ends; the first event must arrive within the first-token deadline. The reply is closed however this
         ends."""
@@ -151,6 +151,9 @@ class ProviderModel:
 class Assembler(Protocol):
     """Sans-I/O: turns one API's stream events into ours."""
 
-    done: bool  # the stream said it is complete (OpenAI's `[DONE]`, Anthropic's `message_stop`)
+    @property
+    def done(self) -> bool:
+        """The stream said it is complete (OpenAI's `[DONE]`, Anthropic's `message_stop`)."""
+        ...
 
     def feed(self, event: str, data: str) -> Iterable[ModelEvent]: ...

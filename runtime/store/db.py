@@ -102,7 +102,7 @@ def migrate(conn: sqlite3.Connection) -> int:
     Two processes may start at once on a new file: the version is re-read under the write lock, so each migration
     runs exactly once. A database newer than this build is left alone (and refused), never downgraded.
     """
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    version: int = conn.execute("PRAGMA user_version").fetchone()[0]
     if version == len(MIGRATIONS):
         return version
     with write(conn):

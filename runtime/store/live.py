@@ -50,10 +50,12 @@ def store_new(store: SessionStore, session: Session) -> None:
     attach(store, session)
 
 
-def attach(store: SessionStore, session: Session, epoch: int = 0, state: dict[str, Any] | None = None) -> None:
-    """Attach a journal; the session's current history is what the store holds."""
-    session.journal = SessionJournal(store, session, epoch, session.runtime.history, state)
-    session.runtime.before_step = session.journal.before_step
+def attach(store: SessionStore, session: Session, epoch: int = 0,
+           state: dict[str, Any] | None = None) -> SessionJournal:
+    """Attach a journal (returned); the session's current history is what the store holds."""
+    journal = session.journal = SessionJournal(store, session, epoch, session.runtime.history, state)
+    session.runtime.before_step = journal.before_step
+    return journal
 
 
 def revive(store: SessionStore, rec: SessionRecord, make: Callable[..., S], *, cwd: str,
@@ -78,9 +80,9 @@ def revive(store: SessionStore, rec: SessionRecord, make: Callable[..., S], *, c
     epoch, stored = store.context(rec.id)
     session.runtime.history = repaired(stored)
     restore_state(session, rec.state)
-    attach(store, session, epoch, rec.state)
+    journal = attach(store, session, epoch, rec.state)
     if session.runtime.history is not stored:
-        session.journal.rewrite()  # type: ignore[union-attr]
+        journal.rewrite()
     if cwd != rec.cwd:
         store.save(rec.id, cwd=cwd, touch=False)
     return session

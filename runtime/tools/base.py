@@ -211,7 +211,8 @@ class Tool:
 @functools.cache
 def load_tool_schema(name: str) -> dict[str, Any]:
     with open(SCHEMA_DIR / f"{name}.json", encoding="utf-8") as f:
-        return json.load(f)
+        schema: dict[str, Any] = json.load(f)
+    return schema
 
 
 @functools.cache

@@ -93,11 +93,13 @@ def disk_stamp(path: str) -> DiskStamp | None:
 
 
 def _seen(ctx: ToolContext) -> dict[str, Seen]:
-    return ctx.state.setdefault(SEEN_KEY, {})
+    seen: dict[str, Seen] = ctx.state.setdefault(SEEN_KEY, {})
+    return seen
 
 
 def _writes(ctx: ToolContext, path: str) -> int:
-    return ctx.state.get(WRITES_KEY, {}).get(path, 0)
+    writes: dict[str, int] = ctx.state.get(WRITES_KEY, {})
+    return writes.get(path, 0)
 
 
 def saw_text(ctx: ToolContext, path: str, text: str) -> None:
