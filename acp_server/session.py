@@ -2,8 +2,11 @@
 permission gateway, the streaming fast path, and the modes and config options as the editor sees them.
 
 `AcpPermissionGateway` is the ACP implementation of `permissions.PermissionGateway`: it round-trips
-`session/request_permission` so the editor owns the approval UI; the session's runtime, with the approval decorator
-asking through that gateway, comes from the one composition root (`runtime.build_runtime`, called by `Session`).
+`session/request_permission` so the editor owns the approval UI (and, where the editor shows forms, asks why a call
+was declined); the session's runtime, with the approval decorator asking through that gateway, comes from the one
+composition root (`runtime.build_runtime`, called by `Session`). A session's questions to the user go through its
+`AcpElicitor` (`acp_server.elicitation`), which exists only when the editor advertised elicitation; `session/cancel`
+withdraws them.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ import anyio
 import orjson
 
 from acp_server.editor import AcpEditorBridge
+from acp_server.elicitation import AcpElicitor
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES
-from permissions.options import REMEMBER_CHOICES
+from permissions.options import REASON_FORM, REASON_QUESTION, REMEMBER_CHOICES
 from runtime import (
     RuntimeEvent,
     Session,
@@ -29,10 +33,12 @@ from runtime import (
     new_session_id,
     pending_tool_call,
 )
+from runtime.elicitation import CannotAsk
 
 if TYPE_CHECKING:
     from acp_server.rpc import JsonRpcConnection
     from runtime import EditorBridge
+    from runtime.elicitation import UserAsker
 
 __all__ = ["REMEMBER_OPTION", "AcpPermissionGateway", "AcpSession", "new_session_id", "parse_permission_answer"]
 
@@ -42,11 +48,25 @@ REMEMBER_OPTION = "remember"  # the session config option "Remember approvals in
 
 
 class AcpPermissionGateway:
-    """Asks the editor with `session/request_permission`. Anything but a valid selected option is not approval."""
+    """Asks the editor with `session/request_permission`. Anything but a valid selected option is not approval.
 
-    def __init__(self, conn: JsonRpcConnection, session_id: str) -> None:
+    With an elicitor that shows forms, it also asks why a call was declined (`ask_reason`)."""
+
+    def __init__(self, conn: JsonRpcConnection, session_id: str, elicitor: AcpElicitor | None = None) -> None:
         self.conn = conn
         self.session_id = session_id
+        self.elicitor = elicitor
+
+    async def ask_reason(self, request: PermissionRequest) -> str | None:
+        if self.elicitor is None or not self.elicitor.form:
+            return None
+        try:
+            answer = await self.elicitor.ask_form(REASON_QUESTION, REASON_FORM, request.call_id or None)
+        except CannotAsk as exc:
+            log.info("could not ask why %s was declined: %s", request.call_id, exc.reason)
+            return None
+        reason = (answer.content or {}).get("reason") if answer.action == "accept" else None
+        return reason if isinstance(reason, str) and reason.strip() else None
 
     async def request(self, request: PermissionRequest) -> PermissionOutcome:
         from acp_server.rpc import ClientError, ConnectionClosed
@@ -96,13 +116,18 @@ class AcpSession(Session):
 
     def __post_init__(self) -> None:
         self._chunk_prefixes: dict[str, bytes] = {}
+        # Questions to the user, only in the modes the editor advertised (None: nothing is ever asked).
+        self.elicitor = AcpElicitor.from_capabilities(self.conn, self.id, self.client_caps)
         super().__post_init__()
 
     def _gateway(self) -> AcpPermissionGateway:
-        return AcpPermissionGateway(self.conn, self.id)
+        return AcpPermissionGateway(self.conn, self.id, self.elicitor)
 
     def _editor(self) -> EditorBridge | None:
         return AcpEditorBridge.from_capabilities(self.conn, self.id, self.client_caps)
+
+    def _asker(self) -> UserAsker | None:
+        return self.elicitor
 
     async def emit(self, ev: RuntimeEvent) -> None:
         kind = type(ev)
@@ -147,6 +172,9 @@ class AcpSession(Session):
     def cancel(self) -> None:
         """Cancel the running turn and every prompt queued before now."""
         self.cancel_epoch += 1
+        if self.elicitor is not None:
+            # First, so that an MCP server waiting on a question hears `cancel` before its tool call is cancelled.
+            self.elicitor.cancel_all()
         super().cancel()
 
     # ---- modes and config options ---------------------------------------------------------------------------------

@@ -8,7 +8,8 @@ Outcomes are typed, never string prefixes:
 - `ApprovalRejected`: a human (now, through a remembered `reject_always`, or by not answering in time) said no. The
   call does not run and the runtime stops the turn, telling the user what was refused.
 - `ApprovalDeclined`: the human rejected the call but chose to let the model try another way; the model gets a
-  `TOOL_ERROR` and the turn goes on.
+  `TOOL_ERROR` and the turn goes on. A gateway that can (`ReasonGateway`) is then asked why, and the model gets that
+  too.
 - `ApprovalCancelled`: the permission question was cancelled because the turn is being cancelled.
 - `ApprovalDenied`: the mode forbids the call (for example a write in `read-only`); the model is told and may adapt.
 
@@ -38,7 +39,7 @@ from permissions.audit import summarize_arguments
 from permissions.confinement import Confinement, confinement_for
 from permissions.gateway import PermissionGateway, PermissionOutcome, PermissionRequest
 from permissions.modes import ApprovalMode
-from permissions.options import Choice, build_choices
+from permissions.options import MAX_REASON, Choice, build_choices
 from permissions.policy import CallFacts, Decision, decide
 from permissions.rules import RuleStore
 
@@ -74,9 +75,14 @@ class ApprovalDenied(Exception):
 
 
 class ApprovalDeclined(ApprovalDenied):
-    """The user rejected the call and let the model continue: reported to the model, the turn goes on."""
+    """The user rejected the call and let the model continue: reported to the model, the turn goes on. `said` is the
+    reason the user gave, if any (it is in `reason` too)."""
 
     error_type = "UserDeclined"
+
+    def __init__(self, reason: str, meta: dict[str, Any] | None = None, said: str | None = None) -> None:
+        super().__init__(reason, meta)
+        self.said = said
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,8 +327,10 @@ class ToolApprovalDecorator(Generic[C, X, R]):
                              ask_ms=ask_ms)
                 meta = _meta("ask", "user", asked, option=oid)
                 if keep_going:
-                    raise ApprovalDeclined(f"the user declined {subject.title}; do not retry it as it is, try "
-                                           "another way or ask the user", meta)
+                    why = await self._reason(request)
+                    said = f", saying: “{why}”" if why else ""
+                    raise ApprovalDeclined(f"the user declined {subject.title}{said}; do not retry it as it is, "
+                                           "try another way or ask the user", meta, why)
                 raise ApprovalRejected(f"you rejected {subject.title}", oid, meta)
             # Bind the approval to what was shown, and check the policy once more before running.
             fresh = await self.describe(call, ctx)
@@ -362,6 +370,27 @@ class ToolApprovalDecorator(Generic[C, X, R]):
             return _NoAnswer.SETTLED  # only reached when question.scope was cancelled by `_settle_open_questions`
         finally:
             _OPEN_QUESTIONS.discard(question)
+
+    async def _reason(self, request: PermissionRequest) -> str | None:
+        """Why the user declined ("reject, and let the agent try another way"), when the gateway can ask; bounded by
+        the question timeout. Nothing here can turn the rejection into anything else."""
+        ask = getattr(self.gateway, "ask_reason", None)
+        if ask is None:
+            return None
+        why: Any = None
+        try:
+            if self.question_timeout is None:
+                why = await ask(request)
+            else:
+                with anyio.move_on_after(self.question_timeout):
+                    why = await ask(request)
+        except Exception:  # no reason is fine; the rejection stands
+            log.warning("asking why a call was declined failed", exc_info=True)
+            return None
+        if not isinstance(why, str):
+            return None
+        why = " ".join(why.split())
+        return why[:MAX_REASON] or None
 
     # ---- audit ---------------------------------------------------------------------------------------------------
     def _record(self, subject: ApprovalSubject, ctx: X, decision: Decision, outcome: str, *,

@@ -53,3 +53,12 @@ class PermissionOutcome:
 
 class PermissionGateway(Protocol):
     async def request(self, request: PermissionRequest) -> PermissionOutcome: ...
+
+
+class ReasonGateway(Protocol):
+    """A gateway that can also ask why a call was declined (optional: gateways without it are never asked)."""
+
+    async def ask_reason(self, request: PermissionRequest) -> str | None:
+        """The user's reason for declining `request` ("reject, and let the agent try another way"), or None when
+        they gave none or it cannot be asked."""
+        ...

@@ -16,7 +16,8 @@ session), and each label names the scope it really uses in plain text: a call ti
 background process) is remembered for this session only, "everywhere" applies only to a command with a portable key
 and no reason for a closer look (others fall back to this project), and without a usable rules file everything is
 remembered for this session; each fallback says so in its label. Labels are plain text: a Markdown code span in a
-tool's summary becomes typographic quotes, since several clients print labels literally.
+tool's summary becomes typographic quotes, since several clients print labels literally. A host that can show a form
+follows "Reject, and let the agent try another way" with an optional "why" (`REASON_QUESTION`), which the model gets.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ from permissions.rules import RuleAction, Scope, effective_scope
 
 REJECT_AND_CONTINUE = "reject_continue"
 MAX_OPTIONS = 5
+
+# After "Reject, and let the agent try another way", a host that can show a form asks why (ACP has no field for it);
+# the answer reaches the model with the rejection. Skipping it, or a host that cannot ask, changes nothing else.
+REASON_QUESTION = "Tell the agent why (optional)"
+REASON_FORM = {"type": "object", "properties": {"reason": {
+    "type": "string", "title": "Why?", "maxLength": 1000,
+    "description": "Sent to the agent with the rejection, so it can try another way."}}}
+MAX_REASON = 1000
 
 REMEMBER_CHOICES: tuple[tuple[Scope, str, str], ...] = (
     ("session", "This session", "“Always allow” and “Always reject” answers last until this session ends."),

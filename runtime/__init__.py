@@ -1,11 +1,11 @@
 """The agent, host-neutral: the turn loop, the tools, the model clients, the session store, the composition root.
 
-This is the runtime's public API: hosts (`acp_server`, the terminal hosts) import these names from `runtime`, not
-from the modules that define them (besides the few modules that are an API of their own: `runtime.secrets`,
-`runtime.commands`, `runtime.config`, `runtime.sandbox`). The names are loaded on first use (PEP 562
-`__getattr__`), the one place the runtime defers its imports: `gatewright acp` imports this package on the way to
-answering `initialize`, which must not pay for the event loop, the tools or SQLite (tests/test_startup_path.py holds
-that).
+This is the runtime's public API: hosts (`acp_server`, the terminal hosts) import these names from `runtime`, not from
+the modules that define them (besides the few modules that are an API of their own: `runtime.secrets`,
+`runtime.commands`, `runtime.config`, `runtime.sandbox`, `runtime.elicitation`). The names are loaded on first use
+(PEP 562 `__getattr__`), the one place the runtime defers its imports: `gatewright acp` imports this package on the
+way to answering `initialize`, which must not pay for the event loop, the tools or SQLite (tests/test_startup_path.py
+holds that).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 What it builds, in this order (the executor stack reads from the inside out):
 
-    registry        the built-in tools (or the caller's), then the delegate tools bound to this runtime
+    registry        the built-in tools (or the caller's), `ask_user` when the host can show the user a form, then
+                    the delegate tools bound to this runtime
     router          RoutingToolExecutor: runs only exposed tools, with the session's tool-call time limit
     retrying        RetryingExecutor: retries transient failures of reads; it sits *under* approval, so an approved
                     read is not asked again when a transient failure repeats it
@@ -14,10 +15,11 @@ The config file's `[permissions]` rules (`configured_rules`) always apply; with 
 global remembered rules apply too (`permissions.store`) and every decision is
 audited (`permissions.audit`); without one (in-process tests), rules last for the session and nothing is audited.
 
-A host passes in only what differs between hosts: the permission gateway (the editor's `session/request_permission`,
-or the terminal's question), the editor bridge (the editor's file system and terminals, if it advertised them), and
-at each turn its event sink. MCP servers are connected later, per session, by `runtime.mcp.connect_servers`, which
-adds their tools to this registry and makes every turn wait (bounded) for servers still starting.
+A host passes in only what differs between hosts: the permission gateway (the editor's `session/request_permission`, or
+the terminal's question), the editor bridge (the editor's file system and terminals, if it advertised them), the asker
+(how to put a question to the user, if the host can: `runtime.elicitation`), and at each turn its event sink. MCP
+servers are connected later, per session, by `runtime.mcp.connect_servers`, which adds their tools to this registry and
+makes every turn wait (bounded) for servers still starting.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from permissions.rules import Rule, Scope
     from permissions.store import RuleDatabase
     from runtime.context import SandboxInfo
+    from runtime.elicitation import UserAsker
     from runtime.models.base import ModelClient
     from runtime.tools.base import EditorBridge
 
@@ -86,6 +89,7 @@ def build_runtime(
     configured_rules: tuple[Rule, ...] = (),
     sandbox: SandboxInfo = None,
     context: bool = True,
+    asker: UserAsker | None = None,
 ) -> SessionRuntime:
     """Build the agent of one session.
 
@@ -106,10 +110,15 @@ def build_runtime(
         configured_rules: the config file's `[permissions]` allow/deny rules (runtime.config).
         sandbox: the sandbox state the model is told about (a line, or a callable giving it; None: probed).
         context: False leaves the model's system prompt without the session's context (in-process tests).
+        asker: how tools and MCP servers ask the user (None: nothing is asked, and `ask_user` is not offered).
     """
     opts = options or RuntimeOptions()
     workspace = Workspace(cwd, list(additional_directories))
     registry = ToolRegistry(list(tools) if tools is not None else builtin_tools())
+    if tools is None and asker is not None and asker.form:
+        from runtime.tools.builtin.ask_user import AskUserTool
+
+        registry.add(AskUserTool())  # a tool the host cannot serve is never offered to the model
     if state_dir is not None:
         # Said once per process, in one line, if the state dir cannot be written (see permissions.shared_sqlite).
         state_dir_problem(state_dir)
@@ -124,7 +133,8 @@ def build_runtime(
     approval = ToolApprovalDecorator(RetryingExecutor(router, registry, retry), gateway, make_describer(registry), mode,
                                      rules, audit, question_timeout=question_timeout)
     runtime = AgentRuntime(model=model, registry=registry, executor=approval,
-                           environment=ToolEnvironment(session_id, workspace, editor=editor), options=opts,
+                           environment=ToolEnvironment(session_id, workspace, editor=editor, asker=asker),
+                           options=opts,
                            context=SessionContext(workspace.cwd, mode, sandbox) if context else None)
     delegates = install_delegation(runtime, subagents)
     return SessionRuntime(runtime, registry, workspace, rules, audit, approval, tuple(delegates))

@@ -19,6 +19,7 @@ import json
 import os
 import signal
 import sys
+import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
@@ -118,21 +119,80 @@ def _short_diff(old: str | None, new: str, path: str, limit: int = 40) -> str:
 
 
 class TerminalPrinter:
-    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> None:
+    """What `gatewright run` shows: the reply on stdout; tool calls, plans, notices and a command's output as it runs
+    on stderr; and, when stderr is a terminal, a status line while the turn waits (for the model, or for a command),
+    with the elapsed time. The status line is drawn only at the start of a line and erased before anything else is
+    written, so it never mixes with the reply."""
+
+    SPIN = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr, *, live: bool | None = None) -> None:
         self.out, self.err = out, err
         self.titles: dict[str, str] = {}
+        self.live = _isatty(err) if live is None else live
+        self.waiting: tuple[str, float] | None = ("thinking", time.monotonic())
+        self.asking = False
+        self._drawn = False
+        self._line_start = True  # the reply's last character was a newline (or nothing was written yet)
+        self._shown: dict[str, str] = {}  # per call: the live output already printed
+        self._frame = 0
 
+    # ---- the status line -------------------------------------------------------------------------------------------
+    def tick(self) -> None:
+        """Redraw the status line (called a few times a second while the turn runs)."""
+        if not self.live or self.waiting is None or self.asking or not self._line_start:
+            return
+        what, since = self.waiting
+        self._frame += 1
+        self.err.write(f"\r\x1b[K{self.SPIN[self._frame % len(self.SPIN)]} {what} {time.monotonic() - since:.1f} s")
+        self.err.flush()
+        self._drawn = True
+
+    def _erase(self) -> None:
+        if self._drawn:
+            self.err.write("\r\x1b[K")
+            self._drawn = False
+
+    # ---- the gateway's observer hooks: a question owns the terminal while it is open ------------------------------
+    def question(self, request: PermissionRequest) -> None:
+        self._erase()
+        self.err.flush()
+        self.asking = True
+
+    def answer(self, request: PermissionRequest, outcome: PermissionOutcome | None) -> None:
+        self.asking = False
+
+    def failed(self, message: str, url: str | None) -> None:
+        self.waiting = None
+        self._erase()
+
+    def finished(self, stop_reason: str | None, code: int) -> None:
+        self.waiting = None
+        self._erase()
+        self.err.flush()
+
+    # ---- events ----------------------------------------------------------------------------------------------------
     async def __call__(self, ev: RuntimeEvent) -> None:
+        self._erase()
         if isinstance(ev, TextChunk):
-            self.out.write(ev.text)
+            self.waiting = None
+            if ev.text:
+                self.out.write(ev.text)
+                self.out.flush()
+                self._line_start = ev.text.endswith("\n")
+            return
+        if isinstance(ev, ThoughtChunk):
+            return  # thoughts are not printed on the terminal
+        if not self._line_start:
+            self.out.write("\n")  # what follows starts on a line of its own
             self.out.flush()
-        elif isinstance(ev, ThoughtChunk):
-            pass  # thoughts are not printed on the terminal
-        elif isinstance(ev, ToolCallStarted):
+            self._line_start = True
+        if isinstance(ev, ToolCallStarted):
             # A subagent's calls are indented under the delegate call that runs them.
             depth = ((ev.meta or {}).get("gatewright") or {}).get("depth", 0)
             self.titles[ev.call_id] = ev.title
             self.err.write(f"{'  ' * depth}• {ev.title}\n")
+            self.waiting = (f"running {_clip(ev.title, 50)}", time.monotonic())
         elif isinstance(ev, PlanUpdated):
             marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
             self.err.write("• Plan\n" + "".join(f"  {marks.get(e['status'], '[ ]')} {e['content']}\n"
@@ -144,12 +204,39 @@ class TerminalPrinter:
         elif isinstance(ev, ToolCallProgress) and ev.status in ("completed", "failed"):
             mark = "✓" if ev.status == "completed" else "✗"
             self.err.write(f"  {mark} {self.titles.get(ev.call_id, ev.call_id)}\n")
+            self._shown.pop(ev.call_id, None)
             if ev.status == "failed" and ev.content:
                 for c in ev.content:
                     text = c.get("content", {}).get("text") if c.get("type") == "content" else None
                     if text:
                         self.err.write(f"    {text.splitlines()[0][:300]}\n")
+            self.waiting = ("thinking", time.monotonic())
+        elif isinstance(ev, ToolCallProgress) and ev.content and isinstance(ev.raw_output, dict) \
+                and ev.raw_output.get("running"):
+            self._live_output(ev.call_id, str(ev.raw_output.get("output") or ""))
         self.err.flush()
+
+    def _live_output(self, call_id: str, text: str) -> None:
+        """A running command's output so far: print the complete lines not printed yet, indented."""
+        shown = self._shown.get(call_id, "")
+        new = text[len(shown):] if text.startswith(shown) else text
+        cut = new.rfind("\n") + 1
+        if not cut:
+            return
+        for line in new[:cut].splitlines():
+            self.err.write(f"    │ {line[:500]}\n")
+        self._shown[call_id] = (shown + new[:cut]) if text.startswith(shown) else text[: len(text) - len(new) + cut]
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 class JsonPrinter:
@@ -312,7 +399,7 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
     from permissions.store import state_dir as resolve_state_dir
 
     printer: Any = JsonPrinter() if json_events else TerminalPrinter()
-    observers = tuple(o for o in (printer if json_events else None, recorder) if o is not None)
+    observers = tuple(o for o in (printer, recorder) if o is not None)
     # The one composition root, as in the ACP host; only the gateway (and the sink, per turn) are this host's.
     runtime = build_runtime(session_id=SESSION_ID, cwd=cwd, model=model, gateway=TerminalGateway(observers=observers),
                             mode=lambda: mode, state_dir=resolve_state_dir(state_dir),
@@ -340,7 +427,14 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
                         runtime.cancel()
                         return
 
+            async def status_line() -> None:
+                while True:
+                    await anyio.sleep(0.1)
+                    printer.tick()
+
             tg.start_soon(on_sigint)
+            if isinstance(printer, TerminalPrinter) and printer.live:
+                tg.start_soon(status_line)
             try:
                 result["outcome"] = await runtime.run_turn([TextPart(prompt)], emit)
             except AuthRequired as exc:
@@ -380,11 +474,10 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
     else:
         code = EXIT_OK
     sys.stderr.flush()
-    if json_events:
-        try:
-            printer.finished(stop, code)
-        except BrokenPipeError:
-            _stdout_to_devnull()
+    try:
+        printer.finished(stop, code)
+    except BrokenPipeError:
+        _stdout_to_devnull()
     if recorder is not None:
         recorder.finished(stop, code, result.get("auth"))
     return code

@@ -128,11 +128,14 @@ TASK = SubagentSpec(
     tool_name="delegate_task",
     label="task",
     description=(
-        "Hand a self-contained task to a subagent with its own context and the same tools as you (except plans and "
-        "further delegation). Its tool calls are approved like yours. You get back its report of what it did."
+        "Hand a self-contained task to a subagent with its own context and the same tools as you (except plans, "
+        "questions to the user and further delegation). Its tool calls are approved like yours. You get back its "
+        "report of what it did."
     ),
     system_prompt=_child_prompt("task"),
-    policy=HandoffPolicy(denied_tools=frozenset({"update_plan", "delegate_task", "delegate_explore"})),
+    # A child does not see the conversation, so the user would not know what its questions are about: it reports
+    # back, and the parent asks.
+    policy=HandoffPolicy(denied_tools=frozenset({"update_plan", "ask_user", "delegate_task", "delegate_explore"})),
 )
 
 DEFAULT_SUBAGENTS: tuple[SubagentSpec, ...] = (EXPLORE, TASK)

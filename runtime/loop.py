@@ -20,6 +20,7 @@ import anyio.lowlevel
 
 from permissions.decorator import ApprovalCancelled, ApprovalDeclined, ApprovalDenied, ApprovalRejected
 from runtime import secrets
+from runtime.elicitation import UserAsker
 from runtime.events import (
     EventSink,
     NoticeEvent,
@@ -111,6 +112,7 @@ class ToolEnvironment:
     workspace: Workspace
     editor: EditorBridge | None = None
     state: dict[str, Any] = field(default_factory=dict)
+    asker: UserAsker | None = None  # how tools (and MCP servers) ask the user, when the host can
 
 
 @dataclass
@@ -411,7 +413,8 @@ class AgentRuntime:
         ctx = ToolContext(self.env.session_id, cid, self.env.workspace, editor=self.env.editor,
                           state=self.env.state, progress=progress, started=started,
                           operation_id=slot.record.operation_id, record=slot.record,
-                          emit=self._keeping_plan(emit))  # plans come from tools: keep the latest one
+                          emit=self._keeping_plan(emit),  # plans come from tools: keep the latest one
+                          asker=self.env.asker)
         try:
             try:
                 result = await self.executor.execute(item, ctx)
@@ -571,6 +574,8 @@ def refusal_for_user(exc: ApprovalRejected | ApprovalDenied) -> str:
     the instruction-style text in its TOOL_ERROR)."""
     info = (exc.meta or {}).get(META_KEY, {}) if isinstance(exc.meta, dict) else {}
     if isinstance(exc, ApprovalDeclined):
+        if exc.said:
+            return f"Declined: not run. The agent was told to try another way, and why: “{exc.said}”."
         return "Declined: not run. The agent was told to try another way."
     if isinstance(exc, ApprovalRejected):
         if info.get("by") == "timeout":

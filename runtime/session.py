@@ -6,6 +6,7 @@ journal (the session store, written as it goes) and its agent, assembled by the 
 
     _gateway()          how the approval decorator asks a human
     _editor()           the editor's file system and terminals, if any (default: none)
+    _asker()            how the agent asks the user a question (runtime.elicitation), if it can (default: it cannot)
     deliver(update)     show a session-update record (a command's reply, a title) to the user
     announce(...)       tell the user's client that the mode or the settings changed (default: nothing to tell)
 
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from permissions.modes import ApprovalMode
     from permissions.rules import Rule, Scope
     from runtime.context import SandboxInfo
+    from runtime.elicitation import UserAsker
     from runtime.mcp.manager import McpConnections
     from runtime.models import ModelFactory
     from runtime.models.base import ModelClient, UserPart
@@ -97,7 +99,7 @@ class Session:
             session_id=self.id, cwd=self.cwd, additional_directories=self.additional_directories, model=self.model,
             gateway=self._gateway(), mode=lambda: self.mode, state_dir=self.state_dir, remember=self.remember,
             options=self.options, editor=self._editor(), configured_rules=self.configured_rules,
-            sandbox=self.sandbox)
+            sandbox=self.sandbox, asker=self._asker())
         self.runtime = self.parts.runtime
         self.registry = self.parts.registry
         self.workspace = self.parts.workspace
@@ -109,6 +111,9 @@ class Session:
         raise NotImplementedError
 
     def _editor(self) -> EditorBridge | None:
+        return None
+
+    def _asker(self) -> UserAsker | None:
         return None
 
     async def deliver(self, update: dict[str, Any]) -> None:

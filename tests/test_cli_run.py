@@ -381,3 +381,27 @@ def test_a_reader_that_goes_away_stops_the_turn_without_a_traceback(tmp_path, fm
     with proc.stderr:
         err = proc.stderr.read().decode()
     assert proc.wait(30) == 130 and "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_run_on_a_terminal_shows_a_status_line_while_waiting_and_a_commands_output_as_it_runs(tmp_path):
+    """Progress where people wait: a spinner with the elapsed time while the model thinks or a command runs, and
+    the command's output line by line before it finishes; the reply itself is not mixed with the status line."""
+    model = _script(tmp_path, [{"delay_ms": 600, "tool_calls": [{"name": "bash", "arguments": {
+        "command": "echo first-line; sleep 1.6; echo second-line"}}]}, {"text": "All done."}])
+    term = Pty(tmp_path, "run", "--model", model, "--mode", "auto", "go", env=_env(tmp_path))
+    term.read_until(b"thinking")
+    term.read_until(b"\xe2\x94\x82 first-line")  # "│ first-line", shown while the command still sleeps
+    assert b"\xe2\x94\x82 second-line" not in term.out
+    term.read_until(b"running Run echo")
+    assert term.wait() == 0
+    text = term.out.decode(errors="replace")
+    assert "All done." in text and " s" in text
+    assert text.index("first-line") < text.index("All done.")
+
+
+def test_run_without_a_terminal_prints_no_status_line(tmp_path):
+    model = _script(tmp_path, [{"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+                               {"text": "done"}])
+    proc = gw(tmp_path, "run", "--model", model, "--mode", "auto", "go")
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[K" not in proc.stderr and "thinking" not in proc.stderr

@@ -206,7 +206,7 @@ async def test_git_and_the_nested_listing_are_looked_at_once_per_turn_not_per_mo
 def test_the_system_prompt_covers_tools_errors_approvals_and_the_sandbox():
     p = DEFAULT_SYSTEM_PROMPT
     for tool in ("read_file", "grep", "glob", "edit", "apply_patch", "write_file", "bash", "update_plan",
-                 "update_agents_md", "delegate_explore"):
+                 "update_agents_md", "delegate_explore", "ask_user"):
         assert f"`{tool}`" in p, tool
     for phrase in ("read a file before you edit it", "Never claim a success that a tool result did not show",
                    "TOOL_ERROR:", "`UserDeclined`", "`PermissionDenied`", "`OutcomeUnknown`", "sandbox",

@@ -36,7 +36,7 @@ class FakeConnection:
     def __init__(self) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
 
-    async def call_tool(self, tool: str, arguments: dict[str, Any], progress: Any) -> FakeResult:
+    async def call_tool(self, tool: str, arguments: dict[str, Any], progress: Any, call_id: str = "") -> FakeResult:
         self.calls.append((tool, arguments))
         return FakeResult("ok")
 

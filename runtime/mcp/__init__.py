@@ -72,8 +72,10 @@ async def connect_servers(session: McpHost, servers: list[Any]) -> None:
     if not specs and not problems:
         return
     version = _version()
+    asker = getattr(getattr(session.runtime, "env", None), "asker", None)
     manager = McpConnections(registry=session.registry, cwd=session.cwd, notify=session.emit,
-                             spawn=session.conn.start_soon, client_version=version, **connect_kwargs())
+                             spawn=session.conn.start_soon, client_version=version, asker=asker,
+                             **connect_kwargs())
     session.mcp = manager
     hooks = session.runtime.before_turn
     if manager.wait_ready not in hooks:

@@ -7,20 +7,30 @@ is why calls from turns go through `call_tool` on the live client while `run` ke
 
 Every way this can end is reported exactly once through `ConnectionEvents`: `on_ready`, then `on_stopped` if the
 server goes away later; or `on_failed` if it never became ready. A close by the session reports nothing.
+
+Elicitation: the client tells the server exactly which modes the editor shows (form, url, or none), and a server's
+`elicitation/create` during one of its tool calls is put to the user through the session's `UserAsker`, tied to that
+call (a 2026-07-28 server embeds the request in the call's result; an older one sends it while the call runs, and it
+is tied to the call only when just one is running on this connection). The answer goes back as is. What cannot be
+shown (no support for the mode, a form ACP cannot hold, a question outside any tool call) is declined at once and
+said in the session. A question still open when its call ends is withdrawn and answered `cancel`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 import anyio
 
+from runtime.elicitation import Answer, CannotAsk, UserAsker, clean_form_schema, clip
 from runtime.mcp.config import HttpServer, ServerSpec, StdioServer, redact
 from runtime.mcp.stdio import StdioProcessTransport
 from runtime.tools.base import ToolFailure, environ_without_secrets
@@ -31,6 +41,11 @@ State = Literal["starting", "ready", "failed", "stopped", "closed"]
 ProgressFn = Callable[[float, float | None, str | None], Awaitable[None]]
 MAX_TOOL_PAGES = 50
 LISTEN_RETRY_S = 1.0
+MAX_URL_IDS = 100  # URL-mode questions whose completion may still be announced
+
+# The tool call this task is running (set by `call_tool`): a 2026-07-28 server's questions arrive inside the call,
+# in its task, and find their call here.
+_CALL: contextvars.ContextVar[str | None] = contextvars.ContextVar("gatewright_mcp_call", default=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +70,19 @@ class ConnectionEvents(Protocol):
         """The server said its tool list changed (`notifications/tools/list_changed`); `tools` is the new list."""
         ...
 
+    async def on_question_declined(self, conn: ServerConnection, reason: str) -> None:
+        """The server asked the user something that could not be shown; it was declined."""
+        ...
+
+
+@dataclass(eq=False)
+class _OpenQuestion:
+    """A server's question open with the user, and the tool calls it may belong to: once all have ended, it is
+    withdrawn."""
+
+    calls: set[str]
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+
 
 _import_lock = threading.Lock()
 
@@ -69,7 +97,7 @@ def _import_sdk() -> None:
 
 class ServerConnection:
     def __init__(self, spec: ServerSpec, *, cwd: str, events: ConnectionEvents, start_timeout: float = 30.0,
-                 client_version: str = "0") -> None:
+                 client_version: str = "0", asker: UserAsker | None = None) -> None:
         self.spec = spec
         self.name = spec.name
         self.cwd = cwd
@@ -89,6 +117,12 @@ class ServerConnection:
         self._scope: anyio.CancelScope | None = None
         self._tools_changed = anyio.Event()
         self._listed: list[RemoteTool] = []
+        self.asker = asker
+        self._running: dict[str, int] = {}  # tool call id -> calls of it in flight on this connection
+        self._questions: list[_OpenQuestion] = []
+        self._url_ids: dict[str, str] = {}  # the server's elicitation id -> the one the editor was given
+        self._completed: list[str] = []  # URL-mode steps the server said are done, for the editor
+        self._completed_ready = anyio.Event()
 
     # ---- lifecycle -----------------------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -150,8 +184,15 @@ class ServerConnection:
         async with contextlib.AsyncExitStack() as stack:
             transport = await self._open_transport(stack)
             self._transport = transport
-            client = Client(transport, cache=None, message_handler=self._on_message,
+            modes = self.elicitation_modes()
+            honest = _can_advertise_modes()
+            # Without a way to say "no elicitation" while still answering, a server that may not ask is left to the
+            # SDK's own refusal rather than told a capability the editor lacks.
+            callback = self._on_elicit if modes or honest else None
+            client = Client(transport, cache=None, message_handler=self._on_message, elicitation_callback=callback,
                             client_info=mcp_types.Implementation(name="gatewright", version=self.client_version))
+            if honest:
+                _advertise_modes(client, modes)
             await stack.enter_async_context(client)
             tools = await _list_tools(client)
             self._listed = tools
@@ -170,12 +211,99 @@ class ServerConnection:
                 if exited is not None:
                     waiters.start_soon(wake_on, exited)
                 waiters.start_soon(self._follow_tool_list, client)
+                waiters.start_soon(self._forward_completions)
 
     async def _on_message(self, message: Any) -> None:
         """Messages the SDK does not handle itself. Runs in the SDK's receive loop: only signal, never call back."""
         note = getattr(message, "root", message)
-        if getattr(note, "method", None) == "notifications/tools/list_changed":
+        method = getattr(note, "method", None)
+        if method == "notifications/tools/list_changed":
             self._tools_changed.set()
+        elif method == "notifications/elicitation/complete":
+            ours = self._url_ids.pop(str(getattr(getattr(note, "params", None), "elicitation_id", "")), None)
+            if ours is not None:
+                self._completed.append(ours)
+                self._completed_ready.set()
+
+    async def _forward_completions(self) -> None:
+        """Tell the editor that a URL-mode step it showed is done (`elicitation/complete`)."""
+        while True:
+            await self._completed_ready.wait()
+            self._completed_ready = anyio.Event()
+            done, self._completed = self._completed, []
+            for elicitation_id in done:
+                if self.asker is None:
+                    continue
+                try:
+                    await self.asker.complete_url(elicitation_id)
+                except Exception:
+                    log.warning("MCP server %s: telling the editor a step is done failed", self.name, exc_info=True)
+
+    # ---- elicitation ---------------------------------------------------------------------------------------------
+    def elicitation_modes(self) -> frozenset[str]:
+        """The elicitation modes the editor shows, which is exactly what the server is told."""
+        a = self.asker
+        if a is None:
+            return frozenset()
+        return frozenset(m for m, on in (("form", a.form), ("url", a.url)) if on)
+
+    async def _on_elicit(self, context: Any, params: Any) -> Any:
+        """The SDK's elicitation callback: always an `ElicitResult`, never an error, never a wait without end."""
+        import mcp_types
+
+        answer = await self._elicit(params)
+        content = dict(answer.content) if answer.action == "accept" and answer.content is not None else None
+        return mcp_types.ElicitResult(action=answer.action, content=content)
+
+    async def _elicit(self, params: Any) -> Answer:
+        mode = getattr(params, "mode", "form")
+        message = " ".join(str(getattr(params, "message", "")).split())
+        own = _CALL.get()
+        calls = {own} if own else set(self._running)
+        if self.asker is None:
+            return await self._decline(message, "this editor does not show questions from the agent")
+        if not calls:
+            return await self._decline(message, "it asked outside any tool call")
+        if mode not in self.elicitation_modes():
+            kind = "open addresses" if mode == "url" else "show forms" if mode == "form" else f"do {str(mode)[:20]!r}"
+            return await self._decline(message, f"this editor does not {kind}")
+        call_id = next(iter(calls)) if len(calls) == 1 else None
+        shown = clip(f"{self.name} (MCP server) asks: {message}")
+        question = _OpenQuestion(set(calls))
+        self._questions.append(question)
+        try:
+            with question.scope:
+                if mode == "url":
+                    ours = "elic_" + uuid.uuid4().hex
+                    answer = await self.asker.ask_url(shown, str(getattr(params, "url", "")), ours, call_id)
+                    theirs = getattr(params, "elicitation_id", None)
+                    if answer.action == "accept" and isinstance(theirs, str) and theirs:
+                        self._url_ids[theirs] = ours
+                        while len(self._url_ids) > MAX_URL_IDS:
+                            self._url_ids.pop(next(iter(self._url_ids)))
+                    return answer
+                form = clean_form_schema(getattr(params, "requested_schema", None))
+                return await self.asker.ask_form(shown, form, call_id)
+            return Answer("cancel")  # every call it may belong to ended while it was open
+        except CannotAsk as exc:
+            return await self._decline(message, exc.reason)
+        finally:
+            self._questions.remove(question)
+
+    async def _decline(self, message: str, reason: str) -> Answer:
+        reason = self._clean(reason)
+        log.warning("MCP server %s asked a question that was declined (%s): %s", self.name, reason,
+                    self._clean(message)[:200])
+        hook = getattr(self.events, "on_question_declined", None)
+        if hook is not None:
+            await self._report(hook, reason)
+        return Answer("decline")
+
+    def _call_ended(self, call_id: str) -> None:
+        for question in list(self._questions):
+            question.calls.discard(call_id)
+            if not question.calls:
+                question.scope.cancel()
 
     async def _follow_tool_list(self, client: Any) -> None:
         """List the tools again after every change the server announces (several in a row: once, after the last).
@@ -248,17 +376,32 @@ class ServerConnection:
         return streamable_http_client(spec.url, http_client=http)
 
     # ---- calls ---------------------------------------------------------------------------------------------------
-    async def call_tool(self, tool: str, arguments: dict[str, Any], progress: ProgressFn | None) -> Any:
-        """Call a tool on the live server; returns the SDK's `CallToolResult`.
+    async def call_tool(self, tool: str, arguments: dict[str, Any], progress: ProgressFn | None,
+                        call_id: str = "") -> Any:
+        """Call a tool on the live server; returns the SDK's `CallToolResult`. `call_id` is the session's id of the
+        call, which the server's questions during it are tied to.
 
         Raises:
             ToolFailure: the server is not running, went away during the call, or answered with a protocol error.
         """
-        from mcp.shared.exceptions import MCPError
-
         client = self._client
         if client is None or self.state != "ready":
             raise ToolFailure(f"MCP server {self.name} is not running", "McpServerUnavailable")
+        token = _CALL.set(call_id or None)
+        self._running[call_id] = self._running.get(call_id, 0) + 1
+        try:
+            return await self._call(client, tool, arguments, progress)
+        finally:
+            _CALL.reset(token)
+            left = self._running.pop(call_id, 1) - 1
+            if left:
+                self._running[call_id] = left
+            else:
+                self._call_ended(call_id)
+
+    async def _call(self, client: Any, tool: str, arguments: dict[str, Any], progress: ProgressFn | None) -> Any:
+        from mcp.shared.exceptions import MCPError
+
         try:
             return await client.call_tool(tool, arguments, progress_callback=progress)
         except MCPError as exc:
@@ -327,6 +470,42 @@ class ServerConnection:
     def _clean(self, text: str) -> str:
         text = redact(" ".join(text.split()), self.secrets)
         return text if len(text) <= 300 else text[:299] + "…"
+
+
+def _can_advertise_modes() -> bool:
+    """Whether this SDK lets us state the elicitation modes ourselves (see `_advertise_modes`)."""
+    from mcp.client.client import Client
+    from mcp.client.session import ClientSession
+
+    return callable(getattr(Client, "_build_session", None)) and \
+        callable(getattr(ClientSession, "_build_capabilities", None))
+
+
+def _advertise_modes(client: Any, modes: frozenset[str]) -> None:
+    """Make the capabilities `client` sends name exactly `modes` (none: no elicitation capability at all).
+
+    The SDK advertises both form and url as soon as a callback is set; an editor that shows only forms, or nothing,
+    must not be promised more. Its session is built and handed its capabilities in private methods, so this wraps
+    them (`_can_advertise_modes` checks they exist; tests/test_elicitation_e2e.py checks what a server receives).
+    """
+    import mcp_types
+
+    build = client._build_session
+    wanted = mcp_types.ElicitationCapability(
+        form=mcp_types.FormElicitationCapability() if "form" in modes else None,
+        url=mcp_types.UrlElicitationCapability() if "url" in modes else None) if modes else None
+
+    async def build_session(stack: Any) -> Any:
+        session = await build(stack)
+        own = session._build_capabilities
+
+        def capabilities(version: str) -> Any:
+            return own(version).model_copy(update={"elicitation": wanted})
+
+        session._build_capabilities = capabilities
+        return session
+
+    client._build_session = build_session
 
 
 async def _list_tools(client: Any) -> list[RemoteTool]:

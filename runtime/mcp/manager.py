@@ -11,6 +11,9 @@ A server that announces a changed tool list (on a 2026-07-28 `subscriptions/list
 server's `notifications/tools/list_changed`) is listed again and its tools in the registry are replaced; the next
 model call sees the new set, and a call already running keeps the tool it started with.
 
+A server's elicitation requests go to the session's `UserAsker` (see `connection`); one that cannot be shown is
+declined and said in the session ("MCP server X asked a question that could not be shown: …").
+
 Mode and model changes do not touch connections; only `close` (session closed, agent exiting) ends them.
 """
 
@@ -24,6 +27,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from runtime.elicitation import UserAsker
 from runtime.events import NoticeEvent
 from runtime.mcp.config import ConfigProblem, ServerSpec, register_secrets
 from runtime.mcp.connection import RemoteTool, ServerConnection
@@ -43,8 +47,9 @@ DEFAULT_TURN_WAIT = 10.0
 class McpConnections:
     def __init__(self, *, registry: ToolRegistry, cwd: str, notify: Notify, spawn: Spawn,
                  start_timeout: float = DEFAULT_START_TIMEOUT, turn_wait: float = DEFAULT_TURN_WAIT,
-                 client_version: str = "0") -> None:
+                 client_version: str = "0", asker: UserAsker | None = None) -> None:
         self.registry = registry
+        self.asker = asker  # the session's way to ask the user: servers' elicitation requests go there
         self.cwd = cwd
         self.notify = notify
         self.spawn = spawn
@@ -60,7 +65,7 @@ class McpConnections:
         """Start every server in the background and report every unusable entry. Returns at once."""
         for spec in specs:
             conn = ServerConnection(spec, cwd=self.cwd, events=self, start_timeout=self.start_timeout,
-                                    client_version=self.client_version)
+                                    client_version=self.client_version, asker=self.asker)
             register_secrets(spec)
             self.connections.append(conn)
             self.spawn(self._run, conn)
@@ -111,6 +116,10 @@ class McpConnections:
         self._remove_tools(conn.name)
         log.warning("MCP server %s stopped: %s", conn.name, reason)
         await self._notice(f"MCP server {conn.name} stopped", f"{reason}; its tools are no longer available")
+
+    async def on_question_declined(self, conn: ServerConnection, reason: str) -> None:
+        await self._notice(f"MCP server {conn.name} asked a question that could not be shown",
+                           f"{reason}; it was declined")
 
     def _remove_tools(self, server: str) -> None:
         for name in self._tools.pop(server, []):

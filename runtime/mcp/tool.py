@@ -82,7 +82,7 @@ class McpTool(Tool):
             await ctx.progress(ToolResult("", content=(_text_content(progress_text(progress, total, message)),),
                                           raw_output={"progress": progress, "total": total, "message": message}))
 
-        result = await self.conn.call_tool(self.remote.name, inject(args, self.pinned), on_progress)
+        result = await self.conn.call_tool(self.remote.name, inject(args, self.pinned), on_progress, ctx.call_id)
         return convert_result(result)
 
 

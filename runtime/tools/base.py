@@ -23,6 +23,7 @@ from runtime import secrets
 from runtime.workspace import PathError, Workspace
 
 if TYPE_CHECKING:
+    from runtime.elicitation import UserAsker
     from runtime.events import EventSink
     from runtime.tracing import CallRecord
 
@@ -112,6 +113,8 @@ class ToolContext:
     confinement: Confinement = field(default_factory=Confinement)
     # Why the approval layer let this call run (`_meta.gatewright` of its `in_progress` update); None before it.
     approval_meta: dict[str, Any] | None = None
+    # Puts questions to the user (`runtime.elicitation`), when the host can; None otherwise.
+    asker: UserAsker | None = None
 
     def approved(self, grants: frozenset[str], confinement: Confinement, meta: dict[str, Any]) -> ToolContext:
         """The context of a call the approval layer lets run (`permissions.decorator.ApprovalContext`)."""
