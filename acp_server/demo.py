@@ -134,7 +134,8 @@ def run_demo() -> int:
                                           "clientInfo": {"name": "gatewright-demo", "version": "1"}})
         ms = (time.perf_counter() - t0) * 1000
         info = init["result"]["agentInfo"]
-        _say(f"→ initialize            ← {info['name']} {info['version']}, protocol v{init['result']['protocolVersion']}"
+        protocol = init["result"]["protocolVersion"]
+        _say(f"→ initialize            ← {info['name']} {info['version']}, protocol v{protocol}"
              f" ({ms:.0f} ms including process start)")
         new = client.call("session/new", {"cwd": ws, "mcpServers": []})
         sid = new["result"]["sessionId"]

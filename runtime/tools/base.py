@@ -91,6 +91,19 @@ class EditorBridge(Protocol):
 
     async def write_text_file(self, path: str, content: str) -> None: ...
 
+    async def create_terminal(self, command: str, args: list[str], cwd: str, env: Mapping[str, str],
+                              output_byte_limit: int) -> str:
+        """Start `command` in an editor terminal; returns its id."""
+        ...
+
+    async def terminal_output(self, terminal_id: str) -> dict[str, Any]: ...
+
+    async def wait_for_terminal_exit(self, terminal_id: str) -> dict[str, Any]: ...
+
+    async def kill_terminal(self, terminal_id: str) -> None: ...
+
+    async def release_terminal(self, terminal_id: str) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:

@@ -355,8 +355,12 @@ class BashTool(Tool):
                "durationMs": res.duration_ms, "truncated": res.truncated}
         return ToolResult(output, is_error=res.timed_out, raw_output=raw)
 
-    async def _exec_terminal(self, command: str, cwd: str, timeout: float, ctx: ToolContext) -> ToolResult:
-        editor: Any = ctx.editor
+    # The deadline is the command's own (timeoutMs): on expiry the terminal is killed and its output still read and
+    # reported, which a caller's cancel scope could not do.
+    async def _exec_terminal(self, command: str, cwd: str, timeout: float,  # noqa: ASYNC109
+                             ctx: ToolContext) -> ToolResult:
+        editor = ctx.editor
+        assert editor is not None  # only called when the editor advertised terminals
         spec = self._spec(ctx, processes.EXEC_GRACE)
         # The editor starts the command in its own environment, which may hold our keys too: blank them there.
         env = child_env(secrets.blank_secret_names(self._env(cwd, ctx)), spec)

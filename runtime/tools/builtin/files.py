@@ -86,7 +86,8 @@ class ReadFileTool(Tool):
         from runtime.tools.builtin import textio
 
         shown = ctx.workspace.display(resolved.path)
-        if os.path.isdir(resolved.path):
+        # One stat, like the workspace boundary's own (synchronous) resolution of this path: cheaper than a thread.
+        if os.path.isdir(resolved.path):  # noqa: ASYNC240
             textio.check(ctx, resolved)
             raise ToolFailure(f"{shown} is a directory", "IsADirectory")
         limit = None if end is None else end - start + 1

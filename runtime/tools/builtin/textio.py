@@ -277,7 +277,8 @@ async def load(ctx: ToolContext, resolved: ResolvedPath, *, must_exist: bool = T
     """
     check(ctx, resolved)
     shown = ctx.workspace.display(resolved.path)
-    if os.path.isdir(resolved.path):
+    # One stat, like the workspace boundary's own (synchronous) resolution of this path: cheaper than a thread.
+    if os.path.isdir(resolved.path):  # noqa: ASYNC240
         raise ToolFailure(f"{shown} is a directory", "IsADirectory")
     scratch = call_scratch(ctx)
     key = ("text", resolved.path)
