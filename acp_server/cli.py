@@ -13,6 +13,12 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from permissions.modes import ApprovalMode
+    from permissions.rules import Rule
+    from runtime import ModelFactory
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -125,9 +131,9 @@ def _setup_logging(level: str) -> None:
 class Checked:
     """What `acp` and `run` start with, checked before anything runs."""
 
-    factory: object  # runtime.models.ModelFactory
-    mode: str
-    rules: tuple = ()  # permissions.rules.Rule: the config file's allow/deny
+    factory: ModelFactory
+    mode: ApprovalMode
+    rules: tuple[Rule, ...] = ()  # the config file's allow/deny
 
 
 def _check_options(args: argparse.Namespace) -> Checked | None:
@@ -156,7 +162,7 @@ def cmd_acp(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from acp_server.server import serve_stdio
 
-    return serve_stdio(checked.factory, checked.mode, record=args.record,  # type: ignore[arg-type]
+    return serve_stdio(checked.factory, checked.mode, record=args.record,
                        state_dir=args.state_dir, rules=checked.rules)
 
 
@@ -181,9 +187,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from runtime.sandbox import harden_agent
 
     harden_agent()
-    return run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,  # type: ignore[arg-type]
+    return run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,
                       state_dir=args.state_dir, record=args.record, json_events=args.json,
-                      rules=checked.rules)  # type: ignore[arg-type]
+                      rules=checked.rules)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -199,9 +205,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from runtime.sandbox import harden_agent
 
     harden_agent()
-    return run_chat(cwd=os.getcwd(), factory=checked.factory, mode=checked.mode,  # type: ignore[arg-type]
+    return run_chat(cwd=os.getcwd(), factory=checked.factory, mode=checked.mode,
                     state_dir=args.state_dir, resume=args.resume, continue_latest=args.continue_latest,
-                    rules=checked.rules)  # type: ignore[arg-type]
+                    rules=checked.rules)
 
 
 def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:

@@ -63,7 +63,8 @@ class _Client:
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError("the agent closed its output:\n" + b"".join(self._stderr).decode(errors="replace"))
-        return json.loads(line)
+        frame: dict[str, Any] = json.loads(line)
+        return frame
 
     def call(self, method: str, params: dict[str, Any], on_message: Any = None) -> dict[str, Any]:
         rid = self.next_id

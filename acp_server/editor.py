@@ -34,7 +34,7 @@ class AcpEditorBridge:
         Only a literal `true` counts: a capability that is missing, null or of the wrong type is not offered.
         """
         caps = caps if isinstance(caps, Mapping) else {}
-        fs = caps.get("fs") if isinstance(caps.get("fs"), Mapping) else {}
+        fs = f if isinstance(f := caps.get("fs"), Mapping) else {}
         can_read = fs.get("readTextFile") is True
         can_write = fs.get("writeTextFile") is True
         can_terminal = caps.get("terminal") is True

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import io
 import json
 import os
 import posixpath
@@ -172,9 +173,10 @@ class _Agent:
             self._cond.notify_all()
 
     def _read_err(self) -> None:
-        assert self.proc.stderr is not None
+        stderr = self.proc.stderr
+        assert isinstance(stderr, io.BufferedReader)  # a pipe with Popen's default buffering
         with contextlib.suppress(OSError, ValueError):
-            for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+            for chunk in iter(lambda: stderr.read1(65536), b""):
                 self._stderr.append(chunk)
 
     @property
@@ -379,8 +381,8 @@ def _map_roots(roots: list[str], tmp: Path) -> dict[str, str]:
             mapped[root] = str(tmp / ("ws" if not mapped else f"ws{len(mapped)}"))
     for root in roots:
         top = root
-        while parent(top) is not None:
-            top = parent(top)  # type: ignore[assignment]
+        while (up := parent(top)) is not None:
+            top = up
         if root != top:
             mapped[root] = mapped[top] + root[len(top.rstrip("/")):]
     return {r: mapped[r] for r in roots}

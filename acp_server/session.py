@@ -136,7 +136,7 @@ class AcpSession(Session):
             # once, and a constant suffix; the same bytes `send_update` would produce for this update, except that
             # chunks are not redacted: the model sees every secret redacted, so it cannot echo one (runtime.secrets).
             update_kind = "agent_message_chunk" if kind is TextChunk else "agent_thought_chunk"
-            text: str = ev.text  # type: ignore[union-attr]
+            text: str = ev.text  # type: ignore[union-attr]  # mypy does not narrow `kind is TextChunk` (hot path)
             if self.journal is not None:
                 self.journal.record_text(update_kind, text)
             prefix = self._chunk_prefixes.get(update_kind)

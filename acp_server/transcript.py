@@ -263,8 +263,8 @@ def normalise(frames: list[tuple[Any, int]], paths: dict[str, str],
 
 def _chunk_text(params: dict[str, Any]) -> str | None:
     content = params["update"].get("content")
-    if isinstance(content, dict) and content.get("type") == "text" and isinstance(content.get("text"), str):
-        return content["text"]
+    if isinstance(content, dict) and content.get("type") == "text" and isinstance(text := content.get("text"), str):
+        return text
     return None
 
 

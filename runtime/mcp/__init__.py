@@ -11,7 +11,7 @@ returns at once; `session.mcp.close()` ends them.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 from runtime.mcp.config import ConfigProblem, HttpServer, ServerSpec, StdioServer, parse_servers, session_context
@@ -39,7 +39,7 @@ class McpSession(Protocol):
 class TaskStarter(Protocol):
     """Runs background work for as long as the host's connection lives (`acp_server.rpc.JsonRpcConnection`)."""
 
-    def start_soon(self, func: Callable[..., Awaitable[Any]], *args: Any) -> None: ...
+    def start_soon(self, func: Callable[..., Coroutine[Any, Any, object]], *args: Any) -> None: ...
 
 
 class McpHost(McpSession, Protocol):
