@@ -33,6 +33,7 @@ import anyio
 
 from runtime.sandbox.child import SETUP_PREFIX
 from runtime.sandbox.client import Child, SandboxError, Spawner
+from runtime.sandbox.orphans import group_alive
 from runtime.sandbox.spec import SandboxSpec
 
 __all__ = ["ExecResult", "FdStream", "HeadTail", "ProcessLimit", "ProcessTable", "RingLog", "SandboxError", "Spawned",
@@ -69,35 +70,6 @@ def kill_all_process_groups() -> None:
     from runtime.sandbox import remove_all_tmpdirs
 
     remove_all_tmpdirs()
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether any live (non-zombie) process is still in the group.
-
-    `killpg(pgid, 0)` alone also counts zombies, which linger when PID 1 does not reap (containers); /proc tells them
-    apart where it exists.
-    """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    if not os.path.isdir("/proc/self"):
-        return True
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        # Fields after the parenthesised command name: state ppid pgrp ...
-        rest = stat[stat.rfind(b")") + 2:].split()
-        if len(rest) >= 3 and int(rest[2]) == pgid and rest[0] not in (b"Z", b"X"):
-            return True
-    return False
 
 
 def child_cwd(path: str, dir_fd: int | None) -> tuple[str, tuple[int, ...]]:

@@ -9,7 +9,6 @@ payload. Every probe drives the real binary (`python -m acp_server --model scrip
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -18,20 +17,9 @@ import pytest
 
 from tests.harness import AgentProcess, allow_once, write_script
 from tests.mcp_helpers import stdio_entry
+from tests.test_security_leaks import everything_under
 
 pytestmark = [pytest.mark.timeout(90)]
-
-
-def everything_under(root: Path) -> bytes:
-    out = bytearray()
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            try:
-                with open(os.path.join(dirpath, name), "rb") as f:
-                    out += f.read() + b"\n"
-            except OSError:
-                pass
-    return bytes(out)
 
 
 def corp_config(path: Path, header_value: str) -> Path:

@@ -32,6 +32,7 @@ from typing import Any
 
 from runtime.sandbox._libc import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, libc
 from runtime.sandbox.child import MARKER_ENV, Capabilities, Plan
+from runtime.sandbox.orphans import group_alive
 from runtime.sandbox.spec import SandboxSpec
 
 MAX_MESSAGE = 1 << 20
@@ -131,7 +132,7 @@ class Helper:
         for pid, fb in list(self.fallback.items()):
             if fb.status is None:
                 continue
-            busy = _group_busy(pid)
+            busy = group_alive(pid)
             if busy and not fb.reported_leftovers:
                 _write(fb.report_w, b"L")
                 fb.reported_leftovers = True
@@ -149,7 +150,7 @@ class Helper:
         if sweep(fb.tag) and not fb.reported_leftovers:
             _write(fb.report_w, b"L")
         deadline = time.monotonic() + 1.0
-        while _group_busy(pid) and time.monotonic() < deadline:
+        while group_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.002)
         _write(fb.report_w, b"S%d" % (fb.status or 0))
         os.close(fb.report_w)
@@ -165,18 +166,6 @@ class Helper:
                 os.killpg(pid, signal.SIGKILL)
             fb.status = fb.status if fb.status is not None else signal.SIGKILL
             self._end_fallback(pid, fb)
-
-
-def _group_busy(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    from runtime.sandbox.orphans import group_has_live_member
-
-    return group_has_live_member(pgid)
 
 
 def _write(fd: int, line: bytes) -> None:

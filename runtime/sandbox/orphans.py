@@ -13,12 +13,13 @@ import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 
 from runtime.sandbox.child import MARKER_ENV
 
 
-def _table() -> dict[int, tuple[int, bytes]]:
-    out: dict[int, tuple[int, bytes]] = {}
+def _stats() -> Iterator[tuple[int, bytes, int, int]]:
+    """(pid, state, ppid, pgrp) of every process /proc shows."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -27,10 +28,30 @@ def _table() -> dict[int, tuple[int, bytes]]:
                 stat = f.read()
         except OSError:
             continue
-        rest = stat[stat.rfind(b")") + 2:].split()
-        if len(rest) >= 2:
-            out[int(entry)] = (int(rest[1]), rest[0])
-    return out
+        rest = stat[stat.rfind(b")") + 2:].split()  # the fields after the parenthesised name: state ppid pgrp ...
+        if len(rest) >= 3:
+            yield int(entry), rest[0], int(rest[1]), int(rest[2])
+
+
+def _table() -> dict[int, tuple[int, bytes]]:
+    return {pid: (ppid, state) for pid, state, ppid, _ in _stats()}
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a live (non-zombie) process is still in the group.
+
+    `killpg(pgid, 0)` alone also counts zombies, which linger when nobody reaps them (a container's PID 1); /proc
+    tells them apart where it exists.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not os.path.isdir("/proc/self"):
+        return True
+    return any(g == pgid and state not in (b"Z", b"X") for _, state, _, g in _stats())
 
 
 def _carries(pid: int, marker: bytes) -> bool:
@@ -77,20 +98,3 @@ def sweep(tag: str, rounds: int = 4) -> bool:
                     break
                 time.sleep(0.002)
     return found
-
-
-def group_has_live_member(pgid: int) -> bool:
-    """Whether a live (non-zombie) process is in the group: `killpg(pgid, 0)` also counts zombies, which linger
-    when nobody reaps them (a container's PID 1); /proc tells them apart."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        rest = stat[stat.rfind(b")") + 2:].split()  # state ppid pgrp ...
-        if len(rest) >= 3 and int(rest[2]) == pgid and rest[0] not in (b"Z", b"X"):
-            return True
-    return False
