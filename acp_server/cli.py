@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from runtime.version import __version__
+
 if TYPE_CHECKING:
     from permissions.modes import ApprovalMode
     from permissions.rules import Rule
@@ -39,16 +41,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def version() -> str:
-    """The installed distribution's version (package metadata), else the source tree's (running from a checkout)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("gatewright")
-    except PackageNotFoundError:
-        from acp_server import __version__
-
-        return __version__
+    """gatewright's version (`runtime.version`, the one source the package metadata is built from too)."""
+    return __version__
 
 
 class _VersionAction(argparse.Action):

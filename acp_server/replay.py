@@ -519,8 +519,8 @@ def check(transcript: Transcript, *, workdir: str | Path | None = None, workspac
                 marker = {"<recording>": n}
                 expected_frames.append((marker, seg.entries[-1].line if seg.entries else seg.line))
                 actual_frames.append((marker, 0))
-        from acp_server.recorder import redact
         from runtime import secrets as secret_registry
+        from runtime.recording import redact
 
         secret_registry.register_environment()
         # The recording was redacted when written; the live frames get the same treatment before comparing.

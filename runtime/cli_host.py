@@ -274,7 +274,7 @@ class RunRecorder:
     `session/update`, each `session/request_permission` with its answer, and the prompt's response."""
 
     def __init__(self, path: str, meta: dict[str, Any]) -> None:
-        from acp_server.recorder import TranscriptRecorder
+        from runtime.recording import TranscriptRecorder
 
         self.rec = TranscriptRecorder(path, meta)  # OSError: the caller reports it, before anything runs
         self._next_id = 0
@@ -389,7 +389,7 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
         return EXIT_USAGE
     recorder = None
     if record:
-        from acp_server.recorder import transcript_meta
+        from runtime.recording import transcript_meta
 
         try:
             recorder = RunRecorder(record, transcript_meta(factory, mode, host="run", cwd=cwd, state_dir=state_dir))

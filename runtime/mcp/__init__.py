@@ -15,6 +15,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 from runtime.mcp.config import ConfigProblem, HttpServer, ServerSpec, StdioServer, parse_servers, session_context
+from runtime.version import __version__
 
 if TYPE_CHECKING:
     from runtime.events import RuntimeEvent
@@ -71,10 +72,9 @@ async def connect_servers(session: McpHost, servers: list[Any]) -> None:
     specs, problems = parse_servers(servers, session_context(session.id, session.cwd))
     if not specs and not problems:
         return
-    version = _version()
-    asker = getattr(getattr(session.runtime, "env", None), "asker", None)
     manager = McpConnections(registry=session.registry, cwd=session.cwd, notify=session.emit,
-                             spawn=session.conn.start_soon, client_version=version, asker=asker,
+                             spawn=session.conn.start_soon, client_version=__version__,
+                             asker=session.runtime.env.asker,
                              **connect_kwargs())
     session.mcp = manager
     hooks = session.runtime.before_turn
@@ -94,11 +94,3 @@ async def close_servers(session: McpSession) -> None:
         hooks.remove(manager.wait_ready)
     await manager.close()
 
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("gatewright")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree that was never installed
-        return "0"
