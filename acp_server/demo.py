@@ -7,6 +7,7 @@ streamed tool calls with diffs), printing the exchange readably. It needs no net
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import subprocess
@@ -185,8 +186,6 @@ def _show_update(u: dict[str, Any]) -> None:
 
 
 def _show_diff(c: dict[str, Any]) -> None:
-    import difflib
-
     diff = difflib.unified_diff((c.get("oldText") or "").splitlines(), c["newText"].splitlines(), "before", "after",
                                 lineterm="")
     for line in list(diff)[2:]:

@@ -28,6 +28,7 @@ import io
 import json
 import os
 import posixpath
+import re
 import shutil
 import signal
 import subprocess
@@ -53,10 +54,13 @@ from acp_server.transcript import (
     is_optional,
     is_request,
     is_response,
+    load,
     normalise,
     substitute_path,
     update_kind,
 )
+from runtime import secrets as secret_registry
+from runtime.recording import redact
 
 DEFAULT_IDLE_S = 10.0
 """How long the check waits for an agent that has gone quiet before it calls the rest of the recording missing."""
@@ -519,9 +523,6 @@ def check(transcript: Transcript, *, workdir: str | Path | None = None, workspac
                 marker = {"<recording>": n}
                 expected_frames.append((marker, seg.entries[-1].line if seg.entries else seg.line))
                 actual_frames.append((marker, 0))
-        from runtime import secrets as secret_registry
-        from runtime.recording import redact
-
         secret_registry.register_environment()
         # The recording was redacted when written; the live frames get the same treatment before comparing.
         actual_frames = [(redact(f), line) for f, line in actual_frames]
@@ -668,8 +669,6 @@ def _session_ids(frames: list[dict[str, Any]]) -> list[str]:
 def _raw_line(raw: str) -> tuple[bytes, int]:
     """The bytes of a recorded input line that was not JSON. An oversized line is recorded by its size only
     (`<N bytes dropped>`): a line of that size is sent again."""
-    import re
-
     m = re.fullmatch(r"<(\d+) bytes dropped>", raw)
     if m:
         size = int(m.group(1))
@@ -774,8 +773,6 @@ def run_check(path: str, *, workspace: str | None = None, model: str | None = No
               idle: float = DEFAULT_IDLE_S, out: Any = None, err: Any = None) -> int:
     """`gatewright replay --check FILE`: 0 when the agent answers as recorded, 1 at the first divergence, 2 when the
     file is not a transcript or cannot be checked."""
-    from acp_server.transcript import load
-
     out = out or sys.stdout
     err = err or sys.stderr
     try:

@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeVarTuple
 
 import anyio
 import anyio.abc
+import orjson
 
 from acp_server import wire
 from acp_server.errors import (
@@ -482,8 +483,6 @@ _CLOSED = object()
 
 
 def _loads_quiet(line: bytes) -> Any:
-    import orjson
-
     try:
         return orjson.loads(line)
     except Exception:

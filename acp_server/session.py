@@ -20,6 +20,7 @@ import orjson
 
 from acp_server.editor import AcpEditorBridge
 from acp_server.elicitation import AcpElicitor
+from acp_server.rpc import ClientError, ConnectionClosed
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES
 from permissions.options import REASON_FORM, REASON_QUESTION, REMEMBER_CHOICES
@@ -69,8 +70,6 @@ class AcpPermissionGateway:
         return reason if isinstance(reason, str) and reason.strip() else None
 
     async def request(self, request: PermissionRequest) -> PermissionOutcome:
-        from acp_server.rpc import ClientError, ConnectionClosed
-
         params = {
             "sessionId": self.session_id,
             "toolCall": pending_tool_call(request.call_id, request.title, request.kind, request.raw_input,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -496,8 +497,6 @@ def _exit_status(status: Any) -> str:
 
 
 def _shell_word(word: Any) -> str:
-    import shlex
-
     return shlex.quote(str(word))
 
 

@@ -10,6 +10,7 @@ import re
 from collections.abc import Awaitable, Callable
 from types import ModuleType
 
+import runtime.sandbox
 from permissions.decorator import ApprovalSubject
 from permissions.policy import CallFacts, PathFact
 from runtime.tools.base import ToolCall, ToolContext, ToolRegistry, clear_call_scratch
@@ -65,8 +66,6 @@ def make_describer(registry: ToolRegistry) -> Callable[[ToolCall, ToolContext], 
 
 
 def _sandbox() -> ModuleType:
-    import runtime.sandbox
-
     return runtime.sandbox
 
 

@@ -39,6 +39,7 @@ from runtime.delegation import DEFAULT_SUBAGENTS, SubagentSpec, install_delegati
 from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
 from runtime.tools.base import RoutingToolExecutor, Tool, ToolCall, ToolContext, ToolExecutor, ToolRegistry, ToolResult
 from runtime.tools.builtin import builtin_tools
+from runtime.tools.builtin.ask_user import AskUserTool
 from runtime.tracing import RetryingExecutor, RetryPolicy
 from runtime.workspace import Workspace
 
@@ -116,8 +117,6 @@ def build_runtime(
     workspace = Workspace(cwd, list(additional_directories))
     registry = ToolRegistry(list(tools) if tools is not None else builtin_tools())
     if tools is None and asker is not None and asker.form:
-        from runtime.tools.builtin.ask_user import AskUserTool
-
         registry.add(AskUserTool())  # a tool the host cannot serve is never offered to the model
     if state_dir is not None:
         # Said once per process, in one line, if the state dir cannot be written (see permissions.shared_sqlite).

@@ -22,10 +22,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from permissions.modes import MODES
 from permissions.options import REMEMBER_CHOICES
+from runtime import commands
 from runtime.assembly import build_runtime
 from runtime.events import RuntimeEvent, UsageReported
 from runtime.loop import RuntimeOptions
+from runtime.mcp import close_servers
 from runtime.models.base import TextPart, Usage
 from runtime.processes import close_session as close_session_processes
 from runtime.updates import event_to_update, message_chunk
@@ -168,8 +171,6 @@ class Session:
         Raises:
             ValueError: not a mode.
         """
-        from permissions.modes import MODES
-
         if mode_id not in {m.id for m in MODES}:
             raise ValueError(mode_id)
         self.mode = mode_id
@@ -205,8 +206,6 @@ class Session:
         # Background processes belong to the session: none outlives it.
         close_session_processes(self.id)
         if self.mcp is not None:
-            from runtime.mcp import close_servers
-
             await close_servers(self)
 
 
@@ -224,8 +223,6 @@ EMPTY_PROMPT_REPLY = "The prompt was empty, so nothing was sent to the model. Ty
 async def plan_prompt(session: Session, blocks: list[Any], parts: list[UserPart]) -> PromptPlan:
     """Record the prompt, give the session its title, and answer here what is no request for the model: an empty
     prompt, a built-in command, a `/name` that is no command. A project command becomes its expanded template."""
-    from runtime import commands
-
     if commands.is_empty(blocks):
         # Nothing to record or to send: the answer is not part of the conversation.
         await session.say(EMPTY_PROMPT_REPLY, keep=False)

@@ -13,6 +13,7 @@ While a permission question is open the live region is taken down (`hold`) and a
 
 from __future__ import annotations
 
+import difflib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -76,8 +77,6 @@ def live_tail(text: str, limit: int = LIVE_CHARS) -> str:
 
 def diff_text(old: str | None, new: str, path: str, limit: int = DIFF_LINES) -> Text:
     """A unified diff, coloured: removed lines red, added green, hunk headers cyan."""
-    import difflib
-
     lines = list(difflib.unified_diff((old or "").splitlines(), new.splitlines(), path, path, lineterm=""))
     out = Text()
     for ln in lines[:limit]:

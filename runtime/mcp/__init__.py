@@ -15,6 +15,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 from runtime.mcp.config import ConfigProblem, HttpServer, ServerSpec, StdioServer, parse_servers, session_context
+from runtime.mcp.manager import McpConnections, connect_kwargs
 from runtime.version import __version__
 
 if TYPE_CHECKING:
@@ -66,8 +67,6 @@ async def connect_servers(session: McpHost, servers: list[Any]) -> None:
 
     Also makes every turn of the session wait, bounded, for servers still starting (see `McpConnections.wait_ready`).
     """
-    from runtime.mcp.manager import McpConnections, connect_kwargs
-
     await close_servers(session)
     specs, problems = parse_servers(servers, session_context(session.id, session.cwd))
     if not specs and not problems:

@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 import anyio
 
@@ -551,8 +552,6 @@ def _exit_text(rc: int) -> str:
 
 def _safe_url(url: str) -> str:
     """scheme://host[:port]/path: no credentials, no query (tokens often travel there)."""
-    from urllib.parse import urlsplit
-
     try:
         p = urlsplit(url)
         host = p.hostname or ""

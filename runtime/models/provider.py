@@ -14,6 +14,7 @@ import anyio
 
 from runtime.models.base import ModelEvent, ModelNotConfigured, ModelRequest
 from runtime.models.config import ModelEntry, ProviderSettings, accepts_images
+from runtime.models.http import make_client, post_events, safe_url
 from runtime.models.retry import RetryPolicy, close_stream, first_token_deadline, next_or_none, resilient
 
 if TYPE_CHECKING:
@@ -87,8 +88,6 @@ class ProviderModel:
         object was replaced since."""
         key = (self.settings, self._api_key)
         if self._client is None or self._client_for != key:
-            from runtime.models.http import make_client
-
             if self._client is not None:
                 self._replaced.append(self._client)
             self._client = make_client(self.url, self._headers(), connect_timeout=self.settings.connect_timeout,
@@ -116,8 +115,6 @@ class ProviderModel:
         raise ModelNotConfigured(f"{var} is not set: set {var} in the environment gatewright starts with ({hint})")
 
     def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        from runtime.models.http import safe_url
-
         return resilient(lambda: self._attempt(request), label=self.label, policy=self.policy,
                          secrets=self._secrets(), auth_hint=f"Check {self._key_var}.", url=safe_url(self.url))
 
@@ -128,8 +125,6 @@ class ProviderModel:
         """POST `body` and feed every server-sent event (name, data) through the assembler until it is done or the
         reply ends; the first event must arrive within the first-token deadline. The reply is closed however this
         ends."""
-        from runtime.models.http import post_events
-
         events = post_events(self._http(), self.url, body)
         try:
             with first_token_deadline(self.policy.first_token_timeout):

@@ -11,6 +11,7 @@ Every message that leaves here is one line with the API key and anything that lo
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import logging
 import random
 import re
@@ -120,8 +121,6 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
         return max(0.0, float(value))
     except ValueError:
         pass
-    import email.utils  # an HTTP date is rare; most servers send seconds
-
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):

@@ -16,6 +16,8 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+from permissions.shared_sqlite import open_shared
+
 log = logging.getLogger("gatewright.store")
 
 BUSY_TIMEOUT_MS = 10_000
@@ -76,8 +78,6 @@ def connect(path: str | Path) -> sqlite3.Connection:
 
     `path` may be `:memory:` (used when the state dir cannot be written: sessions then last for the process).
     """
-    from permissions.shared_sqlite import open_shared
-
     conn = open_shared(str(path), BUSY_TIMEOUT_MS)
     conn.execute("PRAGMA foreign_keys = ON")
     migrate(conn)

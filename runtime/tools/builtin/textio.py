@@ -17,6 +17,7 @@ scratch, cleared at each new description) and reused by the run, and the write a
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 from dataclasses import dataclass
@@ -379,8 +380,6 @@ def diff_content(path: str, old: str | None, new: str) -> dict[str, object]:
 
 def unified_diff(path: str, old: str | None, new: str | None, context: int = 3, limit: int = 20_000) -> str:
     """A unified diff for the model's output (so it sees what changed), capped."""
-    import difflib
-
     a = (old or "").splitlines(keepends=True)
     b = (new or "").splitlines(keepends=True)
     lines = difflib.unified_diff(a, b, f"a/{path}" if old is not None else "/dev/null",
