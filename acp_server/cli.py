@@ -2,8 +2,9 @@
 `gatewright` alone on a terminal), `run` (one prompt, scriptable), `demo`, `replay` (recorded transcripts), and the
 `permissions list|revoke` and `audit` views of the state dir (these print to stdout: they are not acp mode).
 
-Kept light on purpose: this module is on the start-up path of `gatewright acp`, so it imports only the standard
-library at module level; everything else is imported by the subcommand that needs it.
+Kept light on purpose: this module is on the start-up path of `gatewright acp`, so at module level it imports only the
+standard library, the `runtime` package (whose names load on first use: `runtime.ModelFactory`) and the version;
+everything else is imported by the subcommand that needs it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import runtime  # the runtime's lazy public API: `runtime.name` loads a name's module on first use
 from runtime.version import __version__
 
 if TYPE_CHECKING:
@@ -134,14 +136,13 @@ def _check_options(args: argparse.Namespace) -> Checked | None:
     """Read the config file and validate model spec and mode; print a one-line error and return None on bad usage
     or configuration. The mode: --mode, else GATEWRIGHT_MODE, else the config's `[permissions] mode`, else safe."""
     from permissions.modes import parse_mode
-    from runtime import ModelFactory, ScriptError, parse_model_spec
     from runtime.config import load
 
     try:
         config = load()
         mode = parse_mode(args.mode or config.permissions.mode)
-        factory = ModelFactory(parse_model_spec(args.model), config=config.models)
-    except (ValueError, ScriptError) as exc:
+        factory = runtime.ModelFactory(runtime.parse_model_spec(args.model), config=config.models)
+    except (ValueError, runtime.ScriptError) as exc:
         from runtime import secrets
 
         sys.stderr.write(f"gatewright: {secrets.redact_text(str(exc))}\n")
@@ -177,11 +178,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not os.path.isdir(cwd):
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
-    from runtime import run_prompt
     from runtime.sandbox import harden_agent
 
     harden_agent()
-    return run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,
+    return runtime.run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,
                       state_dir=args.state_dir, record=args.record, json_events=args.json,
                       rules=checked.rules)
 
@@ -195,11 +195,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
         sys.stderr.write("gatewright: chat does not record transcripts yet; use `gatewright acp --record` or "
                          "`gatewright run --record`\n")
         return EXIT_USAGE
-    from runtime import run_chat
     from runtime.sandbox import harden_agent
 
     harden_agent()
-    return run_chat(cwd=os.getcwd(), factory=checked.factory, mode=checked.mode,
+    return runtime.run_chat(cwd=os.getcwd(), factory=checked.factory, mode=checked.mode,
                     state_dir=args.state_dir, resume=args.resume, continue_latest=args.continue_latest,
                     rules=checked.rules)
 

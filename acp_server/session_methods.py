@@ -51,11 +51,6 @@ class SessionLifecycle:
             self._store = open_store(self.agent.config.state_dir)
         return self._store
 
-    def close_store(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-
     # ---- sessions coming alive -----------------------------------------------------------------------------------
     def created(self, session: AcpSession, result: dict[str, Any]) -> Any:
         """A `session/new` session: store it, attach its journal; the commands follow the answer."""

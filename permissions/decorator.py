@@ -37,7 +37,7 @@ import anyio.lowlevel
 
 from permissions.audit import summarize_arguments
 from permissions.confinement import Confinement, confinement_for
-from permissions.gateway import PermissionGateway, PermissionOutcome, PermissionRequest
+from permissions.gateway import PermissionGateway, PermissionOutcome, PermissionRequest, ReasonGateway
 from permissions.modes import ApprovalMode
 from permissions.options import MAX_REASON, Choice, build_choices
 from permissions.policy import CallFacts, Decision, decide
@@ -374,16 +374,16 @@ class ToolApprovalDecorator(Generic[C, X, R]):
     async def _reason(self, request: PermissionRequest) -> str | None:
         """Why the user declined ("reject, and let the agent try another way"), when the gateway can ask; bounded by
         the question timeout. Nothing here can turn the rejection into anything else."""
-        ask = getattr(self.gateway, "ask_reason", None)
-        if ask is None:
+        gateway = self.gateway
+        if not isinstance(gateway, ReasonGateway):
             return None
-        why: Any = None
+        why: object = None  # checked below: a reason is text or nothing
         try:
             if self.question_timeout is None:
-                why = await ask(request)
+                why = await gateway.ask_reason(request)
             else:
                 with anyio.move_on_after(self.question_timeout):
-                    why = await ask(request)
+                    why = await gateway.ask_reason(request)
         except Exception:  # no reason is fine; the rejection stands
             log.warning("asking why a call was declined failed", exc_info=True)
             return None
