@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from acp_server import __version__
 from acp_server.errors import AuthRequired, InvalidParams, ResourceNotFound
 from acp_server.params import obj, opt_list, req_str, str_list
 from runtime import secrets
+from runtime.version import __version__
 
 if TYPE_CHECKING:
     from acp_server.rpc import JsonRpcConnection

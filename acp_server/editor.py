@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from acp_server.rpc import ClientError, ConnectionClosed
 from runtime import EditorError
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ class AcpEditorBridge:
         Only a literal `true` counts: a capability that is missing, null or of the wrong type is not offered.
         """
         caps = caps if isinstance(caps, Mapping) else {}
-        fs = caps.get("fs") if isinstance(caps.get("fs"), Mapping) else {}
+        fs = f if isinstance(f := caps.get("fs"), Mapping) else {}
         can_read = fs.get("readTextFile") is True
         can_write = fs.get("writeTextFile") is True
         can_terminal = caps.get("terminal") is True
@@ -43,8 +44,6 @@ class AcpEditorBridge:
         return cls(conn, session_id, can_read=can_read, can_write=can_write, can_terminal=can_terminal)
 
     async def _call(self, method: str, allowed: bool, params: dict[str, Any]) -> Any:
-        from acp_server.rpc import ClientError, ConnectionClosed
-
         if not allowed:
             raise EditorError(f"the editor did not offer {method}")
         try:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acp_server.rpc import ClientError, ConnectionClosed
 from runtime.elicitation import Answer, CannotAsk, clean_content, clean_form_schema, clip, url_problem
 
 if TYPE_CHECKING:
@@ -86,8 +87,6 @@ class AcpElicitor:
 
     async def _request(self, params: dict[str, Any]) -> Any:
         """The editor's answer, or None when the question was withdrawn by `cancel_all`."""
-        from acp_server.rpc import ClientError, ConnectionClosed
-
         scope = anyio.CancelScope()
         self._open.add(scope)
         try:

@@ -99,10 +99,8 @@ def error_to_wire(exc: BaseException, method: str | None = None) -> dict[str, An
     """The only exception-to-wire mapping. Unknown exceptions become an opaque -32603 with a correlation id."""
     if isinstance(exc, RpcError):
         return exc.to_wire()
-    try:
-        from pydantic import ValidationError
-    except ImportError:  # pragma: no cover
-        ValidationError = ()  # type: ignore[assignment,misc]
+    from pydantic import ValidationError  # only on a failure: pydantic is not needed to answer `initialize`
+
     if isinstance(exc, ValidationError):
         return InvalidParams().to_wire()
     incident = uuid.uuid4().hex[:12]

@@ -23,15 +23,6 @@ def req_str(p: dict[str, Any], key: str) -> str:
     return v
 
 
-def opt_str(p: dict[str, Any], key: str) -> str | None:
-    v = p.get(key)
-    if v is None:
-        return None
-    if not isinstance(v, str):
-        raise InvalidParams(f"Invalid params: \"{key}\" must be a string")
-    return v
-
-
 def opt_list(p: dict[str, Any], key: str) -> list[Any]:
     v = p.get(key)
     if v is None:

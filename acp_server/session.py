@@ -20,6 +20,7 @@ import orjson
 
 from acp_server.editor import AcpEditorBridge
 from acp_server.elicitation import AcpElicitor
+from acp_server.rpc import ClientError, ConnectionClosed
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.modes import MODES
 from permissions.options import REASON_FORM, REASON_QUESTION, REMEMBER_CHOICES
@@ -69,8 +70,6 @@ class AcpPermissionGateway:
         return reason if isinstance(reason, str) and reason.strip() else None
 
     async def request(self, request: PermissionRequest) -> PermissionOutcome:
-        from acp_server.rpc import ClientError, ConnectionClosed
-
         params = {
             "sessionId": self.session_id,
             "toolCall": pending_tool_call(request.call_id, request.title, request.kind, request.raw_input,
@@ -136,7 +135,7 @@ class AcpSession(Session):
             # once, and a constant suffix; the same bytes `send_update` would produce for this update, except that
             # chunks are not redacted: the model sees every secret redacted, so it cannot echo one (runtime.secrets).
             update_kind = "agent_message_chunk" if kind is TextChunk else "agent_thought_chunk"
-            text: str = ev.text  # type: ignore[union-attr]
+            text: str = ev.text  # type: ignore[union-attr]  # mypy does not narrow `kind is TextChunk` (hot path)
             if self.journal is not None:
                 self.journal.record_text(update_kind, text)
             prefix = self._chunk_prefixes.get(update_kind)

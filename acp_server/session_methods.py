@@ -12,6 +12,7 @@ answers at once and sends the commands after the answer.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -49,11 +50,6 @@ class SessionLifecycle:
 
             self._store = open_store(self.agent.config.state_dir)
         return self._store
-
-    def close_store(self) -> None:
-        if self._store is not None:
-            self._store.close()
-            self._store = None
 
     # ---- sessions coming alive -----------------------------------------------------------------------------------
     def created(self, session: AcpSession, result: dict[str, Any]) -> Any:
@@ -211,7 +207,8 @@ class SessionLifecycle:
         self._sent_commands.pop(session.id, None)
 
     # ---- around a prompt -----------------------------------------------------------------------------------------
-    async def before_prompt(self, session: AcpSession, blocks: list[Any], parts: list[UserPart]) -> PromptPlan:
+    async def before_prompt(self, session: AcpSession, blocks: builtins.list[Any],  # `list` is a method here
+                            parts: builtins.list[UserPart]) -> PromptPlan:
         """What every host does with a prompt before the model (`runtime.session.plan_prompt`)."""
         return await plan_prompt(session, blocks, parts)
 

@@ -43,7 +43,8 @@ def _check(def_name: str | None, value: Any, unstable: bool = False) -> list[str
     if def_name is None:
         return []
     validator, _ = _load(unstable)
-    return [f"{def_name}: {e.message[:300]} at {list(e.absolute_path)}" for e in validator(def_name).iter_errors(value)][:3]
+    errors = validator(def_name).iter_errors(value)
+    return [f"{def_name}: {e.message[:300]} at {list(e.absolute_path)}" for e in errors][:3]
 
 
 def _def(side: str, method: str, kind: str) -> str | None:
