@@ -1,3 +1,5 @@
 """gatewright's ACP host: stdio framing, JSON-RPC, ACP methods, sessions, the CLI entry point."""
 
-__version__ = "0.1.0"
+from runtime.version import __version__
+
+__all__ = ["__version__"]

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from acp_server import __version__
 from acp_server.errors import InvalidParams, ResourceNotFound
+from runtime.version import __version__
 
 if TYPE_CHECKING:
     from acp_server.protocol.schema import ClientCapabilities

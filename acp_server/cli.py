@@ -2,8 +2,9 @@
 `gatewright` alone on a terminal), `run` (one prompt, scriptable), `demo`, `replay` (recorded transcripts), and the
 `permissions list|revoke` and `audit` views of the state dir (these print to stdout: they are not acp mode).
 
-Kept light on purpose: this module is on the start-up path of `gatewright acp`, so it imports only the standard
-library at module level; everything else is imported by the subcommand that needs it.
+Kept light on purpose: this module is on the start-up path of `gatewright acp`, so at module level it imports only the
+standard library, the `runtime` package (whose names load on first use: `runtime.ModelFactory`) and the version;
+everything else is imported by the subcommand that needs it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,15 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import runtime  # the runtime's lazy public API: `runtime.name` loads a name's module on first use
+from runtime.version import __version__
+
+if TYPE_CHECKING:
+    from permissions.modes import ApprovalMode
+    from permissions.rules import Rule
+    from runtime import ModelFactory
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -33,16 +43,8 @@ def _add_common(p: argparse.ArgumentParser) -> None:
 
 
 def version() -> str:
-    """The installed distribution's version (package metadata), else the source tree's (running from a checkout)."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("gatewright")
-    except PackageNotFoundError:
-        from acp_server import __version__
-
-        return __version__
+    """gatewright's version (`runtime.version`, the one source the package metadata is built from too)."""
+    return __version__
 
 
 class _VersionAction(argparse.Action):
@@ -125,23 +127,22 @@ def _setup_logging(level: str) -> None:
 class Checked:
     """What `acp` and `run` start with, checked before anything runs."""
 
-    factory: object  # runtime.models.ModelFactory
-    mode: str
-    rules: tuple = ()  # permissions.rules.Rule: the config file's allow/deny
+    factory: ModelFactory
+    mode: ApprovalMode
+    rules: tuple[Rule, ...] = ()  # the config file's allow/deny
 
 
 def _check_options(args: argparse.Namespace) -> Checked | None:
     """Read the config file and validate model spec and mode; print a one-line error and return None on bad usage
     or configuration. The mode: --mode, else GATEWRIGHT_MODE, else the config's `[permissions] mode`, else safe."""
     from permissions.modes import parse_mode
-    from runtime import ModelFactory, ScriptError, parse_model_spec
     from runtime.config import load
 
     try:
         config = load()
         mode = parse_mode(args.mode or config.permissions.mode)
-        factory = ModelFactory(parse_model_spec(args.model), config=config.models)
-    except (ValueError, ScriptError) as exc:
+        factory = runtime.ModelFactory(runtime.parse_model_spec(args.model), config=config.models)
+    except (ValueError, runtime.ScriptError) as exc:
         from runtime import secrets
 
         sys.stderr.write(f"gatewright: {secrets.redact_text(str(exc))}\n")
@@ -156,7 +157,7 @@ def cmd_acp(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     from acp_server.server import serve_stdio
 
-    return serve_stdio(checked.factory, checked.mode, record=args.record,  # type: ignore[arg-type]
+    return serve_stdio(checked.factory, checked.mode, record=args.record,
                        state_dir=args.state_dir, rules=checked.rules)
 
 
@@ -177,13 +178,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not os.path.isdir(cwd):
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
-    from runtime import run_prompt
     from runtime.sandbox import harden_agent
 
     harden_agent()
-    return run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,  # type: ignore[arg-type]
+    return runtime.run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,
                       state_dir=args.state_dir, record=args.record, json_events=args.json,
-                      rules=checked.rules)  # type: ignore[arg-type]
+                      rules=checked.rules)
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -195,13 +195,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
         sys.stderr.write("gatewright: chat does not record transcripts yet; use `gatewright acp --record` or "
                          "`gatewright run --record`\n")
         return EXIT_USAGE
-    from runtime import run_chat
     from runtime.sandbox import harden_agent
 
     harden_agent()
-    return run_chat(cwd=os.getcwd(), factory=checked.factory, mode=checked.mode,  # type: ignore[arg-type]
+    return runtime.run_chat(cwd=os.getcwd(), factory=checked.factory, mode=checked.mode,
                     state_dir=args.state_dir, resume=args.resume, continue_latest=args.continue_latest,
-                    rules=checked.rules)  # type: ignore[arg-type]
+                    rules=checked.rules)
 
 
 def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -259,7 +258,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         entries = log.entries(limit=args.limit, session_id=args.session,
                               project=os.path.realpath(args.project) if args.project else None)
     except Exception as exc:  # a corrupt or unreadable file: one clear line, not a traceback
-        from permissions._sqlite import describe_failure
+        from permissions.shared_sqlite import describe_failure
 
         sys.stderr.write(f"gatewright: the audit log {log.path} cannot be read ({describe_failure(exc)})\n")
         return 1

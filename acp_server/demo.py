@@ -7,6 +7,7 @@ streamed tool calls with diffs), printing the exchange readably. It needs no net
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import subprocess
@@ -63,7 +64,8 @@ class _Client:
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError("the agent closed its output:\n" + b"".join(self._stderr).decode(errors="replace"))
-        return json.loads(line)
+        frame: dict[str, Any] = json.loads(line)
+        return frame
 
     def call(self, method: str, params: dict[str, Any], on_message: Any = None) -> dict[str, Any]:
         rid = self.next_id
@@ -134,7 +136,8 @@ def run_demo() -> int:
                                           "clientInfo": {"name": "gatewright-demo", "version": "1"}})
         ms = (time.perf_counter() - t0) * 1000
         info = init["result"]["agentInfo"]
-        _say(f"→ initialize            ← {info['name']} {info['version']}, protocol v{init['result']['protocolVersion']}"
+        protocol = init["result"]["protocolVersion"]
+        _say(f"→ initialize            ← {info['name']} {info['version']}, protocol v{protocol}"
              f" ({ms:.0f} ms including process start)")
         new = client.call("session/new", {"cwd": ws, "mcpServers": []})
         sid = new["result"]["sessionId"]
@@ -183,8 +186,6 @@ def _show_update(u: dict[str, Any]) -> None:
 
 
 def _show_diff(c: dict[str, Any]) -> None:
-    import difflib
-
     diff = difflib.unified_diff((c.get("oldText") or "").splitlines(), c["newText"].splitlines(), "before", "after",
                                 lineterm="")
     for line in list(diff)[2:]:

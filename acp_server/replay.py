@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import io
 import json
 import os
 import posixpath
+import re
 import shutil
 import signal
 import subprocess
@@ -52,10 +54,13 @@ from acp_server.transcript import (
     is_optional,
     is_request,
     is_response,
+    load,
     normalise,
     substitute_path,
     update_kind,
 )
+from runtime import secrets as secret_registry
+from runtime.recording import redact
 
 DEFAULT_IDLE_S = 10.0
 """How long the check waits for an agent that has gone quiet before it calls the rest of the recording missing."""
@@ -172,9 +177,10 @@ class _Agent:
             self._cond.notify_all()
 
     def _read_err(self) -> None:
-        assert self.proc.stderr is not None
+        stderr = self.proc.stderr
+        assert isinstance(stderr, io.BufferedReader)  # a pipe with Popen's default buffering
         with contextlib.suppress(OSError, ValueError):
-            for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+            for chunk in iter(lambda: stderr.read1(65536), b""):
                 self._stderr.append(chunk)
 
     @property
@@ -379,8 +385,8 @@ def _map_roots(roots: list[str], tmp: Path) -> dict[str, str]:
             mapped[root] = str(tmp / ("ws" if not mapped else f"ws{len(mapped)}"))
     for root in roots:
         top = root
-        while parent(top) is not None:
-            top = parent(top)  # type: ignore[assignment]
+        while (up := parent(top)) is not None:
+            top = up
         if root != top:
             mapped[root] = mapped[top] + root[len(top.rstrip("/")):]
     return {r: mapped[r] for r in roots}
@@ -517,9 +523,6 @@ def check(transcript: Transcript, *, workdir: str | Path | None = None, workspac
                 marker = {"<recording>": n}
                 expected_frames.append((marker, seg.entries[-1].line if seg.entries else seg.line))
                 actual_frames.append((marker, 0))
-        from acp_server.recorder import redact
-        from runtime import secrets as secret_registry
-
         secret_registry.register_environment()
         # The recording was redacted when written; the live frames get the same treatment before comparing.
         actual_frames = [(redact(f), line) for f, line in actual_frames]
@@ -666,8 +669,6 @@ def _session_ids(frames: list[dict[str, Any]]) -> list[str]:
 def _raw_line(raw: str) -> tuple[bytes, int]:
     """The bytes of a recorded input line that was not JSON. An oversized line is recorded by its size only
     (`<N bytes dropped>`): a line of that size is sent again."""
-    import re
-
     m = re.fullmatch(r"<(\d+) bytes dropped>", raw)
     if m:
         size = int(m.group(1))
@@ -772,8 +773,6 @@ def run_check(path: str, *, workspace: str | None = None, model: str | None = No
               idle: float = DEFAULT_IDLE_S, out: Any = None, err: Any = None) -> int:
     """`gatewright replay --check FILE`: 0 when the agent answers as recorded, 1 at the first divergence, 2 when the
     file is not a transcript or cannot be checked."""
-    from acp_server.transcript import load
-
     out = out or sys.stdout
     err = err or sys.stderr
     try:

@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, TypeVarTuple
 
 import anyio
 import anyio.abc
+import orjson
 
 from acp_server import wire
 from acp_server.errors import (
     InternalError,
+    InvalidRequest,
     MethodNotFound,
+    ParseError,
     RequestCancelled,
     RpcError,
     error_to_wire,
@@ -35,6 +38,7 @@ log = logging.getLogger("gatewright.rpc")
 MAX_INFLIGHT = 512
 WRITE_BUFFER = 4 << 20  # bytes of encoded frames waiting for the writer before senders wait (one frame always fits)
 
+PosArgs = TypeVarTuple("PosArgs")
 C = TypeVar("C")  # what every handler of a table is given first (the agent)
 P = TypeVar("P")  # a method's params model
 R = TypeVar("R")  # a method's result
@@ -289,14 +293,14 @@ class JsonRpcConnection:
             self._outbound.pop(key, None)
         if pending.is_error:
             err = pending.error if isinstance(pending.error, dict) else {}
-            code = err.get("code") if isinstance(err.get("code"), int) else InternalError.code
-            msg = err.get("message") if isinstance(err.get("message"), str) else "error"
+            code = c if isinstance(c := err.get("code"), int) else InternalError.code
+            msg = m if isinstance(m := err.get("message"), str) else "error"
             raise ClientError(code, msg)
         if pending.result is _CLOSED:
             raise ConnectionClosed()
         return pending.result
 
-    def start_soon(self, func: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    def start_soon(self, func: Callable[[*PosArgs], Coroutine[Any, Any, object]], *args: *PosArgs) -> None:
         """Run background work that belongs to this connection (e.g. a session's MCP servers): it may outlive the
         request that started it and is cancelled when the connection ends."""
         assert self._tg is not None, "the connection is not serving"
@@ -382,15 +386,15 @@ class JsonRpcConnection:
         if isinstance(line, wire.Oversized):
             if self.recorder is not None:
                 self.recorder.record("in", None, raw=f"<{line.size} bytes dropped>".encode())
-            err = wire.InvalidRequest(f"Invalid request: frame of {line.size} bytes exceeds the "
-                                      f"{self.max_frame // (1024 * 1024)} MiB limit")
+            err = InvalidRequest(f"Invalid request: frame of {line.size} bytes exceeds the "
+                                 f"{self.max_frame // (1024 * 1024)} MiB limit")
             await self._emit(wire.error_response(None, err.to_wire()))
             return
         frame = wire.classify(line)
         if frame is None:
             return
         if self.recorder is not None:
-            if isinstance(frame, wire.Invalid) and isinstance(frame.error, wire.ParseError):
+            if isinstance(frame, wire.Invalid) and isinstance(frame.error, ParseError):
                 self.recorder.record("in", None, raw=line)
             else:
                 self.recorder.record("in", _loads_quiet(line))
@@ -519,8 +523,6 @@ def _result_wire(result: Any) -> Any:
 
 
 def _loads_quiet(line: bytes) -> Any:
-    import orjson
-
     try:
         return orjson.loads(line)
     except Exception:

@@ -157,7 +157,7 @@ async def warm_up_when_idle(stages: Sequence[Callable[[], None]], busy: Callable
 
 
 def _recorder(record: str, factory: ModelFactory, mode: str, state_dir: str | None) -> Any:
-    from acp_server.recorder import TranscriptRecorder, transcript_meta
+    from runtime.recording import TranscriptRecorder, transcript_meta
 
     return TranscriptRecorder(record, transcript_meta(factory, mode, state_dir=state_dir))
 

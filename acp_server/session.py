@@ -78,7 +78,7 @@ class AcpSession(Session):
         kind = type(ev)
         if kind is TextChunk or kind is ThoughtChunk:
             update_kind = "agent_message_chunk" if kind is TextChunk else "agent_thought_chunk"
-            text: str = ev.text  # type: ignore[union-attr]
+            text: str = ev.text  # type: ignore[union-attr]  # mypy does not narrow `kind is TextChunk` (hot path)
             if self.journal is not None:
                 self.journal.record_text(update_kind, text)
             prefix = self._chunk_prefixes.get(update_kind)

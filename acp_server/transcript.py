@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,8 +62,6 @@ class Transcript:
 
 def load(path: str | Path) -> Transcript:
     """Read a transcript file (`-`: stdin). Raises `TranscriptError` for anything that is not one."""
-    import sys
-
     source = str(path)
     try:
         text = sys.stdin.read() if source == "-" else Path(path).read_text(encoding="utf-8")
@@ -263,8 +262,8 @@ def normalise(frames: list[tuple[Any, int]], paths: dict[str, str],
 
 def _chunk_text(params: dict[str, Any]) -> str | None:
     content = params["update"].get("content")
-    if isinstance(content, dict) and content.get("type") == "text" and isinstance(content.get("text"), str):
-        return content["text"]
+    if isinstance(content, dict) and content.get("type") == "text" and isinstance(text := content.get("text"), str):
+        return text
     return None
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import shlex
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -168,10 +169,10 @@ class _View:
 
     # ---- client → agent ------------------------------------------------------------------------------------------
     def client_request(self, msg: dict[str, Any]) -> None:
-        method, p = msg["method"], msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        method, p = msg["method"], _obj(msg.get("params"))
         tag = self.tag(p.get("sessionId"))
         if method == "initialize":
-            info = p.get("clientInfo") if isinstance(p.get("clientInfo"), dict) else {}
+            info = _obj(p.get("clientInfo"))
             who = f", client {info.get('name')} {info.get('version') or ''}".rstrip() if info.get("name") else ""
             caps = _capabilities(p.get("clientCapabilities"))
             self.say(f"→ initialize (protocol {p.get('protocolVersion')}{who}{caps})", "client")
@@ -196,7 +197,7 @@ class _View:
             self.say(f"→ {tag}{method} {_compact(params) if params else ''}".rstrip(), "client")
 
     def client_notification(self, msg: dict[str, Any]) -> None:
-        p = msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        p = _obj(msg.get("params"))
         if msg["method"] == "session/cancel":
             self.say(f"→ {self.tag(p.get('sessionId'))}cancel", "client")
         else:
@@ -210,9 +211,9 @@ class _View:
             err = msg["error"] if isinstance(msg["error"], dict) else {}
             self.say(f"└ the editor answered with an error: {err.get('message')} ({err.get('code')})", "error", 4)
             return
-        result = msg.get("result") if isinstance(msg.get("result"), dict) else {}
+        result = _obj(msg.get("result"))
         if method == "session/request_permission":
-            outcome = result.get("outcome") if isinstance(result.get("outcome"), dict) else {}
+            outcome = _obj(result.get("outcome"))
             if outcome.get("outcome") == "cancelled":
                 self.say("└ answer: cancelled (the turn is being cancelled)", "answer", 4)
                 return
@@ -256,13 +257,13 @@ class _View:
             extra = f" ({_compact(data)})" if data not in (None, {}, "") else ""
             self.say(f"✗ {what}: {err.get('message')} [{err.get('code')}]{extra}", "error")
             return
-        result = msg.get("result") if isinstance(msg.get("result"), dict) else {}
+        result = _obj(msg.get("result"))
         if method == "initialize":
-            info = result.get("agentInfo") if isinstance(result.get("agentInfo"), dict) else {}
+            info = _obj(result.get("agentInfo"))
             self.say(f"← {info.get('name', 'agent')} {info.get('version', '')}, protocol "
                      f"{result.get('protocolVersion')}", "info")
         elif method in ("session/new", "session/fork") or (method and "sessionId" in result):
-            modes = result.get("modes") if isinstance(result.get("modes"), dict) else {}
+            modes = _obj(result.get("modes"))
             mode = f" (mode {modes['currentModeId']})" if modes.get("currentModeId") else ""
             self.say(f"← session {result.get('sessionId')}{mode}", "info")
         elif method == "session/prompt":
@@ -284,11 +285,11 @@ class _View:
             self.say(f"← {_compact(result)}", "info")
 
     def agent_request(self, msg: dict[str, Any]) -> None:
-        method, p = msg["method"], msg.get("params") if isinstance(msg.get("params"), dict) else {}
+        method, p = msg["method"], _obj(msg.get("params"))
         tag = self.tag(p.get("sessionId"))
         if method == "session/request_permission":
-            tc = p.get("toolCall") if isinstance(p.get("toolCall"), dict) else {}
-            title = tc.get("title") or self.titles.get(tc.get("toolCallId"), "a tool call")
+            tc = _obj(p.get("toolCall"))
+            title = tc.get("title") or self.titles.get(_str(tc.get("toolCallId")), "a tool call")
             self.say(f"┌ {tag}permission asked: {title} ({tc.get('kind', 'other')})", "question", 4)
             self.tool_content(tc.get("content"), tc.get("rawInput"), 6, show_input=True)
             options = [o for o in p.get("options") or [] if isinstance(o, dict)]
@@ -300,7 +301,7 @@ class _View:
             limit = f", {p['limit']} lines" if p.get("limit") else ""
             self.say(f"⇄ {tag}the agent asks the editor to read {p.get('path')}{where}{limit}", "editor", 4)
         elif method == "fs/write_text_file":
-            content = p.get("content") if isinstance(p.get("content"), str) else ""
+            content = _str(p.get("content"))
             n = len(content.splitlines())
             self.say(f"⇄ {tag}the agent asks the editor to write {p.get('path')} ({n} line{'s' if n != 1 else ''})",
                      "editor", 4)
@@ -320,7 +321,7 @@ class _View:
         sid = p.get("sessionId")
         u = p["update"]
         if kind in CHUNKS:
-            content = u.get("content") if isinstance(u.get("content"), dict) else {}
+            content = _obj(u.get("content"))
             text = content.get("text") if content.get("type") == "text" else f"[{content.get('type')}]"
             if self._chunk != (sid, kind):
                 self.flush()
@@ -341,7 +342,7 @@ class _View:
             self.say(f"📋 {tag}plan:", "info", 2)
             for entry in u.get("entries") or []:
                 if isinstance(entry, dict):
-                    mark = {"completed": "[x]", "in_progress": "[~]"}.get(entry.get("status"), "[ ]")
+                    mark = {"completed": "[x]", "in_progress": "[~]"}.get(_str(entry.get("status")), "[ ]")
                     self.say(f"{mark} {entry.get('content')}", "info", 6)
         elif kind == "available_commands_update":
             names = [f"/{c.get('name')}" for c in u.get("availableCommands") or [] if isinstance(c, dict)]
@@ -365,8 +366,8 @@ class _View:
     def tool_update(self, u: dict[str, Any], tag: str) -> None:
         tid = u.get("toolCallId")
         if u.get("title"):
-            self.titles[tid] = u["title"]
-        title = self.titles.get(tid, str(tid))
+            self.titles[_str(tid)] = u["title"]
+        title = self.titles.get(_str(tid), str(tid))
         status = u.get("status")
         if status:
             style = {"completed": "ok", "failed": "failed"}.get(status, "tool")
@@ -383,7 +384,7 @@ class _View:
                 self.diff(c, indent)
                 shown = True
             elif c.get("type") == "content":
-                inner = c.get("content") if isinstance(c.get("content"), dict) else {}
+                inner = _obj(c.get("content"))
                 if isinstance(inner.get("text"), str) and inner["text"].strip():
                     self.block(inner["text"], "output", indent)
                     shown = True
@@ -397,8 +398,8 @@ class _View:
                 self.block(json.dumps(raw_input, ensure_ascii=False, indent=1), "output", indent)
 
     def diff(self, c: dict[str, Any], indent: int) -> None:
-        old = c.get("oldText") if isinstance(c.get("oldText"), str) else ""
-        new = c.get("newText") if isinstance(c.get("newText"), str) else ""
+        old = _str(c.get("oldText"))
+        new = _str(c.get("newText"))
         path = str(c.get("path") or "file")
         label = "new file" if c.get("oldText") is None else "edit"
         self.say(f"{label} {path}", "hunk", indent)
@@ -416,6 +417,15 @@ class _View:
 
 
 # ---- helpers ------------------------------------------------------------------------------------------------------
+def _obj(value: Any) -> dict[str, Any]:
+    """A JSON object as recorded, or an empty one when the recording holds something else there."""
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def _session_ids_in(msg: Any) -> list[str]:
     if isinstance(msg, dict):
         params = msg.get("params")
@@ -437,7 +447,7 @@ def _capabilities(caps: Any) -> str:
     if not isinstance(caps, dict):
         return ""
     offered = []
-    fs = caps.get("fs") if isinstance(caps.get("fs"), dict) else {}
+    fs = _obj(caps.get("fs"))
     if fs.get("readTextFile") is True:
         offered.append("fs read")
     if fs.get("writeTextFile") is True:
@@ -457,7 +467,7 @@ def _prompt_text(blocks: Any) -> str:
         elif b.get("type") == "resource_link":
             parts.append(f"[link {b.get('uri')}]")
         elif b.get("type") == "resource":
-            res = b.get("resource") if isinstance(b.get("resource"), dict) else {}
+            res = _obj(b.get("resource"))
             parts.append(f"[attached {res.get('uri')}]")
         else:
             parts.append(f"[{b.get('type')}]")
@@ -466,8 +476,8 @@ def _prompt_text(blocks: Any) -> str:
 
 
 def _decision(u: dict[str, Any]) -> str:
-    meta = u.get("_meta") if isinstance(u.get("_meta"), dict) else {}
-    gw = meta.get("gatewright") if isinstance(meta.get("gatewright"), dict) else {}
+    meta = _obj(u.get("_meta"))
+    gw = _obj(meta.get("gatewright"))
     if not gw.get("decision"):
         return ""
     decision = {"allow": "allowed", "deny": "refused", "ask": "asked"}.get(gw["decision"], gw["decision"])
@@ -487,8 +497,6 @@ def _exit_status(status: Any) -> str:
 
 
 def _shell_word(word: Any) -> str:
-    import shlex
-
     return shlex.quote(str(word))
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import figures  # noqa: E402
-from bench.figures import Row, ms, verdict  # noqa: E402
+from bench import figures
+from bench.figures import Row, ms, verdict
 
 
 def startup(runs: int, peers: dict[str, list[str]]) -> list[Row]:

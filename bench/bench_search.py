@@ -1,9 +1,10 @@
 """Benchmark: gatewright's grep and glob tools against raw ripgrep on a generated tree of 50,000 files.
 
 Run: `python bench/bench_search.py [--files 50000] [--runs 5]` (also part of `python -m bench`). The tree is generated
-once in a temporary directory (with a .gitignore'd build directory and some binary files, like a real project). Each measurement is the median
-wall time of several runs of the full tool call (argument handling, the boundary, subprocesses, formatting) next to
-`rg` doing the same search on the same tree in the same run. Target: within 1.5x of ripgrep.
+once in a temporary directory (with a .gitignore'd build directory and some binary files, like a real project). Each
+measurement is the median wall time of several runs of the full tool call (argument handling, the boundary,
+subprocesses, formatting) next to `rg` doing the same search on the same tree in the same run. Target: within 1.5x of
+ripgrep.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import anyio  # noqa: E402
+import anyio
 
-from runtime.tools.base import ToolContext  # noqa: E402
-from runtime.tools.builtin.search import GlobTool, GrepTool, rg_binary  # noqa: E402
-from runtime.workspace import Workspace  # noqa: E402
+from runtime.tools.base import ToolContext
+from runtime.tools.builtin.search import GlobTool, GrepTool, rg_binary
+from runtime.workspace import Workspace
 
-WORDS = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma".split()
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu",
+         "xi", "omicron", "pi", "rho", "sigma"]
 
 
 def generate(root: Path, n_files: int) -> None:

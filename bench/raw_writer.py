@@ -1,7 +1,7 @@
 """The streaming baseline: writes the same `agent_message_chunk` frames gatewright sends, as fast as this machine
 lets a Python process serialise them (orjson, one frame at a time, as the agent does) and push them down a pipe in
-64 KiB writes. For each request line `{"id": ID, "n": N, "piece": TEXT, "sessionId": S}` on stdin it writes N frames, then
-`{"jsonrpc": "2.0", "id": ID, "result": {}}` so the client can tell the batch is done."""
+64 KiB writes. For each request line `{"id": ID, "n": N, "piece": TEXT, "sessionId": S}` on stdin it writes N frames,
+then `{"jsonrpc": "2.0", "id": ID, "result": {}}` so the client can tell the batch is done."""
 
 from __future__ import annotations
 

@@ -208,10 +208,10 @@ def assignment_risk(name: str, value: Word | None) -> str | None:
     (a `for` loop variable, a `{name}>` redirection, a name being unset)."""
     if is_sensitive_variable(name):
         return f"sets {name}, which changes what runs"
-    known = value is not None and value.exact
-    if name in INTEGER_VARIABLES and not (known and re.fullmatch(r"[0-9]*", value.text)):  # type: ignore[union-attr]
+    known = value.text if value is not None and value.exact else None
+    if name in INTEGER_VARIABLES and not (known is not None and re.fullmatch(r"[0-9]*", known)):
         return f"assigns {name}, whose value bash evaluates as arithmetic"
-    if _LOCALE_VARIABLE.fullmatch(name) and not (known and _ASCII_LOCALE.fullmatch(value.text)):  # type: ignore[union-attr]
+    if _LOCALE_VARIABLE.fullmatch(name) and not (known is not None and _ASCII_LOCALE.fullmatch(known)):
         return f"sets {name} to a locale in which bash may read the command differently"
     return None
 

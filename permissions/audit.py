@@ -12,30 +12,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from permissions._sqlite import LazyDatabase
+from permissions.redaction import redact
+from permissions.shared_sqlite import LazyDatabase
 from permissions.store import AUDIT_FILE, state_dir
 
-if TYPE_CHECKING:
-    pass
-
-REDACTED = "<redacted>"
-_SECRET_NAMES = ("API_KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL", "PRIVATE_KEY", "AUTH")
-# Well-known token shapes and `name=value` / `--name value` / `Authorization: Bearer x` forms.
-_SECRET_PATTERNS = (
-    re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"\b(ghp|gho|ghu|ghs|ghr|github_pat|glpat|xox[abpr])[-_][A-Za-z0-9_\-]{8,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"),
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)"),
-    re.compile(r"(?i)\b(\w*(?:api[_-]?key|secret|token|password|passwd|credential)\w*)(\s*[=:]\s*|\s+)"
-               r"(['\"]?)[^\s'\"]{4,}\3"),
-)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS audit (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -57,29 +41,6 @@ CREATE INDEX IF NOT EXISTS audit_by_session ON audit (session_id, seq);
 """
 _FIELDS = ("seq", "ts", "session_id", "call_id", "tool", "summary", "decision", "decided_by", "reason", "option",
            "outcome", "ask_ms", "run_ms", "project")
-
-
-def env_secret_values(environ: Mapping[str, str] | None = None) -> frozenset[str]:
-    """Secret-looking environment values, and every value of the secret registry (configured key variables, MCP
-    values: `runtime.secrets`)."""
-    from runtime import secrets
-
-    env = os.environ if environ is None else environ
-    return frozenset(v for k, v in env.items() if len(v) >= 6 and any(m in k.upper() for m in _SECRET_NAMES)) \
-        | frozenset(secrets.secret_values())
-
-
-def redact(text: str, secrets: frozenset[str] | None = None) -> str:
-    """Remove secret values from a string: this process's secret environment values and well-known token shapes."""
-    for value in sorted(secrets if secrets is not None else env_secret_values(), key=len, reverse=True):
-        if value in text:
-            text = text.replace(value, REDACTED)
-    for pattern in _SECRET_PATTERNS:
-        if pattern.groups >= 3:
-            text = pattern.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
-        else:
-            text = pattern.sub(REDACTED, text)
-    return text
 
 
 def summarize_arguments(raw_input: Any, limit: int = 300) -> str:
@@ -184,4 +145,4 @@ class AuditLog(LazyDatabase):
 
 def audit_log(directory: str | None = None) -> AuditLog:
     """The process-wide `AuditLog` of a state dir."""
-    return AuditLog.shared(state_dir(directory))  # type: ignore[return-value]
+    return AuditLog.shared(state_dir(directory))

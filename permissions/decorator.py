@@ -24,24 +24,24 @@ gets `$/cancel_request`) and the calls run, or are refused, as the new rule says
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
+import enum
 import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 import anyio
 import anyio.lowlevel
 
+from permissions.audit import summarize_arguments
 from permissions.confinement import Confinement, confinement_for
-from permissions.gateway import PermissionGateway, PermissionRequest
+from permissions.gateway import PermissionGateway, PermissionOutcome, PermissionRequest, ReasonGateway
 from permissions.modes import ApprovalMode
 from permissions.options import MAX_REASON, Choice, build_choices
 from permissions.policy import CallFacts, Decision, decide
-from permissions.rules import RuleStore, Scope
+from permissions.rules import RuleStore
 
 log = logging.getLogger("gatewright.permissions")
 
@@ -99,17 +99,35 @@ class ApprovalSubject:
     call_id: str = ""
 
 
+class ApprovalContext(Protocol):
+    """What the decorator needs of the context a call runs with (the runtime's `ToolContext`)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    def approved(self, grants: frozenset[str], confinement: Confinement, meta: dict[str, Any]) -> Self:
+        """This context for a call that may run: with access to the `grants` (outside paths the decision covered),
+        its processes confined by `confinement`, and `meta` (why it may run) carried by its `in_progress` update."""
+        ...
+
+
+class CallResult(Protocol):
+    """What the decorator reads of a call's result: whether it failed (for the audit log)."""
+
+    @property
+    def is_error(self) -> bool: ...
+
+
 C = TypeVar("C")
-X = TypeVar("X", bound="GrantableContext")
-R = TypeVar("R")
+X = TypeVar("X", bound=ApprovalContext)
+R = TypeVar("R", bound=CallResult)
+C_contra = TypeVar("C_contra", contravariant=True)
+X_contra = TypeVar("X_contra", bound=ApprovalContext, contravariant=True)
+R_co = TypeVar("R_co", bound=CallResult, covariant=True)
 
 
-class GrantableContext(Protocol):
-    def with_grants(self, paths: frozenset[str], confinement: Confinement | None = None) -> Any: ...
-
-
-class Executor(Protocol[C, X, R]):  # type: ignore[misc]
-    async def execute(self, call: C, ctx: X) -> R: ...
+class Executor(Protocol[C_contra, X_contra, R_co]):
+    async def execute(self, call: C_contra, ctx: X_contra) -> R_co: ...
 
 
 class AuditSink(Protocol):
@@ -135,12 +153,6 @@ def permission_timeout_from_env() -> float | None:
     return value if value > 0 else None
 
 
-def standard_options(subject: ApprovalSubject, persistent: bool = False,
-                     remember: Scope = "session") -> tuple[Any, ...]:
-    """The offered options (see `permissions.options`: at most five, one scope per kind)."""
-    return tuple(c.option for c in build_choices(subject.facts, subject.summary, persistent, remember))
-
-
 @dataclass(frozen=True, slots=True)
 class _Approved:
     subject: ApprovalSubject
@@ -150,7 +162,20 @@ class _Approved:
     asked_reason: str
 
 
-_UNSET: Any = object()
+class FromEnv(enum.Enum):
+    """`question_timeout`'s default: `GATEWRIGHT_PERMISSION_TIMEOUT` (`permission_timeout_from_env`)."""
+
+    FROM_ENV = "from the environment"
+
+
+FROM_ENV = FromEnv.FROM_ENV
+
+
+class _NoAnswer(enum.Enum):
+    """Why `_request` has no answer from the human: in both cases the question was withdrawn."""
+
+    TIMED_OUT = "the configured question timeout ran out"
+    SETTLED = "a rule remembered meanwhile (maybe in another session) decides the call"
 
 
 @dataclass(eq=False)
@@ -165,7 +190,6 @@ class _OpenQuestion:
 # or everywhere) may decide questions open in other sessions too: those are withdrawn (the editor gets a
 # `$/cancel_request` for them) and their calls go on as the new rule says.
 _OPEN_QUESTIONS: set[_OpenQuestion] = set()
-_SETTLED: Any = object()  # `_request`'s answer for a question a rule decided while it was open
 
 
 def _settle_open_questions() -> None:
@@ -188,7 +212,7 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         mode: Callable[[], ApprovalMode],
         rules: RuleStore,
         audit: AuditSink | None = None,
-        question_timeout: float | None = _UNSET,
+        question_timeout: float | None | FromEnv = FROM_ENV,
     ) -> None:
         self.delegate = delegate
         self.gateway = gateway
@@ -196,7 +220,7 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         self.mode = mode
         self.rules = rules
         self.audit = audit
-        self.question_timeout = permission_timeout_from_env() if question_timeout is _UNSET else question_timeout
+        self.question_timeout = permission_timeout_from_env() if question_timeout is FROM_ENV else question_timeout
         # One question at a time: parallel calls queue behind the human, who sees them in order.
         self._ask_lock = anyio.Lock()
 
@@ -230,8 +254,7 @@ class ToolApprovalDecorator(Generic[C, X, R]):
     async def _run(self, call: C, ctx: X, subject: ApprovalSubject, meta: dict[str, Any], seq: int | None) -> R:
         outside = frozenset(p.path for p in subject.facts.paths if p.klass != "inside")
         # The sandbox of the call's processes follows from what was allowed, with the facts that were shown.
-        ctx = ctx.with_grants(outside, confinement_for(subject.facts, self.mode()))
-        ctx = _with_started_meta(ctx, meta)
+        ctx = ctx.approved(outside, confinement_for(subject.facts, self.mode()), meta)
         t0 = time.monotonic()
         try:
             result = await self.delegate.execute(call, ctx)
@@ -241,7 +264,7 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         except BaseException:
             self._end(seq, "failed", t0)
             raise
-        self._end(seq, "failed" if getattr(result, "is_error", False) else "completed", t0)
+        self._end(seq, "failed" if result.is_error else "completed", t0)
         return result
 
     def _refuse(self, decision: Decision) -> None:
@@ -268,11 +291,11 @@ class ToolApprovalDecorator(Generic[C, X, R]):
                 details=decision.asked_because,
             )
             t0 = time.monotonic()
-            outcome = await self._request(request, lambda facts=subject.facts: decide(facts, self.mode(), self.rules))
+            outcome = await self._request(request, self._redecider(subject.facts))
             ask_ms = int((time.monotonic() - t0) * 1000)
             asked = decision.reason
             user = Decision("ask", asked, by="user")
-            if outcome is _SETTLED:
+            if outcome is _NoAnswer.SETTLED:
                 # Another session's remembered answer decided this call while its question was open.
                 fresh = await self.describe(call, ctx)
                 final = decide(fresh.facts, self.mode(), self.rules)
@@ -283,7 +306,7 @@ class ToolApprovalDecorator(Generic[C, X, R]):
                     self._refuse(final)
                 subject, decision = fresh, final
                 continue
-            if outcome is None:
+            if outcome is _NoAnswer.TIMED_OUT:
                 reason = f"no answer within {self.question_timeout:g} s to: {subject.title}"
                 self._record(subject, ctx, user, "timeout", ask_ms=ask_ms)
                 raise ApprovalRejected(reason, None, _meta("ask", "timeout", reason))
@@ -328,9 +351,13 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         self._record(subject, ctx, decision, "rejected")
         raise ApprovalRejected(reason, None, _meta("ask", "user", reason))
 
-    async def _request(self, request: PermissionRequest, redecide: Callable[[], Decision]) -> Any:
-        """The gateway's answer; None when the configured question timeout ran out, `_SETTLED` when a rule remembered
-        meanwhile decides the call (in both cases the question is withdrawn)."""
+    def _redecider(self, facts: CallFacts) -> Callable[[], Decision]:
+        """How an open question about a call with these facts is decided again when a rule is remembered."""
+        return lambda: decide(facts, self.mode(), self.rules)
+
+    async def _request(self, request: PermissionRequest,
+                       redecide: Callable[[], Decision]) -> PermissionOutcome | _NoAnswer:
+        """The gateway's answer, or why there is none (the question is then withdrawn)."""
         question = _OpenQuestion(redecide, anyio.CancelScope())
         _OPEN_QUESTIONS.add(question)
         try:
@@ -339,24 +366,24 @@ class ToolApprovalDecorator(Generic[C, X, R]):
                     return await self.gateway.request(request)
                 with anyio.move_on_after(self.question_timeout):
                     return await self.gateway.request(request)
-                return None
-            return _SETTLED  # only reached when question.scope was cancelled by `_settle_open_questions`
+                return _NoAnswer.TIMED_OUT
+            return _NoAnswer.SETTLED  # only reached when question.scope was cancelled by `_settle_open_questions`
         finally:
             _OPEN_QUESTIONS.discard(question)
 
     async def _reason(self, request: PermissionRequest) -> str | None:
         """Why the user declined ("reject, and let the agent try another way"), when the gateway can ask; bounded by
         the question timeout. Nothing here can turn the rejection into anything else."""
-        ask = getattr(self.gateway, "ask_reason", None)
-        if ask is None:
+        gateway = self.gateway
+        if not isinstance(gateway, ReasonGateway):
             return None
-        why: Any = None
+        why: object = None  # checked below: a reason is text or nothing
         try:
             if self.question_timeout is None:
-                why = await ask(request)
+                why = await gateway.ask_reason(request)
             else:
                 with anyio.move_on_after(self.question_timeout):
-                    why = await ask(request)
+                    why = await gateway.ask_reason(request)
         except Exception:  # no reason is fine; the rejection stands
             log.warning("asking why a call was declined failed", exc_info=True)
             return None
@@ -366,14 +393,12 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         return why[:MAX_REASON] or None
 
     # ---- audit ---------------------------------------------------------------------------------------------------
-    def _record(self, subject: ApprovalSubject, ctx: Any, decision: Decision, outcome: str, *,
+    def _record(self, subject: ApprovalSubject, ctx: X, decision: Decision, outcome: str, *,
                 option: str | None = None, ask_ms: int | None = None) -> int | None:
         if self.audit is None:
             return None
-        from permissions.audit import summarize_arguments
-
         return self.audit.begin(
-            session_id=str(getattr(ctx, "session_id", "") or ""), call_id=subject.call_id, tool=subject.facts.tool,
+            session_id=ctx.session_id, call_id=subject.call_id, tool=subject.facts.tool,
             summary=summarize_arguments(subject.raw_input), decision=decision.action,
             decided_by=decision.by or "user", reason=decision.reason, option=option, outcome=outcome,
             ask_ms=ask_ms, project=self.rules.project)
@@ -381,22 +406,3 @@ class ToolApprovalDecorator(Generic[C, X, R]):
     def _end(self, seq: int | None, outcome: str, t0: float) -> None:
         if self.audit is not None:
             self.audit.end(seq, outcome, int((time.monotonic() - t0) * 1000))
-
-
-def _with_started_meta(ctx: Any, meta: dict[str, Any]) -> Any:
-    """Make the `in_progress` update of the call carry why it was allowed (`_meta.gatewright`)."""
-    started = getattr(ctx, "started", None)
-    if started is None or not dataclasses.is_dataclass(ctx):
-        return ctx
-
-    try:
-        takes_meta = len(inspect.signature(started).parameters) >= 1
-    except (TypeError, ValueError):
-        takes_meta = False
-    if not takes_meta:  # a host whose `started` cannot carry the reason
-        return ctx
-
-    async def started_with_meta() -> None:
-        await started(meta)
-
-    return dataclasses.replace(ctx, started=started_with_meta)

@@ -7,7 +7,7 @@ never decides policy: it shows a question and reports which option was picked, o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 OptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
 
@@ -55,6 +55,7 @@ class PermissionGateway(Protocol):
     async def request(self, request: PermissionRequest) -> PermissionOutcome: ...
 
 
+@runtime_checkable
 class ReasonGateway(Protocol):
     """A gateway that can also ask why a call was declined (optional: gateways without it are never asked)."""
 

@@ -40,4 +40,4 @@ def parse_mode(value: str | None) -> ApprovalMode:
         key = "read-only"
     if key not in _BY_ID:
         raise ValueError(f"unknown approval mode {value!r}; expected one of: {', '.join(_BY_ID)}")
-    return _BY_ID[key].id  # type: ignore[return-value]
+    return _BY_ID[key].id

@@ -29,7 +29,6 @@ from permissions.policy import CallFacts
 from permissions.rules import RuleAction, Scope, effective_scope
 
 REJECT_AND_CONTINUE = "reject_continue"
-MAX_OPTIONS = 5
 
 # After "Reject, and let the agent try another way", a host that can show a form asks why (ACP has no field for it);
 # the answer reaches the model with the rejection. Skipping it, or a host that cannot ask, changes nothing else.

@@ -21,8 +21,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
-from permissions._sqlite import known_state_dir_problem
 from permissions.policy import RulesUnknown
+from permissions.redaction import redact  # a label quotes the command: no secret in it reaches the rules file
+from permissions.shared_sqlite import known_state_dir_problem
 
 if TYPE_CHECKING:
     from permissions.policy import CallFacts
@@ -135,8 +136,6 @@ class RuleStore:
         """Remember a decision. A call tied to this agent process is remembered for the session only, one that may not
         be remembered everywhere for the project; a persisted scope that cannot be written falls back to this session
         (said once, see `RuleDatabase`)."""
-        from permissions.audit import redact  # a label quotes the command: no secret in it reaches the rules file
-
         scope = effective_scope(facts, scope)
         key = facts.everywhere_key if scope == "global" else facts.rule_key
         rule = Rule(f"s{next(_ids)}", action, facts.tool, key, redact(label), scope, "exact",

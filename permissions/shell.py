@@ -23,7 +23,7 @@ from permissions import _shell_programs as programs
 from permissions._shell_programs import READ_ONLY_GIT_ENV, NamedPath, Word, read_only_git_env
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Parser
+    from tree_sitter import Language, Node, Parser
 
 __all__ = [
     "READ_ONLY_GIT_ENV",
@@ -140,20 +140,20 @@ _RENDERED = _SEQUENCES | _kinds(
     "case_statement function_definition variable_assignments declaration_command unset_command"
 )
 
-_language: object = None
+_language: Language | None = None
 _local = threading.local()  # a Parser is not safe to share between threads
 
 
 def _parser() -> Parser:
     global _language
-    parser = getattr(_local, "parser", None)
+    parser: Parser | None = getattr(_local, "parser", None)
     if parser is None:
         import tree_sitter_bash
         from tree_sitter import Language, Parser
 
         if _language is None:
             _language = Language(tree_sitter_bash.language())
-        parser = _local.parser = Parser(_language)  # type: ignore[arg-type]
+        parser = _local.parser = Parser(_language)
     return parser
 
 

@@ -17,8 +17,8 @@ import os
 import secrets
 from typing import TYPE_CHECKING, Any
 
-from permissions._sqlite import LazyDatabase, known_state_dir_problem, state_dir_problem
 from permissions.rules import Rule
+from permissions.shared_sqlite import LazyDatabase, known_state_dir_problem, state_dir_problem
 
 if TYPE_CHECKING:
     pass
@@ -177,4 +177,4 @@ def _cannot_exist(path: str) -> bool:
 
 def rule_database(directory: str | None = None) -> RuleDatabase:
     """The process-wide `RuleDatabase` of a state dir (one connection shared by every session)."""
-    return RuleDatabase.shared(state_dir(directory))  # type: ignore[return-value]
+    return RuleDatabase.shared(state_dir(directory))

@@ -2,7 +2,8 @@
 
 This is the runtime's public API: hosts (`acp_server`, the terminal hosts) import these names from `runtime`, not from
 the modules that define them (besides the few modules that are an API of their own: `runtime.secrets`,
-`runtime.commands`, `runtime.config`, `runtime.sandbox`, `runtime.elicitation`). The names are loaded on first use
+`runtime.commands`, `runtime.config`, `runtime.sandbox`, `runtime.elicitation`, `runtime.recording` (the transcript
+format both hosts record), `runtime.version`). The names are loaded on first use
 (PEP 562 `__getattr__`), the one place the runtime defers its imports: `gatewright acp` imports this package on the
 way to answering `initialize`, which must not pay for the event loop, the tools or SQLite (tests/test_startup_path.py
 holds that).

@@ -7,15 +7,17 @@ and classified, so the pure policy can decide without doing I/O.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable
+from types import ModuleType
 
+import runtime.sandbox
 from permissions.decorator import ApprovalSubject
 from permissions.policy import CallFacts, PathFact
 from runtime.tools.base import ToolCall, ToolContext, ToolRegistry, clear_call_scratch
 from runtime.workspace import PathError
 
 
-def make_describer(registry: ToolRegistry):
+def make_describer(registry: ToolRegistry) -> Callable[[ToolCall, ToolContext], Awaitable[ApprovalSubject]]:
     async def describe(call: ToolCall, ctx: ToolContext) -> ApprovalSubject:
         tool = registry.get(call.name)
         if tool is None:  # the executor refuses it anyway; ask rather than allow
@@ -63,9 +65,7 @@ def make_describer(registry: ToolRegistry):
     return describe
 
 
-def _sandbox() -> Any:
-    import runtime.sandbox
-
+def _sandbox() -> ModuleType:
     return runtime.sandbox
 
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from permissions.audit import audit_log
-from permissions.decorator import ToolApprovalDecorator, permission_timeout_from_env
+from permissions.decorator import FROM_ENV, FromEnv, ToolApprovalDecorator
 from permissions.rules import RuleStore
 from permissions.store import rule_database as shared_rule_database
 from permissions.store import state_dir_problem
@@ -37,8 +37,9 @@ from runtime.approval import make_describer
 from runtime.context import SessionContext
 from runtime.delegation import DEFAULT_SUBAGENTS, SubagentSpec, install_delegation
 from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
-from runtime.tools.base import RoutingToolExecutor, Tool, ToolExecutor, ToolRegistry
+from runtime.tools.base import RoutingToolExecutor, Tool, ToolCall, ToolContext, ToolExecutor, ToolRegistry, ToolResult
 from runtime.tools.builtin import builtin_tools
+from runtime.tools.builtin.ask_user import AskUserTool
 from runtime.tracing import RetryingExecutor, RetryPolicy
 from runtime.workspace import Workspace
 
@@ -53,8 +54,6 @@ if TYPE_CHECKING:
     from runtime.models.base import ModelClient
     from runtime.tools.base import EditorBridge
 
-_FROM_ENV: Any = object()  # `question_timeout`'s default: GATEWRIGHT_PERMISSION_TIMEOUT
-
 
 @dataclass(frozen=True, slots=True, eq=False)
 class SessionRuntime:
@@ -65,7 +64,7 @@ class SessionRuntime:
     workspace: Workspace
     rules: RuleStore
     audit: AuditSink | None
-    approval: ToolApprovalDecorator[Any, Any, Any]
+    approval: ToolApprovalDecorator[ToolCall, ToolContext, ToolResult]
     delegates: tuple[Tool, ...]
 
 
@@ -86,7 +85,7 @@ def build_runtime(
     retry: RetryPolicy | None = None,
     rule_database: RuleDatabase | None = None,
     audit: AuditSink | None = None,
-    question_timeout: float | None = _FROM_ENV,
+    question_timeout: float | None | FromEnv = FROM_ENV,
     wrap_router: Callable[[ToolExecutor], ToolExecutor] | None = None,
     configured_rules: tuple[Rule, ...] = (),
     sandbox: SandboxInfo = None,
@@ -118,11 +117,9 @@ def build_runtime(
     workspace = Workspace(cwd, list(additional_directories))
     registry = ToolRegistry(list(tools) if tools is not None else builtin_tools())
     if tools is None and asker is not None and asker.form:
-        from runtime.tools.builtin.ask_user import AskUserTool
-
         registry.add(AskUserTool())  # a tool the host cannot serve is never offered to the model
     if state_dir is not None:
-        # Said once per process, in one line, if the state dir cannot be written (see permissions._sqlite).
+        # Said once per process, in one line, if the state dir cannot be written (see permissions.shared_sqlite).
         state_dir_problem(state_dir)
         # Both files are opened at first use.
         rule_database = rule_database or shared_rule_database(state_dir)
@@ -132,10 +129,8 @@ def build_runtime(
     router: ToolExecutor = RoutingToolExecutor(registry, opts.tool_call_timeout_ms / 1000)
     if wrap_router is not None:
         router = wrap_router(router)
-    timeout = permission_timeout_from_env() if question_timeout is _FROM_ENV else question_timeout
-    approval: ToolApprovalDecorator[Any, Any, Any] = ToolApprovalDecorator(
-        RetryingExecutor(router, registry, retry), gateway, make_describer(registry), mode, rules, audit,
-        question_timeout=timeout)
+    approval = ToolApprovalDecorator(RetryingExecutor(router, registry, retry), gateway, make_describer(registry), mode,
+                                     rules, audit, question_timeout=question_timeout)
     runtime = AgentRuntime(model=model, registry=registry, executor=approval,
                            environment=ToolEnvironment(session_id, workspace, editor=editor, asker=asker),
                            options=opts,

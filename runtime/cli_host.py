@@ -15,6 +15,7 @@ terminal without a thread, so Ctrl-C or a timeout there ends the run at once, wi
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import signal
@@ -26,8 +27,10 @@ import anyio
 
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.rules import Rule
+from permissions.store import state_dir as resolve_state_dir
 from runtime.assembly import build_runtime
 from runtime.events import (
+    EventSink,
     NoticeEvent,
     PlanUpdated,
     RuntimeEvent,
@@ -37,7 +40,10 @@ from runtime.events import (
     ToolCallStarted,
 )
 from runtime.loop import MODEL_FAILED, AuthRequired
+from runtime.models import NO_MODEL_MESSAGE
 from runtime.models.base import TextPart
+from runtime.processes import kill_all_process_groups
+from runtime.recording import TranscriptRecorder, transcript_meta
 from runtime.updates import event_to_update, pending_tool_call
 
 if TYPE_CHECKING:
@@ -109,8 +115,6 @@ async def read_terminal_line(fd: int) -> str:
 
 
 def _short_diff(old: str | None, new: str, path: str, limit: int = 40) -> str:
-    import difflib
-
     lines = list(difflib.unified_diff((old or "").splitlines(), new.splitlines(), path, path, lineterm=""))
     shown = lines[:limit]
     more = f"  … {len(lines) - limit} more diff lines\n" if len(lines) > limit else ""
@@ -251,9 +255,7 @@ class JsonPrinter:
         self.out.flush()
 
     async def __call__(self, ev: RuntimeEvent) -> None:
-        update = event_to_update(ev)
-        if update is not None:
-            self._write({"type": "update", "update": update})
+        self._write({"type": "update", "update": event_to_update(ev)})
 
     def question(self, request: PermissionRequest) -> None:
         pass
@@ -275,8 +277,6 @@ class RunRecorder:
     `session/update`, each `session/request_permission` with its answer, and the prompt's response."""
 
     def __init__(self, path: str, meta: dict[str, Any]) -> None:
-        from acp_server.recorder import TranscriptRecorder
-
         self.rec = TranscriptRecorder(path, meta)  # OSError: the caller reports it, before anything runs
         self._next_id = 0
         self._asking = 0  # the id of the open question (one at a time)
@@ -286,10 +286,8 @@ class RunRecorder:
             "sessionId": SESSION_ID, "prompt": [{"type": "text", "text": text}]}})
 
     async def __call__(self, ev: RuntimeEvent) -> None:
-        update = event_to_update(ev)
-        if update is not None:
-            self.rec.record("out", {"jsonrpc": "2.0", "method": "session/update",
-                                    "params": {"sessionId": SESSION_ID, "update": update}})
+        self.rec.record("out", {"jsonrpc": "2.0", "method": "session/update",
+                                "params": {"sessionId": SESSION_ID, "update": event_to_update(ev)}})
 
     def question(self, request: PermissionRequest) -> None:
         request_id = self._next_id
@@ -327,7 +325,7 @@ def _answer_id(outcome: PermissionOutcome | None) -> str | None:
     return outcome.option_id or None
 
 
-def _fanout(*sinks: Any):
+def _fanout(*sinks: EventSink) -> EventSink:
     async def emit(ev: RuntimeEvent) -> None:
         for sink in sinks:
             await sink(ev)
@@ -379,8 +377,6 @@ def _with_url(message: str, model: Any) -> tuple[str, str | None]:
 def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMode,
                state_dir: str | None = None, record: str | None = None, json_events: bool = False,
                rules: tuple[Rule, ...] = ()) -> int:
-    from runtime.models import NO_MODEL_MESSAGE
-
     # Configuration first: nothing is called, asked or written before these are known to be right.
     problem = missing_key(factory)
     if problem is not None:
@@ -392,15 +388,11 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
         return EXIT_USAGE
     recorder = None
     if record:
-        from acp_server.recorder import transcript_meta
-
         try:
             recorder = RunRecorder(record, transcript_meta(factory, mode, host="run", cwd=cwd, state_dir=state_dir))
         except OSError as exc:
             sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}\n")
             return EXIT_USAGE
-    from permissions.store import state_dir as resolve_state_dir
-
     printer: Any = JsonPrinter() if json_events else TerminalPrinter()
     observers = tuple(o for o in (printer, recorder) if o is not None)
     # The one composition root, as in the ACP host; only the gateway (and the sink, per turn) are this host's.
@@ -449,8 +441,6 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
     except KeyboardInterrupt:
         result["interrupted"] = True
     finally:
-        from runtime.processes import kill_all_process_groups
-
         kill_all_process_groups()
     if not json_events:
         try:

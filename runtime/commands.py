@@ -2,8 +2,8 @@
 
 Built-in commands (`/help`, `/mode`, `/model`, `/permissions`, `/compact`, `/status`) run locally: they answer with
 Markdown text (which ACP clients and the terminal render: a blank line before every list) and `end_turn`, and only
-`/compact` calls the model (for the summary). The ACP host advertises them (`acp_server.updates.commands_update`); `plan_prompt`
-(`runtime.session`) runs them. An unknown `/name` and an empty prompt are answered locally too: they
+`/compact` calls the model (for the summary). The ACP host advertises them (`acp_server.updates.commands_update`);
+`plan_prompt` (`runtime.session`) runs them. An unknown `/name` and an empty prompt are answered locally too: they
 never reach the model. Project commands are
 Markdown prompt templates in the workspace, `.gatewright/commands/NAME.md`: an optional front matter line
 `description: …`, then the prompt; `$ARGUMENTS` is replaced by what the user typed after the command (appended when
@@ -18,6 +18,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from permissions.modes import MODES
+from permissions.rules import SCOPE_WORDS
+from permissions.store import RulesUnreadable, known_state_dir_problem
+from runtime.sandbox import support
 
 if TYPE_CHECKING:
     from runtime.session import Session
@@ -146,8 +151,6 @@ async def run_builtin(session: Session, name: str, args: str) -> str:
     if name == "help":
         return "**Commands**\n\n" + command_list(available(session.cwd))
     if name == "mode":
-        from permissions.modes import MODES
-
         if not args:
             return f"Approval mode: {session.mode}. Available: {', '.join(m.id for m in MODES)}."
         if args not in {m.id for m in MODES}:
@@ -178,9 +181,6 @@ _REMEMBER_WORDS = {"session": "session", "project": "project", "everywhere": "gl
 
 
 async def _permissions(session: Session, args: str) -> str:
-    from permissions.rules import SCOPE_WORDS
-    from permissions.store import RulesUnreadable
-
     verb, _, rest = args.partition(" ")
     rest = rest.strip()
     if verb == "revoke":
@@ -234,8 +234,6 @@ async def _compact(session: Session) -> str:
 
 def state_lines(session: Session) -> list[str]:
     """What `/status` says about the state dir, the rules file and the audit log when one of them cannot be used."""
-    from permissions.store import known_state_dir_problem
-
     if session.state_dir is None:
         return []
     state = known_state_dir_problem(session.state_dir)
@@ -255,8 +253,6 @@ def state_lines(session: Session) -> list[str]:
 
 
 def _status(session: Session) -> str:
-    from permissions.rules import SCOPE_WORDS
-
     rt = session.runtime
     journal = session.journal
     window = journal.window() if journal is not None else session.options.context_window
@@ -273,8 +269,6 @@ def _status(session: Session) -> str:
         f"Remembered rules: {len(session.rules.list())}; “always” answers are remembered "
         f"{SCOPE_WORDS[session.rules.remember]}",
     ]
-    from runtime.sandbox import support
-
     lines.append("S" + support().describe()[1:])  # "Sandbox: Landlock ABI 7, user/pid/mount/net namespaces"
     lines += state_lines(session)
     if journal is not None:

@@ -75,9 +75,8 @@ def parse_permissions(table: Any, where: str) -> PermissionSettings:
         except ValueError as exc:
             raise ConfigError(f"{where}: permissions.mode: {exc}") from None
     lists = {key: _entries(table, key, where) for key in ("allow", "deny")}
-    rules = tuple(_rule(action, i, entry, where)  # type: ignore[arg-type]
-                  for action, key in (("deny", "deny"), ("allow", "allow"))
-                  for i, entry in enumerate(lists[key]))
+    order: tuple[Literal["allow", "deny"], ...] = ("deny", "allow")  # deny rules first
+    rules = tuple(_rule(action, i, entry, where) for action in order for i, entry in enumerate(lists[action]))
     return PermissionSettings(mode, lists["allow"], lists["deny"], rules)
 
 

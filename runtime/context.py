@@ -26,9 +26,14 @@ import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
+import anyio
+import anyio.to_thread
+
+from permissions.modes import MODES
 from runtime import instructions as ins
 from runtime import secrets
 from runtime.instructions import InstructionFile, Signature
+from runtime.sandbox import support
 
 log = logging.getLogger("gatewright.context")
 
@@ -127,9 +132,6 @@ class SessionContext:
         self._turns += 1
         if self._turns > 1 and self._refreshed:
             return
-        import anyio
-        import anyio.to_thread
-
         async with anyio.create_task_group() as tg:
             tg.start_soon(anyio.to_thread.run_sync, self._refresh_git)
             tg.start_soon(anyio.to_thread.run_sync, self._refresh_nested)
@@ -195,8 +197,6 @@ class SessionContext:
     def _sandbox(self) -> str:
         s = self.sandbox
         if s is None:  # the processes this session starts run under this process's sandbox
-            from runtime.sandbox import support
-
             return support().describe()
         if isinstance(s, str):
             return s
@@ -268,7 +268,5 @@ class SessionContext:
 
 
 def _mode_line(mode: str) -> str:
-    from permissions.modes import MODES
-
     info = next((m for m in MODES if m.id == mode), None)
     return f"`{mode}`: {info.description}" if info else f"`{mode}`"

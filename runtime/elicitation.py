@@ -178,10 +178,9 @@ def _count(value: Any, what: str) -> int:
 
 
 def _number(value: Any, integer: bool, what: str) -> int | float:
-    ok = isinstance(value, int) if integer else isinstance(value, int | float)
-    if not ok or isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, int if integer else int | float):
         raise CannotAsk(f"{what} is not {'an integer' if integer else 'a number'}")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def _strings(value: Any, what: str, allow_empty: bool = False) -> list[str]:

@@ -26,6 +26,9 @@ import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from runtime import secrets
+from runtime.tools.builtin.search import rg_binary
+
 NAMES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")
 ROOT_EXTRA = os.path.join(".agents", "AGENTS.md")
 MAX_CHAIN_BYTES = 32 * 1024
@@ -160,14 +163,10 @@ def list_nested(workspace_root: str) -> list[str]:
 
 
 def _list_with_rg(root: str) -> list[str] | None:
-    from runtime.tools.builtin.search import rg_binary
-
     rg = rg_binary()
     if rg is None:
         return None
     types = [a for n in NAMES for a in ("--type-add", f"gwinstr:{n}")]
-    from runtime import secrets
-
     proc = subprocess.run([rg, "--files", "--hidden", "--no-require-git", "--no-config", *types, "--type", "gwinstr"],
                           cwd=root, env=secrets.child_environ(), stdin=subprocess.DEVNULL, capture_output=True,
                           timeout=LIST_TIMEOUT_S, check=False)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.lowlevel
+import orjson
 
 from permissions.decorator import ApprovalCancelled, ApprovalDeclined, ApprovalDenied, ApprovalRejected
 from runtime import secrets
@@ -49,6 +50,7 @@ from runtime.models.base import (
     UserPart,
 )
 from runtime.prompts import prompt
+from runtime.sandbox import support
 from runtime.sanitizer import normalise, tool_error, validate
 from runtime.tools.base import (
     EditorBridge,
@@ -193,8 +195,6 @@ class AgentRuntime:
         return tuple(ToolSchema(t.name, t.description, t.schema) for t in self.registry.tools())
 
     async def _tell_sandbox(self, emit: EventSink) -> None:
-        from runtime.sandbox import support
-
         found = support()
         if not found.active:
             await emit(NoticeEvent("warning", "No sandbox",
@@ -369,7 +369,8 @@ class AgentRuntime:
     def _started_event(self, call: ToolCallRequest, item: ToolCall | ToolFailure) -> ToolCallStarted:
         tool = self.registry.get(call.name)
         args: Any = item.arguments if isinstance(item, ToolCall) else _raw_input(call)
-        title, kind, locations = call.name or "tool", "other", ()
+        title, kind = call.name or "tool", "other"
+        locations: tuple[dict[str, Any], ...] = ()
         if tool is not None:
             kind = tool.kind
             try:
@@ -395,7 +396,7 @@ class AgentRuntime:
                                is_error=True, error_type="SecretHidden")
             return
 
-        async def started(meta: dict[str, Any] | None = None) -> None:
+        async def started(meta: dict[str, Any] | None) -> None:
             # `meta`: why the approval layer let the call run (mode, rule or user), shown in the update's `_meta`.
             if slot.started:  # a retried call starts once
                 return
@@ -603,8 +604,6 @@ def _merge_meta(traced: dict[str, Any] | None, approval: dict[str, Any] | None) 
 
 
 def _raw_input(call: ToolCallRequest) -> Any:
-    import orjson
-
     try:
         return orjson.loads(call.arguments)
     except Exception:

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import itertools
 import os
+import shutil
 import signal
 import subprocess
 import threading
@@ -31,6 +33,8 @@ from typing import Literal
 
 import anyio
 
+from runtime import sandbox
+from runtime.sandbox import remove_all_tmpdirs, remove_session_tmpdir
 from runtime.sandbox.child import SETUP_PREFIX
 from runtime.sandbox.client import Child, SandboxError, Spawner
 from runtime.sandbox.orphans import group_alive
@@ -67,8 +71,6 @@ def kill_all_process_groups() -> None:
     for pgid in groups:
         kill_group(pgid)
     Spawner.stop()
-    from runtime.sandbox import remove_all_tmpdirs
-
     remove_all_tmpdirs()
 
 
@@ -137,9 +139,6 @@ PIPE, DEVNULL, STDOUT = subprocess.PIPE, subprocess.DEVNULL, subprocess.STDOUT
 
 def _check_command(argv0: str, env: Mapping[str, str], cwd: str) -> None:
     """Fail like `Popen` would for a command that cannot be started (the helper's child can only report it later)."""
-    import errno
-    import shutil
-
     path = argv0 if os.sep in argv0 else shutil.which(argv0, path=env.get("PATH", os.defpath))
     if path is None or not os.path.exists(os.path.join(cwd, path)):
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", argv0)
@@ -159,8 +158,6 @@ def spawn(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], cwd_fd: int 
         SandboxError: the sandbox could not be set up (nothing ran).
         FileNotFoundError, PermissionError: the command cannot be started.
     """
-    from runtime import sandbox
-
     _check_command(argv[0], env, cwd)
     spawner = Spawner.get()
     child_env = sandbox.child_env(dict(env), spec)
@@ -603,6 +600,4 @@ def close_session(session_id: str) -> None:
         table = _tables.pop(session_id, None)
     if table is not None:
         table.kill_all()
-    from runtime.sandbox import remove_session_tmpdir
-
     remove_session_tmpdir(session_id)

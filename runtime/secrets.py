@@ -39,6 +39,8 @@ from typing import Any
 
 import orjson
 
+from permissions.redaction import add_secret_source
+
 REDACTED = "<redacted>"
 MIN_VALUE_LEN = 8
 # A variable whose name holds one of these is a secret even if nobody registered it.
@@ -238,6 +240,8 @@ has_secret = REGISTRY.has_secret
 json_has_secret = REGISTRY.json_has_secret
 secret_values = REGISTRY.values
 secret_names = REGISTRY.names
+# What `permissions` writes (audit rows, rule labels) is redacted of these too: it cannot import this module.
+add_secret_source(REGISTRY.values)
 
 
 def redacted_json(obj: Any) -> bytes:

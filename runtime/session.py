@@ -22,10 +22,13 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from permissions.modes import MODES
 from permissions.options import REMEMBER_CHOICES
+from runtime import commands
 from runtime.assembly import build_runtime
 from runtime.events import RuntimeEvent, UsageReported
 from runtime.loop import RuntimeOptions
+from runtime.mcp import close_servers
 from runtime.models.base import TextPart, Usage
 from runtime.processes import close_session as close_session_processes
 from runtime.updates import event_to_update, message_chunk
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
     from permissions.rules import Rule, Scope
     from runtime.context import SandboxInfo
     from runtime.elicitation import UserAsker
+    from runtime.mcp.manager import McpConnections
     from runtime.models import ModelFactory
     from runtime.models.base import ModelClient, UserPart
     from runtime.models.config import ModelEntry
@@ -88,7 +92,7 @@ class Session:
     cost: float = 0.0  # cumulative, in the currency of the models' configured prices
     priced_usage: Usage = field(default_factory=Usage)  # the part of runtime.total_usage already in `cost`
     journal: SessionJournal | None = None  # writes the session to the store as it goes (runtime.store.journal)
-    mcp: Any = None  # runtime.mcp.manager.McpConnections, set by runtime.mcp.connect_servers
+    mcp: McpConnections | None = None  # set by runtime.mcp.connect_servers
     # The sandbox state the model is told about (runtime.context): a one-line description or a callable giving it.
     sandbox: SandboxInfo = None
     configured_rules: tuple[Rule, ...] = ()  # the config file's [permissions] allow/deny (runtime.config)
@@ -127,9 +131,7 @@ class Session:
         """The runtime's event sink: journal the event's record, then deliver it."""
         if isinstance(ev, UsageReported):
             ev = self.account(ev)
-        update = event_to_update(ev)
-        if update is not None:
-            await self.send_update(update)
+        await self.send_update(event_to_update(ev))
 
     async def send_update(self, update: dict[str, Any]) -> None:
         """Journal a record (the store decides what it keeps), then deliver it."""
@@ -169,11 +171,9 @@ class Session:
         Raises:
             ValueError: not a mode.
         """
-        from permissions.modes import MODES
-
         if mode_id not in {m.id for m in MODES}:
             raise ValueError(mode_id)
-        self.mode = mode_id  # type: ignore[assignment]
+        self.mode = mode_id
 
     def set_model(self, model_id: str, model: ModelClient | None) -> None:
         """The runtime reads `model` at every model call, so the switch applies from the next call on."""
@@ -189,7 +189,7 @@ class Session:
         """
         if value not in {v for v, _, _ in REMEMBER_CHOICES}:
             raise ValueError(value)
-        self.rules.remember = value  # type: ignore[assignment]
+        self.rules.remember = value
 
     def save_settings(self) -> None:
         if self.journal is not None:
@@ -206,9 +206,7 @@ class Session:
         # Background processes belong to the session: none outlives it.
         close_session_processes(self.id)
         if self.mcp is not None:
-            from runtime.mcp import close_servers
-
-            await close_servers(self)  # type: ignore[arg-type]
+            await close_servers(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,8 +223,6 @@ EMPTY_PROMPT_REPLY = "The prompt was empty, so nothing was sent to the model. Ty
 async def plan_prompt(session: Session, blocks: list[Any], parts: list[UserPart]) -> PromptPlan:
     """Record the prompt, give the session its title, and answer here what is no request for the model: an empty
     prompt, a built-in command, a `/name` that is no command. A project command becomes its expanded template."""
-    from runtime import commands
-
     if commands.is_empty(blocks):
         # Nothing to record or to send: the answer is not part of the conversation.
         await session.say(EMPTY_PROMPT_REPLY, keep=False)

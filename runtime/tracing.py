@@ -112,7 +112,7 @@ def jsonable_trace(trace: Any, limit: int = MAX_TRACE_BYTES) -> Any:
 
 
 # ---- result checks ------------------------------------------------------------------------------------------------
-def check_output(value: Any) -> str:
+def check_output(value: object) -> str:
     """The structural check on what a tool hands the model.
 
     NUL becomes U+FFFD and unpaired surrogates are replaced, so the text is always valid UTF-8 on every provider's
@@ -143,7 +143,7 @@ class RetryPolicy:
     budget_seconds: float = 30.0
 
     def delay(self, attempt: int) -> float:
-        return min(self.max_delay_seconds, self.base_delay_seconds * (2 ** (attempt - 1)))
+        return min(self.max_delay_seconds, self.base_delay_seconds * 2.0 ** (attempt - 1))
 
 
 def is_transient(exc: BaseException) -> bool:

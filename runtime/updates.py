@@ -8,7 +8,7 @@ The record shape is ACP's `SessionUpdate` on purpose: the session store keeps a 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, assert_never
 
 from runtime.events import (
     NoticeEvent,
@@ -64,7 +64,7 @@ def message_chunk(text: str) -> dict[str, Any]:
     return {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}
 
 
-def event_to_update(ev: RuntimeEvent) -> dict[str, Any] | None:
+def event_to_update(ev: RuntimeEvent) -> dict[str, Any]:
     if isinstance(ev, TextChunk):
         return message_chunk(ev.text)
     if isinstance(ev, ThoughtChunk):
@@ -83,4 +83,4 @@ def event_to_update(ev: RuntimeEvent) -> dict[str, Any] | None:
     if isinstance(ev, NoticeEvent):
         marker = "⚠ " if ev.severity != "info" else ""
         return message_chunk(f"\n\n{marker}{ev.title}" + (f": {ev.description}" if ev.description else ""))
-    return None
+    assert_never(ev)  # every runtime event has its record: mypy checks the cases are exhaustive

@@ -63,7 +63,6 @@ class Workspace:
                 roots.append(real)
         self.cwd = roots[0]
         self.roots = tuple(roots)
-        self.display_cwd = os.path.abspath(cwd)
 
     # ---- resolution --------------------------------------------------------------------------------------------
     def resolve(self, path: str | None, base: str | None = None) -> ResolvedPath:

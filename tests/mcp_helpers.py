@@ -6,7 +6,7 @@ import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -139,11 +139,3 @@ def marked(mark: object) -> list[int]:
         if needle in text and alive(int(entry)):
             out.append(int(entry))
     return out
-
-
-async def eventually(predicate: Callable[[], bool], seconds: float = 10.0) -> bool:
-    """Poll a fact about another process (a pid gone, a file written), which no event in this process reports."""
-    with anyio.move_on_after(seconds):
-        while not predicate():  # noqa: ASYNC110 - the fact lives in another process
-            await anyio.sleep(0.02)
-    return predicate()

@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections.abc import Callable
+
+import anyio
 
 
 def marker() -> str:
@@ -39,3 +42,11 @@ def wait_for(pred, timeout: float = 5.0) -> bool:
             return True
         time.sleep(0.01)
     return pred()
+
+
+async def eventually(predicate: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Poll a fact about another process (a pid gone, a file written), which no event in this process reports."""
+    with anyio.move_on_after(seconds):
+        while not predicate():  # noqa: ASYNC110 - the fact lives in another process
+            await anyio.sleep(0.02)
+    return predicate()

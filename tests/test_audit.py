@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from permissions.audit import AuditLog, redact, summarize_arguments
+from permissions.audit import AuditLog, summarize_arguments
+from permissions.redaction import redact
 from tests.permissions_helpers import run_gatewright
 
 

@@ -41,7 +41,8 @@ def ws(tmp_path: Path) -> Path:
 async def test_a_turn_streams_thoughts_tool_calls_with_diffs_and_text_through_an_approval(tmp_path, ws):
     model = script(tmp_path, [
         {"thinking": "Look first.", "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"tool_calls": [{"id": "call_w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
+        {"tool_calls": [{"id": "call_w1", "name": "write_file",
+                         "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
         {"text": "Done: wrote hello.txt.", "chunks": 4},
     ])
     client = RecordingClient(["allow_once"])

@@ -18,7 +18,8 @@ from acp_server.protocol.schema import ClientCapabilities
 from runtime.elicitation import Answer, CannotAsk, clean_content, clean_form_schema, url_problem
 from runtime.tools.builtin.ask_user import answer_text, question_form
 from tests.acp_schema import _check
-from tests.mcp_helpers import eventually, harness, stdio_entry
+from tests.mcp_helpers import harness, stdio_entry
+from tests.sandbox_helpers import eventually
 
 pytestmark = [pytest.mark.timeout(60)]
 async_test = pytest.mark.asyncio

@@ -8,7 +8,8 @@ import anyio
 import pytest
 
 from runtime.tools.base import ToolFailure, ToolResult
-from tests.mcp_helpers import SERVERS, broken_entry, eventually, harness, http_server, marked, stdio_entry
+from tests.mcp_helpers import SERVERS, broken_entry, harness, http_server, marked, stdio_entry
+from tests.sandbox_helpers import eventually
 
 LEGACY_SERVER = str(SERVERS / "legacy_server.py")
 

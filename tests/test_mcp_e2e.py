@@ -25,7 +25,8 @@ from acp.schema import (
     RequestPermissionResponse,
 )
 
-from tests.mcp_helpers import TOOLS_SERVER, eventually, http_server, marked
+from tests.mcp_helpers import TOOLS_SERVER, http_server, marked
+from tests.sandbox_helpers import eventually
 from tests.sdk_client import spawn_sdk_agent
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(90)]

@@ -39,7 +39,8 @@ def test_valid_json_that_is_not_a_request_object_gets_invalid_request(spawn):
     agent = spawn()
     for line in (b'{"foo": "bar"}', b"42", b"[]", b"[1,2]", b'{"jsonrpc": "1.0", "id": 1, "method": "initialize"}',
                  b'{"jsonrpc": "2.0", "id": 1, "method": 7}', b'{"jsonrpc": "2.0", "id": 1.5, "method": "x"}',
-                 b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "x"}', b'{"jsonrpc":"2.0","id":3,"method":"x","params":5}'):
+                 b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "x"}',
+                 b'{"jsonrpc":"2.0","id":3,"method":"x","params":5}'):
         before = len(agent.frames)
         agent.send_raw(line)
         err = agent.wait_for(lambda f: "error" in f, after=before)

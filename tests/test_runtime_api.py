@@ -30,9 +30,9 @@ def test_importing_the_package_loads_none_of_its_modules():
 
 
 # The runtime's public face for hosts: the package's names, and the modules that are themselves an API (the secret
-# registry, the slash commands, the config file, the OS sandbox, asking the user).
+# registry, the slash commands, the config file, the OS sandbox, asking the user, the transcript format, the version).
 PUBLIC_MODULES = {"runtime", "runtime.secrets", "runtime.commands", "runtime.config", "runtime.sandbox",
-                  "runtime.elicitation"}
+                  "runtime.elicitation", "runtime.recording", "runtime.version"}
 
 
 def test_the_acp_host_imports_only_the_runtime_public_api():

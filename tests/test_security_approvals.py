@@ -23,7 +23,7 @@ from permissions.decorator import ApprovalDenied, ApprovalRejected
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from permissions.rules import RuleStore
 from runtime.approval import make_describer
-from runtime.tools.base import RoutingToolExecutor, ToolCall, ToolFailure, ToolRegistry, validate_arguments
+from runtime.tools.base import RoutingToolExecutor, ToolCall, ToolFailure, ToolRegistry, ToolResult, validate_arguments
 from runtime.tools.builtin import builtin_tools
 from tests.harness import write_script
 from tests.tools_helpers import TOOLS, make_ctx
@@ -49,9 +49,9 @@ class RecordingDelegate:
     def __init__(self) -> None:
         self.ran: list[ToolCall] = []
 
-    async def execute(self, call: ToolCall, ctx: Any) -> Any:
+    async def execute(self, call: ToolCall, ctx: Any) -> ToolResult:
         self.ran.append(call)
-        return "ran"
+        return ToolResult("ran")
 
 
 def decorator(mode: str, gateway: Gateway, delegate: Any, rules: RuleStore | None = None) -> ToolApprovalDecorator:

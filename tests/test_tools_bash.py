@@ -12,7 +12,7 @@ import pytest
 from runtime import processes
 from runtime.tools.base import ToolFailure
 from runtime.workspace import Workspace
-from tests.sandbox_helpers import marker, survivors
+from tests.sandbox_helpers import eventually, marker, survivors
 from tests.tools_helpers import TOOLS, FakeEditor, make_ctx, run
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(20)]
@@ -75,9 +75,7 @@ async def test_cancelling_an_exec_kills_everything_it_started(tmp_path):
     ctx = make_ctx(tmp_path)
     async with anyio.create_task_group() as tg:
         tg.start_soon(run, "bash", {"command": f"setsid sleep {m} & sleep {m}"}, ctx)
-        with anyio.fail_after(5):
-            while len(survivors(m)) < 2:
-                await anyio.sleep(0.01)
+        assert await eventually(lambda: len(survivors(m)) >= 2, 5)
         tg.cancel_scope.cancel()
     assert survivors(m) == []
     assert not processes._groups
@@ -106,13 +104,9 @@ async def test_background_process_start_logs_write_status_stop(tmp_path):
         pid = started.raw_output["processId"]
         assert started.raw_output["status"] == "running"
         proc = processes.session_table("sess_bg1").get(pid)
-        with anyio.fail_after(5):
-            while "ready" not in proc.log.read(0, 100)[0]:
-                await anyio.sleep(0.01)
+        assert await eventually(lambda: "ready" in proc.log.read(0, 100)[0], 5)
         await run("bash", {"action": "write", "processId": pid, "input": "echoed back\n"}, ctx)
-        with anyio.fail_after(5):
-            while "echoed back" not in proc.log.read(0, 100)[0]:
-                await anyio.sleep(0.01)
+        assert await eventually(lambda: "echoed back" in proc.log.read(0, 100)[0], 5)
         logs = await run("bash", {"action": "logs", "processId": pid, "offset": 6}, ctx)
         assert logs.raw_output["content"] == "echoed back\n" and logs.raw_output["offset"] == 6
         assert logs.raw_output["nextOffset"] == 18
@@ -141,9 +135,7 @@ async def test_stop_kills_a_process_that_ignores_sigterm(tmp_path):
         started = await run("bash", {"action": "start", "command": "trap '' TERM; echo up; sleep 100"}, ctx)
         table = processes.session_table("sess_bg2")
         proc = table.get(started.raw_output["processId"])
-        with anyio.fail_after(5):
-            while "up" not in proc.log.read(0, 10)[0]:
-                await anyio.sleep(0.01)
+        assert await eventually(lambda: "up" in proc.log.read(0, 10)[0], 5)
         await table.stop(proc.id, grace=0.2)
         assert proc.exit_code is not None
     finally:
@@ -154,13 +146,9 @@ async def test_background_processes_die_when_the_session_closes(tmp_path):
     m = marker()
     ctx = make_ctx(tmp_path, session_id="sess_bg3")
     started = await run("bash", {"action": "start", "command": f"setsid sleep {m} & sleep {m}"}, ctx)
-    with anyio.fail_after(5):
-        while len(survivors(m)) < 2:
-            await anyio.sleep(0.01)
+    assert await eventually(lambda: len(survivors(m)) >= 2, 5)
     processes.close_session("sess_bg3")
-    with anyio.fail_after(5):
-        while survivors(m):
-            await anyio.sleep(0.01)
+    assert await eventually(lambda: not survivors(m), 5)
     assert started.raw_output["pid"] not in processes._groups
 
 
@@ -206,8 +194,7 @@ async def test_cancelling_an_editor_terminal_exec_kills_and_releases_it(tmp_path
     async with anyio.create_task_group() as tg:
         tg.start_soon(run, "bash", {"command": "sleep 100"}, make_ctx(tmp_path, editor=editor))
         with anyio.fail_after(5):
-            while "terminal/wait_for_exit" not in editor.methods():
-                await anyio.sleep(0.01)
+            await editor.waiting.wait()
         tg.cancel_scope.cancel()
     assert editor.methods()[-2:] == ["terminal/kill", "terminal/release"]
 

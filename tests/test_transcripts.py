@@ -39,7 +39,7 @@ def test_every_recorded_frame_is_valid_under_the_schema(path):
 def test_recording_never_writes_secret_values(tmp_path):
     import os
 
-    from acp_server.recorder import TranscriptRecorder
+    from runtime.recording import TranscriptRecorder
     os.environ["GW_TEST_API_KEY"] = "sk-test-very-secret-value"
     try:
         rec = TranscriptRecorder(str(tmp_path / "t.jsonl"), {"model": "x"})

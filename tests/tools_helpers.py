@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import anyio
+
 from runtime.tools.base import Tool, ToolContext, ToolResult, validate_arguments
 from runtime.tools.builtin import builtin_tools
 from runtime.tools.builtin.textio import EditorError
@@ -37,6 +39,7 @@ class FakeEditor:
         self.terminal_exit: dict[str, Any] = {"exitCode": 0, "signal": None}
         self.terminal_text = "terminal says hi\n"
         self.wait_forever = False
+        self.waiting = anyio.Event()  # set once a terminal is being waited for
         self.on_read: Any = None  # hook called after each read (to simulate a concurrent change)
 
     async def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str:
@@ -46,8 +49,7 @@ class FakeEditor:
             text = self.buffers[path]
         else:
             try:
-                with open(path, encoding="utf-8") as f:
-                    text = f.read()
+                text = await anyio.Path(path).read_text(encoding="utf-8")
             except OSError as exc:
                 raise EditorError(str(exc)) from None
         if self.on_read is not None:
@@ -71,9 +73,8 @@ class FakeEditor:
         return "term_1"
 
     async def wait_for_terminal_exit(self, terminal_id: str) -> dict[str, Any]:
-        import anyio
-
         self.calls.append(("terminal/wait_for_exit", terminal_id))
+        self.waiting.set()
         if self.wait_forever:
             await anyio.sleep_forever()
         return self.terminal_exit

@@ -21,12 +21,19 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from permissions.modes import parse_mode
+from permissions.store import state_dir as resolve_state_dir
 from runtime.chat.ask import TerminalChooser
+from runtime.chat.prompt import EXIT, ChatPrompt
 from runtime.chat.view import ChatView
+from runtime.cli_host import missing_key
 from runtime.events import RuntimeEvent, TextChunk, ThoughtChunk, UsageReported
 from runtime.loop import AuthRequired
+from runtime.models import NO_MODEL_MESSAGE
 from runtime.models.base import TextPart, Usage
+from runtime.processes import kill_all_process_groups
 from runtime.session import Session, new_session_id, plan_prompt
+from runtime.store.live import latest, open_store, replay_records, revive, store_new
 from runtime.updates import event_to_update
 
 if TYPE_CHECKING:
@@ -52,18 +59,16 @@ class ChatSession(Session):
         return TerminalChooser(self.view, lambda: self.on_question_cancel(), self.read_key)
 
     async def emit(self, ev: RuntimeEvent) -> None:
-        kind = type(ev)
-        if kind is TextChunk or kind is ThoughtChunk:
+        if isinstance(ev, TextChunk | ThoughtChunk):
             if self.journal is not None:
-                self.journal.record_text("agent_message_chunk" if kind is TextChunk else "agent_thought_chunk",
-                                         ev.text)  # type: ignore[union-attr]
+                self.journal.record_text("agent_message_chunk" if isinstance(ev, TextChunk) else
+                                         "agent_thought_chunk", ev.text)
             self.view.event(ev)
             return
         if isinstance(ev, UsageReported):
             ev = self.account(ev)
-        update = event_to_update(ev)
-        if update is not None and self.journal is not None:
-            self.journal.record(update)
+        if self.journal is not None:
+            self.journal.record(event_to_update(ev))
         self.view.event(ev)
 
     async def deliver(self, update: dict[str, Any]) -> None:
@@ -89,8 +94,6 @@ class Chat:
 
     # ---- the loop ------------------------------------------------------------------------------------------------
     async def run(self) -> int:
-        from runtime.chat.prompt import EXIT, ChatPrompt
-
         if self.prompt is None:
             self.prompt = ChatPrompt(self.session.cwd, self.session.state_dir, self.toolbar, self.show_thoughts)
         async with anyio.create_task_group() as tg:
@@ -109,8 +112,6 @@ class Chat:
         """One prompt: local commands are answered here, anything else is a model turn."""
         session = self.session
         if not self.stored and text.strip():
-            from runtime.store.live import store_new
-
             store_new(self.store, session)
             self.stored = True
         self.in_turn, self.cancelling = True, False
@@ -123,8 +124,6 @@ class Chat:
                 if plan.stop is not None:
                     return None
                 if session.model is None:
-                    from runtime.models import NO_MODEL_MESSAGE
-
                     await session.say(NO_MODEL_MESSAGE)
                     return None
                 if self.cancelling:
@@ -161,8 +160,6 @@ class Chat:
             return
         if self.cancelling:
             # Asked twice: whatever still holds the turn up is stopped now.
-            from runtime.processes import kill_all_process_groups
-
             kill_all_process_groups()
             if self._turn_scope is not None:
                 self._turn_scope.cancel()
@@ -200,8 +197,6 @@ class Chat:
         self.view.console.print(f"[dim](thoughts are {state} from now on; ctrl-t switches)[/dim]")
 
     async def close(self) -> None:
-        from runtime.processes import kill_all_process_groups
-
         session = self.session
         with anyio.CancelScope(shield=True):
             await session.close()
@@ -223,12 +218,6 @@ def _banner(view: ChatView, session: ChatSession, continued: bool) -> None:
 def run_chat(*, cwd: str, factory: ModelFactory, mode: str, state_dir: str | None, resume: str | None = None,
              continue_latest: bool = False, rules: tuple[Rule, ...] = ()) -> int:
     """The `chat` command. Configuration problems are one line on stderr and exit 2, before anything is shown."""
-    from permissions.modes import parse_mode
-    from permissions.store import state_dir as resolve_state_dir
-    from runtime.cli_host import missing_key
-    from runtime.models import NO_MODEL_MESSAGE
-    from runtime.store.live import latest, open_store, replay_records, revive
-
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         sys.stderr.write("gatewright: chat needs a terminal; for scripts and pipes use `gatewright run`\n")
         return EXIT_USAGE
@@ -281,8 +270,6 @@ def run_chat(*, cwd: str, factory: ModelFactory, mode: str, state_dir: str | Non
     except KeyboardInterrupt:  # a Ctrl-C outside the loop's handler (start-up, shut-down)
         code = EXIT_OK
     finally:
-        from runtime.processes import kill_all_process_groups
-
         kill_all_process_groups()
     if chat.stored:
         view.console.print(f"[dim]Session {session.id} is saved: `gatewright chat --continue` comes back to it.[/dim]")

@@ -10,7 +10,7 @@ as when an editor cancels). A diff is shown, coloured, before the question.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -19,6 +19,8 @@ from permissions.gateway import PermissionOutcome, PermissionRequest
 from runtime.chat.view import ChatView, diffs_of
 
 if TYPE_CHECKING:
+    from prompt_toolkit.key_binding import KeyPressEvent
+
     from permissions.gateway import PermissionOption
 
 CANCEL = "\x03"
@@ -49,7 +51,7 @@ class TerminalChooser:
     `on_cancel` is called when the user cancels (the chat cancels the turn)."""
 
     def __init__(self, view: ChatView, on_cancel: Callable[[], None],
-                 read_key: Callable[..., object] | None = None) -> None:
+                 read_key: Callable[[str, list[str]], Awaitable[str]] | None = None) -> None:
         self.view = view
         self.on_cancel = on_cancel
         self.read_key = read_key or read_terminal_key
@@ -72,7 +74,7 @@ class TerminalChooser:
                 style = "green" if o.kind.startswith("allow") else "red"
                 console.print(Text.assemble("  ", (f"[{key}]", f"bold {style}"), f" {o.name}"))
             pressed = await self.read_key(f"  {'/'.join(k for k, _ in keys)} (ctrl-c cancels the turn) › ",
-                                          [k for k, _ in keys])  # type: ignore[misc]
+                                          [k for k, _ in keys])
             if pressed == CANCEL:
                 console.print(Text("  Cancelled.", style="yellow"))
                 self.on_cancel()
@@ -92,19 +94,19 @@ async def read_terminal_key(message: str, keys: list[str]) -> str:
 
     kb = KeyBindings()
     for key in keys:
-        def choose(event, key: str = key) -> None:
+        def choose(event: KeyPressEvent, key: str = key) -> None:
             event.app.exit(result=key)
 
         kb.add(key, eager=True)(choose)
 
     @kb.add("c-c", eager=True)
     @kb.add("c-d", eager=True)
-    def cancel(event) -> None:
+    def cancel(event: KeyPressEvent) -> None:
         event.app.exit(result=CANCEL)
 
     @kb.add(Keys.Any)
     @kb.add("enter")
-    def ignore(event) -> None:
+    def ignore(event: KeyPressEvent) -> None:
         pass
 
     session: PromptSession[str] = PromptSession(key_bindings=kb)

@@ -24,6 +24,7 @@ from runtime.commands import available
 
 if TYPE_CHECKING:
     from prompt_toolkit.history import History
+    from prompt_toolkit.key_binding import KeyPressEvent
 
 HISTORY_FILE = "chat_history"
 EXIT = object()  # what `read` returns when the user leaves
@@ -69,7 +70,7 @@ class ChatPrompt:
         kb = KeyBindings()
 
         @kb.add("enter")
-        def submit(event) -> None:
+        def submit(event: KeyPressEvent) -> None:
             buf = event.current_buffer
             if buf.document.text_before_cursor.endswith("\\") and buf.document.is_cursor_at_the_end:
                 buf.delete_before_cursor(1)
@@ -78,11 +79,11 @@ class ChatPrompt:
             buf.validate_and_handle()
 
         @kb.add("escape", "enter")
-        def newline(event) -> None:
+        def newline(event: KeyPressEvent) -> None:
             event.current_buffer.insert_text("\n")
 
         @kb.add("c-c")
-        def clear_or_leave(event) -> None:
+        def clear_or_leave(event: KeyPressEvent) -> None:
             buf = event.current_buffer
             if buf.text:
                 buf.reset()
@@ -90,7 +91,7 @@ class ChatPrompt:
                 event.app.exit(exception=EOFError())
 
         @kb.add("c-t")
-        def thoughts(event) -> None:
+        def thoughts(event: KeyPressEvent) -> None:
             from prompt_toolkit.application import run_in_terminal
 
             run_in_terminal(on_thoughts)

@@ -13,6 +13,7 @@ While a permission question is open the live region is taken down (`hold`) and a
 
 from __future__ import annotations
 
+import difflib
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -76,8 +77,6 @@ def live_tail(text: str, limit: int = LIVE_CHARS) -> str:
 
 def diff_text(old: str | None, new: str, path: str, limit: int = DIFF_LINES) -> Text:
     """A unified diff, coloured: removed lines red, added green, hunk headers cyan."""
-    import difflib
-
     lines = list(difflib.unified_diff((old or "").splitlines(), new.splitlines(), path, path, lineterm=""))
     out = Text()
     for ln in lines[:limit]:
@@ -268,15 +267,14 @@ class ChatView:
         self.event(ev)
 
     def event(self, ev: RuntimeEvent) -> None:
-        kind = type(ev)
-        if kind is TextChunk:
+        if isinstance(ev, TextChunk):
             self._collapse_thought()
-            self._text += ev.text  # type: ignore[union-attr]
+            self._text += ev.text
             self._flush_text(final=False)
-        elif kind is ThoughtChunk:
+        elif isinstance(ev, ThoughtChunk):
             if not self._thought:
                 self._thought_started = time.monotonic()
-            self._thought += ev.text  # type: ignore[union-attr]
+            self._thought += ev.text
         elif isinstance(ev, ToolCallStarted):
             self._collapse_thought()
             self._flush_text(final=True)
@@ -297,7 +295,7 @@ class ChatView:
         elif isinstance(ev, UsageReported):
             self.last_usage = ev
         self._waiting_since = time.monotonic() if not self._calls else self._waiting_since
-        self._refresh(streamed=kind is TextChunk or kind is ThoughtChunk)
+        self._refresh(streamed=isinstance(ev, TextChunk | ThoughtChunk))
 
     def _progress(self, ev: ToolCallProgress) -> None:
         call = self._calls.get(ev.call_id)

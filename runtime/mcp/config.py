@@ -17,7 +17,9 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit
 
+from runtime import secrets
 from runtime.mcp.naming import unique_server_names
 from runtime.mcp.pinning import PinError, parse_pins
 
@@ -79,7 +81,7 @@ def parse_servers(entries: Iterable[Any], session: Mapping[str, str],
                   environ: Mapping[str, str] | None = None) -> tuple[list[ServerSpec], list[ConfigProblem]]:
     """Read ACP `McpServer` entries. `session` is the trusted context pins may refer to (`id`, `cwd`)."""
     items = list(entries)
-    raw_names = [e.get("name") if isinstance(e, dict) and isinstance(e.get("name"), str) and e.get("name")
+    raw_names = [name if isinstance(e, dict) and isinstance(name := e.get("name"), str) and name
                  else f"mcp-{i + 1}" for i, e in enumerate(items)]
     names = unique_server_names(raw_names)
     specs: list[ServerSpec] = []
@@ -151,8 +153,6 @@ def _pairs(value: Any, what: str) -> tuple[tuple[str, str], ...]:
 
 def _url_secrets(url: str) -> tuple[str, ...]:
     # Credentials in the URL itself (user:password@host, ?token=…) are secrets too.
-    from urllib.parse import parse_qsl, urlsplit
-
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -169,8 +169,6 @@ def register_secrets(spec: ServerSpec, environ: Mapping[str, str] | None = None)
     Left out, because it is provably not a secret: an env value the agent's own environment already holds under the
     same name (a `PATH` or `HOME` passed through; registering it would strip that variable from every child). Values
     naming existing paths are left out by the registry itself."""
-    from runtime import secrets
-
     if isinstance(spec, HttpServer):
         secrets.register_headers(spec.headers, MIN_SECRET_LEN)
         secrets.register_values(_url_secrets(spec.url), MIN_SECRET_LEN)

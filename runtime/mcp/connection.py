@@ -27,11 +27,13 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 import anyio
 
 from runtime.elicitation import Answer, CannotAsk, UserAsker, clean_form_schema, clip
 from runtime.mcp.config import HttpServer, ServerSpec, StdioServer, redact
+from runtime.mcp.stdio import StdioProcessTransport
 from runtime.tools.base import ToolFailure, environ_without_secrets
 
 log = logging.getLogger("gatewright.mcp")
@@ -357,8 +359,6 @@ class ServerConnection:
     async def _open_transport(self, stack: contextlib.AsyncExitStack) -> Any:
         spec = self.spec
         if isinstance(spec, StdioServer):
-            from runtime.mcp.stdio import StdioProcessTransport
-
             env = environ_without_secrets() | dict(spec.env)
             return StdioProcessTransport(spec.name, spec.command, spec.args, env, self.cwd, self.secrets,
                                          spec.sandbox)
@@ -419,23 +419,28 @@ class ServerConnection:
             raise ToolFailure(self._clean(f"MCP server {self.name}: {_one_line(_leaf(exc))}"), "McpError") from None
 
     # ---- failure text --------------------------------------------------------------------------------------------
+    def _stdio(self) -> StdioProcessTransport | None:
+        """The transport when the server is a child process (an HTTP server has no exit to report)."""
+        t = self._transport
+        return t if isinstance(t, StdioProcessTransport) else None
+
     def _gone(self) -> bool:
-        exited = getattr(self._transport, "exited", None)
-        return exited is not None and exited.is_set()
+        t = self._stdio()
+        return t is not None and t.exited.is_set()
 
     async def _exit_note(self) -> str:
         rc = await self._returncode()
         return "" if rc is None else f" ({_exit_text(rc)})"
 
     async def _returncode(self) -> int | None:
-        t = self._transport
-        if t is None or getattr(t, "process", None) is None:
+        t = self._stdio()
+        if t is None or t.process is None:
             return None
         # stdout EOF may arrive just before the exit is reaped; no event tells us when, so poll briefly
         with anyio.move_on_after(0.5):
             while t.returncode is None and t.exited.is_set():  # noqa: ASYNC110
                 await anyio.sleep(0.01)
-        return t.returncode  # type: ignore[no-any-return]
+        return t.returncode
 
     async def _describe(self, exc: BaseException | None) -> str:
         leaf = _leaf(exc) if exc is not None else None
@@ -547,8 +552,6 @@ def _exit_text(rc: int) -> str:
 
 def _safe_url(url: str) -> str:
     """scheme://host[:port]/path: no credentials, no query (tokens often travel there)."""
-    from urllib.parse import urlsplit
-
     try:
         p = urlsplit(url)
         host = p.hostname or ""

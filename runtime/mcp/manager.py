@@ -20,6 +20,7 @@ Mode and model changes do not touch connections; only `close` (session closed, a
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -168,8 +169,6 @@ async def _after_the_answer() -> None:
 
 def connect_kwargs() -> dict[str, Any]:
     """Timeouts from the environment (tests and slow machines): GATEWRIGHT_MCP_START_TIMEOUT, _TURN_WAIT, seconds."""
-    import os
-
     out: dict[str, Any] = {}
     for key, env in (("start_timeout", "GATEWRIGHT_MCP_START_TIMEOUT"), ("turn_wait", "GATEWRIGHT_MCP_TURN_WAIT")):
         try:

@@ -22,9 +22,6 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-# tool name (as the server names it) -> argument name -> value
-Pins = Mapping[str, Mapping[str, Any]]
-
 
 class PinError(ValueError):
     """The pin configuration is malformed or refers to context that does not exist."""

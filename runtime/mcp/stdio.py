@@ -23,6 +23,7 @@ import signal
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
+from types import TracebackType
 from typing import Any
 
 import anyio
@@ -174,7 +175,8 @@ class StdioProcessTransport:
         self._tg.start_soon(stdin_writer)
         return read_stream, write_stream
 
-    async def __aexit__(self, *exc: object) -> bool | None:
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> bool | None:
         assert self._tg is not None and self.process is not None
         with anyio.CancelScope(shield=True):
             await stop_process(self.process)
@@ -182,7 +184,7 @@ class StdioProcessTransport:
                 await s.aclose()
             self._tg.cancel_scope.cancel()
         try:
-            return await self._tg.__aexit__(*exc)
+            return await self._tg.__aexit__(exc_type, exc, tb)
         finally:
             self.process.close()
             if self._tmpdir:

@@ -38,7 +38,7 @@ class McpTool(Tool):
         self.description = remote.description or f"{remote.name} (from MCP server {conn.name})"
         self.read_only_hint = remote.read_only_hint
         # An instance attribute shadows the base class's schema-file lookup.
-        self.schema = model_schema(remote.input_schema, self.pinned)  # type: ignore[misc]
+        self.schema = model_schema(remote.input_schema, self.pinned)
 
     # ---- what the approval layer and the editor see ------------------------------------------------------------
     def effect(self, args: Mapping[str, Any]) -> Effect:
@@ -149,7 +149,7 @@ def convert_block(b: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None]:
                 link[k] = b[k]
         return f"[resource link] {name}: {uri}", link
     if kind == "resource":
-        res = b.get("resource") if isinstance(b.get("resource"), dict) else {}
+        res = r if isinstance(r := b.get("resource"), dict) else {}
         uri = str(res.get("uri", ""))
         kept: dict[str, Any] = {"uri": uri}
         if res.get("mimeType"):

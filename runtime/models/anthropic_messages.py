@@ -11,7 +11,7 @@ Spoken over plain HTTP (`runtime.models.http`); no provider SDK is imported.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +102,7 @@ def to_anthropic(request: ModelRequest, *, images: bool, cache: bool = True,
             if msg.is_error:
                 block["is_error"] = True
             add("user", [block])
-    system = [{"type": "text", "text": request.system}] if request.system else []
+    system: list[dict[str, Any]] = [{"type": "text", "text": request.system}] if request.system else []
     tools = [{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools]
     if cache:
         # Breakpoints: tools and system are the stable prefix (tools come first in the cache order); the newest
@@ -189,7 +189,8 @@ class AnthropicAssembler:
         return []
 
     def _block(self, ev: dict[str, Any]) -> _Block:
-        b = self.blocks.get(ev.get("index"))  # type: ignore[arg-type]
+        index = ev.get("index")
+        b = self.blocks.get(index) if isinstance(index, int) else None
         if b is None:
             raise MalformedStream(f"event for unknown content block {ev.get('index')!r}")
         return b
@@ -282,7 +283,7 @@ class AnthropicModel(ProviderModel):
         params["max_tokens"] = max_tokens
         return params
 
-    async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def _attempt(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         self._check_configured()
         assembler = AnthropicAssembler()
         async for ev in self._drive(self._params(request), assembler):

@@ -7,7 +7,7 @@ stop its network stream (or its scripted wait) promptly when cancelled.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -135,4 +135,4 @@ class ModelClient(Protocol):
     @property
     def accepts_images(self) -> bool: ...
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]: ...
+    def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]: ...

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 ProviderKind = Literal["openai", "anthropic"]
 
 # Built-in providers: what `openai:MODEL` and `anthropic:MODEL` mean with no config at all.
+_BUILTIN_KINDS: dict[str, ProviderKind] = {"openai": "openai", "anthropic": "anthropic"}
 _BUILTIN_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _BUILTIN_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 _DEFAULT_CONTEXT = {"openai": 128_000, "anthropic": 200_000}
@@ -120,8 +121,9 @@ class ModelsConfig:
     def provider(self, name: str) -> ProviderSettings | None:
         if name in self.providers:
             return self.providers[name]
-        if name in _BUILTIN_KEY_ENV:
-            return ProviderSettings(name, name, api_key_env=_BUILTIN_KEY_ENV[name])  # type: ignore[arg-type]
+        kind = _BUILTIN_KINDS.get(name)
+        if kind is not None:
+            return ProviderSettings(name, kind, api_key_env=_BUILTIN_KEY_ENV[name])
         return None
 
     def model(self, model_id: str) -> ModelEntry | None:

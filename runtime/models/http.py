@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import ssl
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
@@ -52,8 +53,6 @@ def make_client(url: str, headers: Mapping[str, str], *, connect_timeout: float,
                 ) -> httpx2.AsyncClient:
     """A pooled client for one provider endpoint. `idle_timeout` bounds every read (so the time between two
     chunks); the first-token deadline is the caller's."""
-    import ssl
-
     import httpx2
 
     verify: ssl.SSLContext | bool = True

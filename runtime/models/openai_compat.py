@@ -10,7 +10,7 @@ Spoken over plain HTTP (`runtime.models.http`); no provider SDK is imported.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -225,7 +225,7 @@ class OpenAIChatModel(ProviderModel):
             params["reasoning_effort"] = self.entry.reasoning_effort
         return params
 
-    async def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def _attempt(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         self._check_configured()
         assembler = StreamAssembler()
         async for ev in self._drive(self._params(request), assembler):

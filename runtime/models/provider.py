@@ -7,13 +7,14 @@ streamed reply through an assembler and always closes it (so a cancelled turn dr
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
 from runtime.models.base import ModelEvent, ModelNotConfigured, ModelRequest
 from runtime.models.config import ModelEntry, ProviderSettings, accepts_images
+from runtime.models.http import make_client, post_events, safe_url
 from runtime.models.retry import RetryPolicy, close_stream, first_token_deadline, next_or_none, resilient
 
 if TYPE_CHECKING:
@@ -87,8 +88,6 @@ class ProviderModel:
         object was replaced since."""
         key = (self.settings, self._api_key)
         if self._client is None or self._client_for != key:
-            from runtime.models.http import make_client
-
             if self._client is not None:
                 self._replaced.append(self._client)
             self._client = make_client(self.url, self._headers(), connect_timeout=self.settings.connect_timeout,
@@ -115,21 +114,17 @@ class ProviderModel:
         hint = self.no_key_hint.format(name=self.settings.name)
         raise ModelNotConfigured(f"{var} is not set: set {var} in the environment gatewright starts with ({hint})")
 
-    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        from runtime.models.http import safe_url
-
+    def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         return resilient(lambda: self._attempt(request), label=self.label, policy=self.policy,
                          secrets=self._secrets(), auth_hint=f"Check {self._key_var}.", url=safe_url(self.url))
 
-    def _attempt(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    def _attempt(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         raise NotImplementedError
 
-    async def _drive(self, body: dict[str, Any], assembler: Assembler) -> AsyncIterator[ModelEvent]:
+    async def _drive(self, body: dict[str, Any], assembler: Assembler) -> AsyncGenerator[ModelEvent, None]:
         """POST `body` and feed every server-sent event (name, data) through the assembler until it is done or the
         reply ends; the first event must arrive within the first-token deadline. The reply is closed however this
         ends."""
-        from runtime.models.http import post_events
-
         events = post_events(self._http(), self.url, body)
         try:
             with first_token_deadline(self.policy.first_token_timeout):
@@ -151,6 +146,9 @@ class ProviderModel:
 class Assembler(Protocol):
     """Sans-I/O: turns one API's stream events into ours."""
 
-    done: bool  # the stream said it is complete (OpenAI's `[DONE]`, Anthropic's `message_stop`)
+    @property
+    def done(self) -> bool:
+        """The stream said it is complete (OpenAI's `[DONE]`, Anthropic's `message_stop`)."""
+        ...
 
     def feed(self, event: str, data: str) -> Iterable[ModelEvent]: ...

@@ -11,11 +11,12 @@ Every message that leaves here is one line with the API key and anything that lo
 from __future__ import annotations
 
 import contextlib
+import email.utils
 import logging
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -120,8 +121,6 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
         return max(0.0, float(value))
     except ValueError:
         pass
-    import email.utils  # an HTTP date is rare; most servers send seconds
-
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
@@ -134,7 +133,7 @@ def backoff_delay(attempt: int, policy: RetryPolicy, retry_after: float | None =
     """Delay before retry number `attempt` (1-based). The server's `Retry-After` wins over our own backoff."""
     if retry_after is not None:
         return retry_after
-    ceiling = min(policy.max_delay, policy.base_delay * (2 ** (attempt - 1)))
+    ceiling = min(policy.max_delay, policy.base_delay * 2.0 ** (attempt - 1))
     # "Equal jitter": at least half the backoff, so many sessions hitting one 429 spread out but still back off.
     return ceiling / 2 + rand() * ceiling / 2
 
@@ -257,9 +256,9 @@ async def close_stream(stream: Any) -> None:
 
 
 # ---- the retry loop ------------------------------------------------------------------------------------------------
-async def resilient(attempt: Callable[[], AsyncIterator[ModelEvent]], *, label: str, policy: RetryPolicy,
+async def resilient(attempt: Callable[[], AsyncGenerator[ModelEvent, None]], *, label: str, policy: RetryPolicy,
                     secrets: tuple[str, ...] = (), auth_hint: str = "", url: str = "",
-                    sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> AsyncIterator[ModelEvent]:
+                    sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> AsyncGenerator[ModelEvent, None]:
     """Run `attempt()` (one HTTP call as a stream of events), retrying failures that happen before any output.
 
     Cancellation is not an `Exception`, so it passes straight through and the attempt's `finally` closes the stream.
@@ -276,7 +275,7 @@ async def resilient(attempt: Callable[[], AsyncIterator[ModelEvent]], *, label: 
                     produced = True
                     yield ev
             finally:
-                await events.aclose()  # type: ignore[attr-defined]
+                await events.aclose()
             return
         except ModelError as exc:
             if produced or not exc.retryable or tries > policy.max_retries:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +18,7 @@ import orjson
 from runtime.models.errors import ModelError
 
 if TYPE_CHECKING:
-    from runtime.models.base import ModelEvent, ModelRequest
+    from runtime.models.base import ModelEvent, ModelRequest, ModelStop
 
 EXHAUSTED_TEXT = "(scripted model: no more responses)"
 SLICE_S = 0.001
@@ -129,7 +129,7 @@ class ScriptedModel:
     def name(self) -> str:
         return f"scripted:{self.script.source}"
 
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         # Imported here: the CLI imports this module (ScriptError) on the way to answering `initialize`, before
         # anyio and the conversation records are needed.
         import anyio
@@ -171,5 +171,5 @@ class ScriptedModel:
             yield ToolCallEvent(ToolCallRequest(call.get("id"), call["name"], raw))
         u = entry.get("usage") or {}
         usage = Usage(input_tokens=u.get("input_tokens", 0), output_tokens=u.get("output_tokens", 0))
-        stop = entry.get("stop") or ("tool_use" if calls else "end_turn")
+        stop: ModelStop = entry.get("stop") or ("tool_use" if calls else "end_turn")  # checked by load_script
         yield Finished(stop, usage)

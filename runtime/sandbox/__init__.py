@@ -58,10 +58,6 @@ class Support:
     def active(self) -> bool:
         return self.landlock_abi > 0
 
-    @property
-    def network_namespace(self) -> bool:
-        return self.namespaces
-
     def describe(self) -> str:
         if self.forced == "off":
             return f"sandbox: off ({ENV_SWITCH}=off): commands run unconfined and more calls ask"

@@ -71,11 +71,6 @@ class Libc:
         return int(self.syscall(ctypes.c_long(self.landlock_nrs[0]), attr, ctypes.c_size_t(size),
                                 ctypes.c_uint32(flags)))
 
-    def landlock_add_rule(self, ruleset_fd: int, rule_type: int, attr: object) -> int:
-        assert self.landlock_nrs is not None
-        return int(self.syscall(ctypes.c_long(self.landlock_nrs[1]), ctypes.c_int(ruleset_fd),
-                                ctypes.c_int(rule_type), attr, ctypes.c_uint32(0)))
-
 
 _LIBC: Libc | None = None
 

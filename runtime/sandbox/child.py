@@ -37,7 +37,7 @@ import os
 import select
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from runtime.sandbox import landlock
@@ -191,10 +191,10 @@ class Plan:
             raise OSError(self._lc.get_errno(), f"clone: {os.strerror(self._lc.get_errno())}")
         return pid
 
-    def _child(self, body: object) -> None:
+    def _child(self, body: Callable[[], object]) -> None:
         """Run `body` in the new process; on any failure the reason goes to the report pipe and nothing runs."""
         try:
-            body()  # type: ignore[operator]
+            body()
         except BaseException as exc:  # the reason goes to the report pipe, then nothing runs
             why = str(exc).encode("utf-8", "replace").replace(b"\n", b" ")
             self._report(b"E" + why)
@@ -312,8 +312,8 @@ class Plan:
         except OSError as exc:
             self._fail(f"user namespace map: {exc.strerror}")
         self._lc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-        for src, tgt, fstype, flags, data in self._mounts:
-            if lc.mount(src, tgt, fstype, flags, data) != 0:
+        for src, tgt, fstype, flags, options in self._mounts:
+            if lc.mount(src, tgt, fstype, flags, options) != 0:
                 self._fail(f"mount {os.fsdecode(tgt)}: {os.strerror(lc.get_errno())}")
         # A /proc of this pid namespace: the agent's processes are not even visible. (Refused where the outer /proc
         # is partly hidden, in some containers: the outer one then stays, Landlock still guarding it.)

@@ -28,6 +28,7 @@ import signal
 import socket
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from runtime.sandbox._libc import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, libc
 from runtime.sandbox.child import MARKER_ENV, Capabilities, Plan
@@ -77,7 +78,7 @@ class Helper:
             if pidfd is not None:
                 os.close(pidfd)
 
-    def _spawn(self, req: dict, fds: dict[str, int]) -> tuple[dict, int | None]:
+    def _spawn(self, req: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], int | None]:
         spec = SandboxSpec.from_json(req["spec"]) if req.get("spec") else None
         env = dict(req.get("env") or {})
         tag = secrets.token_hex(8)
@@ -88,7 +89,8 @@ class Helper:
         null = -1
         if -1 in stdio:
             null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
-            stdio = tuple(null if fd < 0 else fd for fd in stdio)  # type: ignore[assignment]
+            stdio = (null if stdio[0] < 0 else stdio[0], null if stdio[1] < 0 else stdio[1],
+                     null if stdio[2] < 0 else stdio[2])
         plan = Plan(req["argv"], env, spec, self.caps, cwd=req["cwd"], report_w=report_w, grace=req.get("grace"),
                     stdio=stdio, cwd_fd=fds.get("cwd"))
         try:

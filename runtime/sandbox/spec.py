@@ -89,10 +89,6 @@ class SandboxSpec:
                    protected=tuple(d.get("protected") or ()), network=bool(d.get("network")),
                    tmpdir=d.get("tmpdir"), grace=d.get("grace"))
 
-    def writable(self, path: str) -> bool:
-        """Whether `path` (resolved) lies in a write tree and outside every protected path."""
-        return any(within(path, w) for w in self.write) and not any(within(path, p) for p in self.protected)
-
 
 def within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/") or root == "/"

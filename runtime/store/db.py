@@ -16,6 +16,8 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+from permissions.shared_sqlite import open_shared
+
 log = logging.getLogger("gatewright.store")
 
 BUSY_TIMEOUT_MS = 10_000
@@ -76,8 +78,6 @@ def connect(path: str | Path) -> sqlite3.Connection:
 
     `path` may be `:memory:` (used when the state dir cannot be written: sessions then last for the process).
     """
-    from permissions._sqlite import open_shared
-
     conn = open_shared(str(path), BUSY_TIMEOUT_MS)
     conn.execute("PRAGMA foreign_keys = ON")
     migrate(conn)
@@ -102,7 +102,7 @@ def migrate(conn: sqlite3.Connection) -> int:
     Two processes may start at once on a new file: the version is re-read under the write lock, so each migration
     runs exactly once. A database newer than this build is left alone (and refused), never downgraded.
     """
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    version: int = conn.execute("PRAGMA user_version").fetchone()[0]
     if version == len(MIGRATIONS):
         return version
     with write(conn):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from runtime.compaction import CompactionSettings, Compactor
 from runtime.models.base import Message, Usage
+from runtime.models.scripted import ScriptedModel
 
 if TYPE_CHECKING:
     from runtime.events import EventSink
@@ -104,7 +105,7 @@ class SessionJournal:
         s = self.session
         rt = s.runtime
         return {
-            "model_position": getattr(s.model, "position", None),
+            "model_position": s.model.position if isinstance(s.model, ScriptedModel) else None,
             "steps_taken": rt.steps_taken,
             "usage": dataclasses.asdict(rt.total_usage),
             "priced_usage": dataclasses.asdict(s.priced_usage),
@@ -175,8 +176,8 @@ def restore_state(session: Session, state: dict[str, Any]) -> None:
         except ValueError:
             pass  # an unknown stored value keeps the default (this session): never wider than asked
     position = state.get("model_position")
-    if isinstance(position, int) and hasattr(session.model, "position"):
-        session.model.position = position  # type: ignore[union-attr]
+    if isinstance(position, int) and isinstance(session.model, ScriptedModel):
+        session.model.position = position
 
 
 def _usage(raw: Any) -> Usage:

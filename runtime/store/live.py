@@ -13,6 +13,10 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from permissions.modes import parse_mode
+from permissions.store import state_dir as resolve_state_dir
+from permissions.store import state_dir_problem
+from runtime.models.base import AssistantMessage, ToolResultMessage
 from runtime.store.journal import SessionJournal, restore_state
 from runtime.store.sessions import SessionRecord, SessionStore
 
@@ -31,9 +35,6 @@ INTERRUPTED_CALL = "Interrupted: the agent stopped before this call finished."
 def open_store(state_dir: str | None) -> SessionStore:
     """The session store of a state dir. If the state dir cannot be written, sessions live in an in-memory database
     for the life of the process (said once, in one line, for everything kept there: sessions, rules, audit)."""
-    from permissions.store import state_dir as resolve_state_dir
-    from permissions.store import state_dir_problem
-
     if state_dir_problem(resolve_state_dir(state_dir)) is not None:
         return SessionStore(":memory:")
     try:
@@ -50,10 +51,12 @@ def store_new(store: SessionStore, session: Session) -> None:
     attach(store, session)
 
 
-def attach(store: SessionStore, session: Session, epoch: int = 0, state: dict[str, Any] | None = None) -> None:
-    """Attach a journal; the session's current history is what the store holds."""
-    session.journal = SessionJournal(store, session, epoch, session.runtime.history, state)
-    session.runtime.before_step = session.journal.before_step
+def attach(store: SessionStore, session: Session, epoch: int = 0,
+           state: dict[str, Any] | None = None) -> SessionJournal:
+    """Attach a journal (returned); the session's current history is what the store holds."""
+    journal = session.journal = SessionJournal(store, session, epoch, session.runtime.history, state)
+    session.runtime.before_step = journal.before_step
+    return journal
 
 
 def revive(store: SessionStore, rec: SessionRecord, make: Callable[..., S], *, cwd: str,
@@ -61,8 +64,6 @@ def revive(store: SessionStore, rec: SessionRecord, make: Callable[..., S], *, c
            new_id: str | None = None) -> S:
     """Build a live session from its stored record with the host's constructor `make` (a `Session` subclass taking
     the `Session` fields as keywords): settings, model context, usage, scripted position."""
-    from permissions.modes import parse_mode
-
     model_id = None
     if factory is not None:
         known = {m.id for m in factory.choices()} | {factory.default_id}
@@ -78,9 +79,9 @@ def revive(store: SessionStore, rec: SessionRecord, make: Callable[..., S], *, c
     epoch, stored = store.context(rec.id)
     session.runtime.history = repaired(stored)
     restore_state(session, rec.state)
-    attach(store, session, epoch, rec.state)
+    journal = attach(store, session, epoch, rec.state)
     if session.runtime.history is not stored:
-        session.journal.rewrite()  # type: ignore[union-attr]
+        journal.rewrite()
     if cwd != rec.cwd:
         store.save(rec.id, cwd=cwd, touch=False)
     return session
@@ -124,8 +125,6 @@ def _finished(update: dict[str, Any]) -> dict[str, Any]:
 
 def repaired(history: list[Message]) -> list[Message]:
     """Give every stored tool call a result, so the context is valid for every provider."""
-    from runtime.models.base import AssistantMessage, ToolResultMessage
-
     answered = {m.call_id for m in history if isinstance(m, ToolResultMessage)}
     out: list[Message] = []
     for m in history:

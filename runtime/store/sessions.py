@@ -16,6 +16,7 @@ redacted, so a key that reached a frame or a message anyway (pasted into a promp
 from __future__ import annotations
 
 import base64
+import builtins
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -209,12 +210,9 @@ class SessionStore:
                            for i, (kind, data) in enumerate(items)])
             c.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, sid))
 
-    def events(self, sid: str) -> list[tuple[str, dict[str, Any]]]:
+    def events(self, sid: str) -> builtins.list[tuple[str, dict[str, Any]]]:  # `list` is a method here
         return [(kind, orjson.loads(data)) for kind, data in self.conn.execute(
             "SELECT kind, data FROM events WHERE session_id = ? ORDER BY seq", (sid,))]
-
-    def event_count(self, sid: str) -> int:
-        return int(self.conn.execute("SELECT COUNT(*) FROM events WHERE session_id = ?", (sid,)).fetchone()[0])
 
     # ---- the model context ---------------------------------------------------------------------------------------
     def append_messages(self, sid: str, epoch: int, start: int, messages: Sequence[Message],
@@ -242,7 +240,7 @@ class SessionStore:
                 c.execute("UPDATE sessions SET state = ? WHERE id = ?", (_json(state), sid))
         return epoch
 
-    def context(self, sid: str) -> tuple[int, list[Message]]:
+    def context(self, sid: str) -> tuple[int, builtins.list[Message]]:
         """The current epoch and its messages in history order."""
         row = self.conn.execute("SELECT context_epoch FROM sessions WHERE id = ?", (sid,)).fetchone()
         if row is None:

@@ -73,6 +73,13 @@ class ToolResult:
     trace: Any = None
 
 
+class StartedHook(Protocol):
+    """Called once a call is past approval and about to run; `meta` says why it may run (the approval layer's
+    decision, shown in the `in_progress` update's `_meta`), None when no approval layer decided it."""
+
+    async def __call__(self, meta: dict[str, Any] | None) -> None: ...
+
+
 class EditorBridge(Protocol):
     """The editor's own file system and terminals, when the client advertised them (else None in the context)."""
 
@@ -84,6 +91,19 @@ class EditorBridge(Protocol):
 
     async def write_text_file(self, path: str, content: str) -> None: ...
 
+    async def create_terminal(self, command: str, args: list[str], cwd: str, env: Mapping[str, str],
+                              output_byte_limit: int) -> str:
+        """Start `command` in an editor terminal; returns its id."""
+        ...
+
+    async def terminal_output(self, terminal_id: str) -> dict[str, Any]: ...
+
+    async def wait_for_terminal_exit(self, terminal_id: str) -> dict[str, Any]: ...
+
+    async def kill_terminal(self, terminal_id: str) -> None: ...
+
+    async def release_terminal(self, terminal_id: str) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class ToolContext:
@@ -94,7 +114,7 @@ class ToolContext:
     editor: EditorBridge | None = None
     state: dict[str, Any] = field(default_factory=dict)
     progress: Callable[[ToolResult], Awaitable[None]] | None = None
-    started: Callable[[], Awaitable[None]] | None = None
+    started: StartedHook | None = None
     env: Mapping[str, str] | None = None
     # The business operation this call performs: the same across automatic retries, so a service can deduplicate.
     operation_id: str = ""
@@ -104,12 +124,14 @@ class ToolContext:
     emit: EventSink | None = None
     # What the OS sandbox lets the processes this call starts do (set by the approval decorator from its decision).
     confinement: Confinement = field(default_factory=Confinement)
+    # Why the approval layer let this call run (`_meta.gatewright` of its `in_progress` update); None before it.
+    approval_meta: dict[str, Any] | None = None
     # Puts questions to the user (`runtime.elicitation`), when the host can; None otherwise.
     asker: UserAsker | None = None
 
-    def with_grants(self, paths: frozenset[str], confinement: Confinement | None = None) -> ToolContext:
-        return replace(self, grants=self.grants | paths,
-                       confinement=self.confinement if confinement is None else confinement)
+    def approved(self, grants: frozenset[str], confinement: Confinement, meta: dict[str, Any]) -> ToolContext:
+        """The context of a call the approval layer lets run (`permissions.decorator.ApprovalContext`)."""
+        return replace(self, grants=self.grants | grants, confinement=confinement, approval_meta=meta)
 
 
 class Tool:
@@ -205,7 +227,8 @@ class Tool:
 @functools.cache
 def load_tool_schema(name: str) -> dict[str, Any]:
     with open(SCHEMA_DIR / f"{name}.json", encoding="utf-8") as f:
-        return json.load(f)
+        schema: dict[str, Any] = json.load(f)
+    return schema
 
 
 @functools.cache
@@ -277,7 +300,7 @@ class RoutingToolExecutor:
         if tool is None:
             raise ToolFailure(f"tool {call.name!r} is not available in this session", "ToolNotFound")
         if ctx.started is not None:
-            await ctx.started()
+            await ctx.started(ctx.approval_meta)
         own = tool.timeout_seconds(call.arguments)
         budget = max(self.timeout_seconds, own + 5) if own else self.timeout_seconds
         try:

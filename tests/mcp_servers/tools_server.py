@@ -137,7 +137,7 @@ async def hang(marker: str) -> str:
     try:
         await anyio.sleep(600)
     except anyio.get_cancelled_exc_class():
-        with open(marker, "w") as f:  # noqa: ASYNC230 - must happen before the cancellation completes
+        with open(marker, "w") as f:
             f.write("cancelled")
         raise
     return "never"
@@ -176,7 +176,7 @@ async def ask(question: str, ctx: Context, marker: str = "") -> str:
     with anyio.CancelScope(shield=True):
         result = await ctx.elicit(question, Name)
         if marker:
-            with open(marker, "w") as f:  # noqa: ASYNC230 - must happen before a cancellation lands
+            with open(marker, "w") as f:
                 f.write(_outcome(result))
     return _outcome(result)
 

@@ -336,7 +336,7 @@ def test_background_processes_and_their_setsid_children_die_with_the_agent(spawn
     assert not _wait_gone(s2.split()[1]), "a double-forked child survived"
 
 
-# ---- remembered rules fail closed --------------------------------------------------------------------------------------
+# ---- remembered rules fail closed ------------------------------------------------------------------------------------
 def test_a_corrupt_rules_database_makes_auto_ask_instead_of_running(spawn, world):
     world.state.mkdir(exist_ok=True)
     (world.state / "permissions.db").write_bytes(b"this is not a sqlite database" * 100)
@@ -345,7 +345,7 @@ def test_a_corrupt_rules_database_makes_auto_ask_instead_of_running(spawn, world
     assert not (world.ws / "made-by-auto.txt").exists()
 
 
-# ---- questions clients cannot misread -----------------------------------------------------------------------------------
+# ---- questions clients cannot misread --------------------------------------------------------------------------------
 def test_every_question_offers_at_most_five_plain_options_with_nothing_broader_than_the_first_of_its_kind(
         spawn, world):
     calls = [bash("npm test"), {"name": "write_file", "arguments": {"path": "src/a.py", "content": "x = 1\n"}},
@@ -398,7 +398,7 @@ def test_proven_read_only_commands_reach_no_network_and_approved_ones_do(spawn, 
         lst.sock.close()
 
 
-# ---- the sandbox does not break ordinary work ----------------------------------------------------------------------------
+# ---- the sandbox does not break ordinary work ------------------------------------------------------------------------
 def test_ordinary_work_still_works_in_safe_and_auto(spawn, world):
     run = attack(spawn, world, [bash("cat README.md"), bash("git status --short"), bash("ls /usr/bin | head -3"),
                                 bash("pwd")], mode="safe")
@@ -412,7 +412,7 @@ def test_ordinary_work_still_works_in_safe_and_auto(spawn, world):
     assert (world.ws / "out.txt").read_text() == "ok\n"
 
 
-# ---- an editor terminal runs confined too ---------------------------------------------------------------------------------
+# ---- an editor terminal runs confined too ----------------------------------------------------------------------------
 class EditorTerminals:
     """What an editor does for `terminal/*`: runs the command it was given, exactly, and reports its output."""
 
@@ -465,7 +465,7 @@ def test_a_command_run_in_the_editors_terminal_is_confined_the_same_way(spawn, w
     assert not mark.exists()
 
 
-# ---- read-only mode refuses, without asking ---------------------------------------------------------------------------
+# ---- read-only mode refuses, without asking --------------------------------------------------------------------------
 def test_read_only_mode_refuses_writes_and_processes_without_asking(spawn, world):
     calls = [bash("echo x > made.txt"), bash("python3 -c 'open(\"made2.txt\", \"w\")'"),
              {"name": "write_file", "arguments": {"path": "made3.txt", "content": "x"}}, bash("cat README.md")]
@@ -475,7 +475,7 @@ def test_read_only_mode_refuses_writes_and_processes_without_asking(spawn, world
     assert "hello from the workspace" in run.output(3)
 
 
-# ---- a delegated subagent's commands run in the same sandbox ------------------------------------------------------------
+# ---- a delegated subagent's commands run in the same sandbox ---------------------------------------------------------
 def test_a_subagents_commands_are_confined_like_the_sessions(spawn, world):
     mark = world.marker("subagent", "outside")
     calls = [{"name": "delegate_task", "arguments": {"task": "look around"}},
@@ -497,7 +497,7 @@ def test_a_subagents_commands_are_confined_like_the_sessions(spawn, world):
     assert not mark.exists()
 
 
-# ---- without a sandbox, the modes ask more ------------------------------------------------------------------------------
+# ---- without a sandbox, the modes ask more ---------------------------------------------------------------------------
 def test_without_a_sandbox_the_session_says_so_once_and_asks_for_what_it_cannot_hold(spawn, world):
     """`GATEWRIGHT_SANDBOX=off` (as on a machine without Landlock): proven read-only commands that name an outside
     path, or words that may expand to one, ask in `safe`; outside writes ask in `auto`; the user is told once."""

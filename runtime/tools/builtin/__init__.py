@@ -7,17 +7,16 @@ Tool modules are imported here lazily, at session creation, never at import time
 from __future__ import annotations
 
 from runtime.tools.base import Tool
+from runtime.tools.builtin.agents_md import UpdateAgentsMdTool
+from runtime.tools.builtin.bash import BashTool
+from runtime.tools.builtin.edit import EditTool
+from runtime.tools.builtin.files import ReadFileTool, WriteFileTool
+from runtime.tools.builtin.patch import ApplyPatchTool
+from runtime.tools.builtin.plan import UpdatePlanTool
+from runtime.tools.builtin.search import GlobTool, GrepTool
 
 
 def builtin_tools() -> list[Tool]:
-    from runtime.tools.builtin.agents_md import UpdateAgentsMdTool
-    from runtime.tools.builtin.bash import BashTool
-    from runtime.tools.builtin.edit import EditTool
-    from runtime.tools.builtin.files import ReadFileTool, WriteFileTool
-    from runtime.tools.builtin.patch import ApplyPatchTool
-    from runtime.tools.builtin.plan import UpdatePlanTool
-    from runtime.tools.builtin.search import GlobTool, GrepTool
-
     tools: list[Tool] = [ReadFileTool(), WriteFileTool(), EditTool(), ApplyPatchTool(), GlobTool(), GrepTool(),
                          BashTool(), UpdateAgentsMdTool(), UpdatePlanTool()]
     return tools

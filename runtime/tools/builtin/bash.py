@@ -21,8 +21,10 @@ from typing import Any
 
 import anyio
 
+from permissions.policy import SESSION_ONLY_KEY
+from permissions.shell import ShellAnalysis, analyze_command, needs_approval_reasons, read_only_git_env
 from runtime import processes, secrets
-from runtime.sandbox import SandboxSpec, build_spec, child_env, session_tmpdir
+from runtime.sandbox import SandboxSpec, build_spec, child_env, session_tmpdir, support
 from runtime.sandbox.client import SandboxError
 from runtime.sandbox.launcher_env import launcher_command
 from runtime.tools.base import (
@@ -31,6 +33,7 @@ from runtime.tools.base import (
     ToolContext,
     ToolFailure,
     ToolResult,
+    digest,
     display_path,
     environ_without_secrets,
 )
@@ -48,8 +51,6 @@ OPAQUE_PATHS = "names paths that are only known once it runs, and no sandbox hol
 
 def sandbox_active() -> bool:
     """Whether the OS sandbox confines the processes this tool starts (see `runtime.sandbox`)."""
-    from runtime.sandbox import support
-
     return support().active
 
 
@@ -77,11 +78,7 @@ def _place(text: str, base: str) -> str:
     return os.path.join(base, text)
 
 
-def _analysis(command: str) -> Any:
-    try:
-        from permissions.shell import analyze_command
-    except ImportError:
-        return None
+def _analysis(command: str) -> ShellAnalysis | None:
     try:
         return analyze_command(command)
     except Exception:  # an analyser failure proves nothing: the call asks
@@ -90,13 +87,12 @@ def _analysis(command: str) -> Any:
 
 def canonical_command(command: str) -> str:
     """The identity of a command for rules: the shell analysis's canonical form (`npm  test` is `npm test`)."""
-    return getattr(_analysis(command), "canonical", None) or command.strip()
+    a = _analysis(command)
+    return (a.canonical if a is not None else None) or command.strip()
 
 
 def run_rule_key(where: str, canonical: str) -> str:
     """The rule key of running a command (canonical form) in directory `where` (resolved, or a placeholder)."""
-    from runtime.tools.base import digest
-
     return f"bash:run:{where}:{digest(canonical)}"
 
 
@@ -148,7 +144,7 @@ class BashTool(Tool):
         base = cwd if isinstance(cwd, str) and cwd else ""
         out = [(base, True)] if base else []
         a = _analysis(command)
-        for named in getattr(a, "paths", ()):
+        for named in a.paths if a is not None else ():
             out.append((_place(named.text, base), named.writes))
         return out
 
@@ -177,9 +173,6 @@ class BashTool(Tool):
         return f"bash {action}" + (f" on {args['processId']}" if args.get("processId") else "")
 
     def rule_key(self, args: Mapping[str, Any], ws: Workspace) -> str:
-        from permissions.policy import SESSION_ONLY_KEY
-        from runtime.tools.base import digest
-
         action = self._action(args)
         if action in ("exec", "start") and isinstance(args.get("command"), str):
             try:
@@ -204,11 +197,9 @@ class BashTool(Tool):
         if a is None:
             return False, ()
         try:
-            from permissions.shell import needs_approval_reasons
-
             reasons = tuple(needs_approval_reasons(a))
-        except Exception:
-            reasons = tuple(getattr(a, "reasons", ()) or ())
+        except Exception:  # an analyser failure proves nothing: its own reasons still ask
+            reasons = a.reasons
         confined = sandbox_active()
         # Under the sandbox a command that only git's repository-configured programs keep from being read-only is
         # read-only in effect: it runs where it can write nothing and reach no network.
@@ -304,8 +295,6 @@ class BashTool(Tool):
         if not ctx.confinement.write:
             # A command proven read-only is proven so only with git's repository-configured programs switched off
             # (fsmonitor, pagers, signature programs, lazy fetches): the analysis relies on this environment.
-            from permissions.shell import read_only_git_env
-
             env = read_only_git_env(env)
         return env
 
@@ -355,8 +344,12 @@ class BashTool(Tool):
                "durationMs": res.duration_ms, "truncated": res.truncated}
         return ToolResult(output, is_error=res.timed_out, raw_output=raw)
 
-    async def _exec_terminal(self, command: str, cwd: str, timeout: float, ctx: ToolContext) -> ToolResult:
-        editor: Any = ctx.editor
+    # The deadline is the command's own (timeoutMs): on expiry the terminal is killed and its output still read and
+    # reported, which a caller's cancel scope could not do.
+    async def _exec_terminal(self, command: str, cwd: str, timeout: float,  # noqa: ASYNC109
+                             ctx: ToolContext) -> ToolResult:
+        editor = ctx.editor
+        assert editor is not None  # only called when the editor advertised terminals
         spec = self._spec(ctx, processes.EXEC_GRACE)
         # The editor starts the command in its own environment, which may hold our keys too: blank them there.
         env = child_env(secrets.blank_secret_names(self._env(cwd, ctx)), spec)

@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 
 from runtime.tools.base import Tool, ToolContext, ToolFailure, ToolResult, display_path
+from runtime.tools.builtin import textio
 from runtime.workspace import PathError, ResolvedPath, Workspace
 
 DEFAULT_MAX_CHARS = 50_000
@@ -74,8 +75,6 @@ class ReadFileTool(Tool):
         if end is not None and end < start:
             raise ToolFailure(f"endLine ({end}) is before startLine ({start})", "InvalidArguments")
         max_chars = int(args.get("maxChars") or DEFAULT_MAX_CHARS)
-        from runtime.tools.builtin import textio
-
         if textio.editor_reads(ctx):
             return await self._read_via_editor(ctx, resolved, start, end, max_chars)
         return await anyio.to_thread.run_sync(self._read, ctx, resolved, start, end, max_chars)
@@ -83,10 +82,9 @@ class ReadFileTool(Tool):
     async def _read_via_editor(self, ctx: ToolContext, resolved: ResolvedPath, start: int, end: int | None,
                                max_chars: int) -> ToolResult:
         """`fs/read_text_file` (the editor's view, unsaved changes included) after the same boundary check."""
-        from runtime.tools.builtin import textio
-
         shown = ctx.workspace.display(resolved.path)
-        if os.path.isdir(resolved.path):
+        # One stat, like the workspace boundary's own (synchronous) resolution of this path: cheaper than a thread.
+        if os.path.isdir(resolved.path):  # noqa: ASYNC240
             textio.check(ctx, resolved)
             raise ToolFailure(f"{shown} is a directory", "IsADirectory")
         limit = None if end is None else end - start + 1
@@ -132,8 +130,6 @@ class ReadFileTool(Tool):
         except PathError as exc:
             raise ToolFailure(str(exc), exc.error_type) from None
         shown = ctx.workspace.display(resolved.path)
-        from runtime.tools.builtin import textio
-
         with os.fdopen(fd, "rb") as f:
             textio.saw_disk(ctx, resolved.path, textio.stamp_of(os.fstat(f.fileno())))
             head = f.read(BINARY_SNIFF)
@@ -223,8 +219,6 @@ class WriteFileTool(Tool):
         # question; a boundary problem is for the run to report (after approval, with its grants).
         if not isinstance(args.get("path"), str) or args.get("mode") in ("append", "create"):
             return
-        from runtime.tools.builtin import textio
-
         try:
             resolved = ctx.workspace.resolve(args["path"])
             ctx.workspace.check(resolved, ctx.grants)
@@ -242,8 +236,6 @@ class WriteFileTool(Tool):
         resolved = _resolve(ctx, args["path"])
         mode = args.get("mode") or "overwrite"
         content: str = args["content"]
-        from runtime.tools.builtin import textio
-
         if textio.editor_writes(ctx):
             return await self._write_via_editor(ctx, resolved, mode, content)
         return await anyio.to_thread.run_sync(self._write, ctx, resolved, mode, content)
@@ -251,8 +243,6 @@ class WriteFileTool(Tool):
     async def _write_via_editor(self, ctx: ToolContext, resolved: ResolvedPath, mode: str,
                                 content: str) -> ToolResult:
         """`fs/write_text_file`, so the editor sees (and can review) the change; same boundary, same diff."""
-        from runtime.tools.builtin import textio
-
         shown = ctx.workspace.display(resolved.path)
         before = await textio.load(ctx, resolved, must_exist=False, last_use=True)
         if mode == "create" and before.text is not None:
@@ -270,8 +260,6 @@ class WriteFileTool(Tool):
                           locations=({"path": resolved.path},))
 
     def _write(self, ctx: ToolContext, resolved: ResolvedPath, mode: str, content: str) -> ToolResult:
-        from runtime.tools.builtin import textio
-
         ws = ctx.workspace
         shown = ws.display(resolved.path)
         try:

@@ -10,10 +10,13 @@ fails half-way, the files already written are restored.
 
 from __future__ import annotations
 
+import difflib
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
+
+import anyio
 
 from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, display_path
 from runtime.tools.builtin import textio
@@ -406,8 +409,6 @@ class ApplyPatchTool(Tool):
                           locations=tuple({"path": s.before.resolved.path} for s in changed))
 
     async def _rollback(self, ctx: ToolContext, done: list[_Slot]) -> None:
-        import anyio
-
         with anyio.CancelScope(shield=True):
             for s in reversed(done):
                 try:
@@ -425,8 +426,6 @@ def _diff(s: _Slot) -> dict[str, Any]:
 
 
 def _counts(old: str, new: str) -> tuple[int, int]:
-    import difflib
-
     added = removed = 0
     for line in difflib.unified_diff(old.splitlines(), new.splitlines(), n=0, lineterm=""):
         if line.startswith("+") and not line.startswith("+++"):

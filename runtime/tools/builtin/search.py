@@ -12,15 +12,18 @@ enough lines, so results are deterministic without giving up ripgrep's parallel 
 
 from __future__ import annotations
 
+import base64
 import functools
 import os
 import re
+import shutil
 import subprocess
 import sysconfig
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import anyio
+import orjson
 
 from runtime.processes import child_cwd
 from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, digest, display_path
@@ -39,8 +42,6 @@ def _quoted(pattern: object) -> str:
 @functools.cache
 def rg_binary() -> str | None:
     """The ripgrep binary: the wheel's next to this Python first (a pyenv shim on PATH costs 50 ms a call)."""
-    import shutil
-
     for cand in (os.path.join(sysconfig.get_path("scripts"), "rg"), shutil.which("rg")):
         if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
             return cand
@@ -449,8 +450,6 @@ class GrepTool(_SearchTool):
             return [], False, 0
         # Pass 2: the lines, from the first files in path order; one more than needed tells whether there is more.
         chosen = files[:max_results]
-        import orjson
-
         res = _run_rg(["--json", "--no-messages", *flags, "--max-count", str(max_results + 1), "-e", pattern, "--",
                        *chosen], fd, base)
         by_file: dict[str, list[tuple[str, int, str]]] = {}
@@ -500,8 +499,6 @@ class GrepTool(_SearchTool):
 def _rg_text(v: Mapping[str, Any]) -> str:
     if "text" in v:
         return str(v["text"])
-    import base64
-
     return base64.b64decode(v.get("bytes", "")).decode("utf-8", errors="replace")
 
 

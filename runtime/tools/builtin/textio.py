@@ -17,6 +17,7 @@ scratch, cleared at each new description) and reused by the run, and the write a
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import os
 from dataclasses import dataclass
@@ -93,11 +94,13 @@ def disk_stamp(path: str) -> DiskStamp | None:
 
 
 def _seen(ctx: ToolContext) -> dict[str, Seen]:
-    return ctx.state.setdefault(SEEN_KEY, {})
+    seen: dict[str, Seen] = ctx.state.setdefault(SEEN_KEY, {})
+    return seen
 
 
 def _writes(ctx: ToolContext, path: str) -> int:
-    return ctx.state.get(WRITES_KEY, {}).get(path, 0)
+    writes: dict[str, int] = ctx.state.get(WRITES_KEY, {})
+    return writes.get(path, 0)
 
 
 def saw_text(ctx: ToolContext, path: str, text: str) -> None:
@@ -275,7 +278,8 @@ async def load(ctx: ToolContext, resolved: ResolvedPath, *, must_exist: bool = T
     """
     check(ctx, resolved)
     shown = ctx.workspace.display(resolved.path)
-    if os.path.isdir(resolved.path):
+    # One stat, like the workspace boundary's own (synchronous) resolution of this path: cheaper than a thread.
+    if os.path.isdir(resolved.path):  # noqa: ASYNC240
         raise ToolFailure(f"{shown} is a directory", "IsADirectory")
     scratch = call_scratch(ctx)
     key = ("text", resolved.path)
@@ -376,8 +380,6 @@ def diff_content(path: str, old: str | None, new: str) -> dict[str, object]:
 
 def unified_diff(path: str, old: str | None, new: str | None, context: int = 3, limit: int = 20_000) -> str:
     """A unified diff for the model's output (so it sees what changed), capped."""
-    import difflib
-
     a = (old or "").splitlines(keepends=True)
     b = (new or "").splitlines(keepends=True)
     lines = difflib.unified_diff(a, b, f"a/{path}" if old is not None else "/dev/null",

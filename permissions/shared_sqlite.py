@@ -19,7 +19,7 @@ import random
 import threading
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
     import sqlite3
@@ -128,11 +128,11 @@ class LazyDatabase:
                 self._conn = None
 
     @classmethod
-    def shared(cls, directory: str) -> LazyDatabase:
+    def shared(cls, directory: str) -> Self:
         """The process-wide instance of this database for a state dir (one connection shared by every session)."""
         with _shared_lock:
             found = _shared.get((cls, directory))
-            if found is None:
+            if not isinstance(found, cls):  # keyed by class, so a found one is always of it
                 found = _shared[(cls, directory)] = cls(directory)
             return found
 

@@ -1,5 +1,8 @@
 """Transcript recording (`--record FILE`): every frame, both directions, as JSON lines, secrets redacted.
 
+Both hosts record in this one format: `gatewright acp` its real frames, `gatewright run` the frames an ACP client
+would have seen (so `gatewright replay` re-drives either).
+
 The first line of each recording is its `meta` (`transcript_meta`): gatewright's version, the host, model spec,
 mode, the config's permission rules, the state dir, the client's `clientInfo` (from the first `initialize`, so the
 line is written with the first frame), and the scripted model's file content when the model is scripted, so that
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from runtime import secrets as secret_registry
+from runtime.version import __version__
 
 if TYPE_CHECKING:
     from runtime import ModelFactory
@@ -33,8 +37,6 @@ REDACTED = "<redacted>"
 def transcript_meta(factory: ModelFactory, mode: str, *, host: str = "acp", cwd: str | None = None,
                     state_dir: str | None = None) -> dict[str, Any]:
     """The facts a recording needs to be replayed elsewhere (redacted like every frame when written)."""
-    from acp_server import __version__
-
     spec = factory.spec
     meta: dict[str, Any] = {"gatewright": __version__, "host": host, "model": str(spec) if spec else None,
                             "mode": str(mode), "python": platform.python_version(), "platform": sys.platform}
