@@ -1,7 +1,8 @@
 """`AcpElicitor`: the session's `runtime.elicitation.UserAsker`, through ACP `elicitation/create`.
 
 It exists only when the client advertised a mode (`clientCapabilities.elicitation.form` or `.url` as an object; a
-bare `elicitation: {}` advertises nothing), and sends only the modes advertised. Every question is session-scoped,
+bare `elicitation: {}` advertises nothing, and so does a mode that is not an object, as the schema reads it), and
+sends only the modes advertised. Every question is session-scoped,
 tied to the tool call it belongs to when there is one. A form is checked against what ACP forms can hold before it is
 sent. `cancel_all` (on `session/cancel`) withdraws every open question: the editor gets `$/cancel_request` and the
 asker answers `cancel`. An editor error, a closed connection or an unusable answer is never an acceptance.
@@ -15,10 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from acp_server.errors import WireError
+from acp_server.protocol.schema import (
+    AcceptCreateElicitationResponse,
+    CancelCreateElicitationResponse,
+    DeclineCreateElicitationResponse,
+    create_elicitation_response_from_wire,
+)
 from acp_server.rpc import ClientError, ConnectionClosed
 from runtime.elicitation import Answer, CannotAsk, clean_content, clean_form_schema, clip, url_problem
 
 if TYPE_CHECKING:
+    from acp_server.protocol.schema import ClientCapabilities
     from acp_server.rpc import JsonRpcConnection
 
 log = logging.getLogger("gatewright.elicitation")
@@ -34,14 +43,11 @@ class AcpElicitor:
 
     @classmethod
     def from_capabilities(cls, conn: JsonRpcConnection, session_id: str,
-                          caps: Mapping[str, Any] | None) -> AcpElicitor | None:
+                          caps: ClientCapabilities) -> AcpElicitor | None:
         """An asker for the modes the client advertised, or None when it advertised none."""
-        caps = caps if isinstance(caps, Mapping) else {}
-        el = caps.get("elicitation")
-        if not isinstance(el, Mapping):
-            return None
-        form = isinstance(el.get("form"), Mapping)
-        url = isinstance(el.get("url"), Mapping)
+        el = caps.elicitation
+        form = el is not None and el.form is not None
+        url = el is not None and el.url is not None
         return cls(conn, session_id, form=form, url=url) if form or url else None
 
     @property
@@ -105,17 +111,22 @@ class AcpElicitor:
 
 def read_answer(answer: Any, schema: Mapping[str, Any] | None) -> Answer:
     """`{"action": "accept", "content": {…}}`, `{"action": "decline"}` or `{"action": "cancel"}`. Anything else
-    (an unknown action, content that does not fit the form) is taken as `cancel`: never as an acceptance."""
-    action = answer.get("action") if isinstance(answer, dict) else None
-    if action in ("decline", "cancel"):
-        return Answer(action)
-    if action == "accept":
+    (an answer that does not fit `CreateElicitationResponse`, an unknown action, content that does not fit the form)
+    is taken as `cancel`: never as an acceptance."""
+    try:
+        read = create_elicitation_response_from_wire(answer, "result")
+    except WireError as exc:
+        log.warning("unusable answer to elicitation/create (%s); taking it as cancelled", exc)
+        return Answer("cancel")
+    if isinstance(read, DeclineCreateElicitationResponse | CancelCreateElicitationResponse):
+        return Answer(read.action)
+    if isinstance(read, AcceptCreateElicitationResponse):
         if schema is None:
             return Answer("accept")
-        content = clean_content(answer.get("content"), schema)
+        content = clean_content(read.content, schema)
         if content is not None:
             return Answer("accept", content)
         log.warning("the editor accepted a form with content that does not fit it; taking it as cancelled")
         return Answer("cancel")
-    log.warning("unusable answer to elicitation/create (action %r); taking it as cancelled", str(action)[:40])
+    log.warning("unusable answer to elicitation/create (action %r); taking it as cancelled", read.action[:40])
     return Answer("cancel")

@@ -4,11 +4,15 @@
     ├── ParseError        -32700  the line is not JSON
     ├── InvalidRequest    -32600  JSON, but not a request object (or a frame over the size bound)
     ├── MethodNotFound    -32601  unknown method (including unknown `_` extensions)
-    ├── InvalidParams     -32602  params do not fit the method (no validator text on the wire)
+    ├── InvalidParams     -32602  params do not fit the method: the model's `WireError` (a schema path and a fixed
+    │                             phrase, never a value), or the handler's own one-line reason
     ├── InternalError     -32603  a handler crashed (details on stderr under a correlation id)
     ├── RequestCancelled  -32800  the request was cancelled with `$/cancel_request`
     ├── AuthRequired      -32000  the model provider needs credentials
     └── ResourceNotFound  -32002  e.g. an unknown session id
+
+    WireError             a JSON value does not fit its wire model (`acp_server.protocol`); for a request's params,
+                          the connection answers it with `invalid_params(exc)`
 """
 
 from __future__ import annotations
@@ -28,6 +32,18 @@ INTERNAL_ERROR = -32603
 REQUEST_CANCELLED = -32800
 AUTH_REQUIRED = -32000
 RESOURCE_NOT_FOUND = -32002
+
+
+class WireError(ValueError):
+    """A JSON value does not fit the schema: `path` says where (`prompt[2].text`), `problem` says how.
+
+    Both come from the schema and the decoders only (field names, indices, fixed phrases), never from a value or an
+    object key the peer chose: the message is safe to show to the peer as it is."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f'"{path}" {problem}' if path else problem)
+        self.path = path
+        self.problem = problem
 
 
 class RpcError(Exception):
@@ -95,14 +111,16 @@ def one_line(message: str) -> str:
     return _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), message)
 
 
+def invalid_params(exc: WireError) -> InvalidParams:
+    """The `-32602` for params that do not fit their model. A `WireError` names a schema path and a fixed phrase
+    (`acp_server.protocol.base`), never a value the client sent, so it can go on the wire as it is."""
+    return InvalidParams(f"Invalid params: {exc}" if exc.path else f"Invalid params: the params {exc.problem}")
+
+
 def error_to_wire(exc: BaseException, method: str | None = None) -> dict[str, Any]:
     """The only exception-to-wire mapping. Unknown exceptions become an opaque -32603 with a correlation id."""
     if isinstance(exc, RpcError):
         return exc.to_wire()
-    from pydantic import ValidationError  # only on a failure: pydantic is not needed to answer `initialize`
-
-    if isinstance(exc, ValidationError):
-        return InvalidParams().to_wire()
     incident = uuid.uuid4().hex[:12]
     log.error("internal error in %s (incident %s)", method or "handler", incident, exc_info=exc)
     return {"code": INTERNAL_ERROR, "message": f"Internal error (incident {incident}; details in the agent's log)"}

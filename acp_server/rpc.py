@@ -1,9 +1,10 @@
 """A method-agnostic JSON-RPC 2.0 connection over a byte stream (one frame per line).
 
 It owns: reading frames without ever blocking on a running handler, one writer task that alone writes the output,
+reading each request's params into its typed model before anything else sees them (a `WireError` is `-32602`),
 answering every request exactly once (results, typed errors, `-32800` after `$/cancel_request`), never answering a
-notification, and correlating the agent's own requests to the client by id. What methods exist and what they do is
-the `Dispatcher`'s business.
+notification, and correlating the agent's own requests to the client by id. Which methods exist, how their params
+are read and what answers them is the `Dispatcher`'s table (`acp_server.dispatch` for ACP).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVarTuple
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, TypeVarTuple
 
 import anyio
 import anyio.abc
@@ -27,14 +28,20 @@ from acp_server.errors import (
     RequestCancelled,
     RpcError,
     error_to_wire,
+    invalid_params,
 )
+from acp_server.protocol.base import WireError, WireModel
 from runtime import secrets
 
-PosArgs = TypeVarTuple("PosArgs")
 log = logging.getLogger("gatewright.rpc")
 
 MAX_INFLIGHT = 512
 WRITE_BUFFER = 4 << 20  # bytes of encoded frames waiting for the writer before senders wait (one frame always fits)
+
+PosArgs = TypeVarTuple("PosArgs")
+C = TypeVar("C")  # what every handler of a table is given first (the agent)
+P = TypeVar("P")  # a method's params model
+R = TypeVar("R")  # a method's result
 
 
 class ByteReader(Protocol):
@@ -49,20 +56,38 @@ class Recorder(Protocol):
     def record(self, direction: str, msg: Any, raw: bytes | None = None) -> None: ...
 
 
-RequestHandler = Callable[[Any], Awaitable[Any]]
-NotificationHandler = Callable[[Any], Awaitable[None] | None]
+class Route(NamedTuple, Generic[C, P, R]):
+    """A request method: how its params are read, and what answers it.
+
+    `params(value, path)` returns the typed params or raises `WireError` (the client gets `-32602`, and no handler
+    runs). `handle(context, params)` answers with a result (a `WireModel`, a JSON object, None for `{}`) or an
+    `Answer`. Two optional hooks, both synchronous and given the same typed params object:
+    `received` runs in reading order, before the handler's task starts (to stamp a request with what was true when
+    it arrived); `cancel` runs on `$/cancel_request` and returns True when the handler will answer by itself.
+    """
+
+    params: Callable[[object, str], P]
+    handle: Callable[[C, P], Awaitable[R]]
+    received: Callable[[C, P], None] | None = None
+    cancel: Callable[[C, P], bool] | None = None
 
 
-class Dispatcher(Protocol):
+class NotificationRoute(NamedTuple, Generic[C, P]):
+    """A notification method: params that do not fit are dropped (a notification is never answered)."""
+
+    params: Callable[[object, str], P]
+    handle: Callable[[C, P], Awaitable[None] | None]
+
+
+class Dispatcher(Protocol[C]):
     @property
-    def requests(self) -> Mapping[str, RequestHandler]: ...
+    def context(self) -> C: ...
 
     @property
-    def notifications(self) -> Mapping[str, NotificationHandler]: ...
+    def requests(self) -> Mapping[str, Route[C, Any, Any]]: ...
 
-    def cancel_request_hook(self, method: str, params: Any) -> bool:
-        """Called on `$/cancel_request` for an in-flight request; True when the handler will answer by itself."""
-        ...
+    @property
+    def notifications(self) -> Mapping[str, NotificationRoute[C, Any]]: ...
 
     async def shutdown(self) -> None: ...
 
@@ -99,8 +124,8 @@ class _Outbound:
 
 @dataclass
 class _Inbound:
-    method: str
-    params: Any
+    route: Route[Any, Any, Any]
+    params: Any  # the typed params
     scope: anyio.CancelScope
     cancelled_by_peer: bool = False
 
@@ -176,7 +201,7 @@ def _carried_out(frame: dict[str, Any]) -> bool:
 
 
 class JsonRpcConnection:
-    def __init__(self, dispatcher: Dispatcher, *, max_frame: int = wire.DEFAULT_MAX_FRAME,
+    def __init__(self, dispatcher: Dispatcher[Any], *, max_frame: int = wire.DEFAULT_MAX_FRAME,
                  recorder: Recorder | None = None) -> None:
         self.dispatcher = dispatcher
         self.max_frame = max_frame
@@ -362,7 +387,7 @@ class JsonRpcConnection:
             if self.recorder is not None:
                 self.recorder.record("in", None, raw=f"<{line.size} bytes dropped>".encode())
             err = InvalidRequest(f"Invalid request: frame of {line.size} bytes exceeds the "
-                                      f"{self.max_frame // (1024 * 1024)} MiB limit")
+                                 f"{self.max_frame // (1024 * 1024)} MiB limit")
             await self._emit(wire.error_response(None, err.to_wire()))
             return
         frame = wire.classify(line)
@@ -393,12 +418,17 @@ class JsonRpcConnection:
         if frame.method == "$/cancel_request":
             self._cancel_inbound(frame.params)
             return
-        handler = self.dispatcher.notifications.get(frame.method)
-        if handler is None:
+        route = self.dispatcher.notifications.get(frame.method)
+        if route is None:
             log.debug("ignoring unknown notification %s", frame.method)
             return
         try:
-            maybe = handler(frame.params)
+            params = route.params({} if frame.params is None else frame.params, "")
+        except WireError as exc:
+            log.debug("ignoring %s: %s", frame.method, exc)
+            return
+        try:
+            maybe = route.handle(self.dispatcher.context, params)
             if maybe is not None:
                 assert self._tg is not None
                 self._tg.start_soon(_quiet, maybe, frame.method)
@@ -412,47 +442,51 @@ class JsonRpcConnection:
         if not entries:
             return
         entry = entries[-1]
-        if self.dispatcher.cancel_request_hook(entry.method, entry.params):
+        hook = entry.route.cancel
+        if hook is not None and hook(self.dispatcher.context, entry.params):
             return
         entry.cancelled_by_peer = True
         entry.scope.cancel()
 
     async def _on_request(self, frame: wire.Request) -> None:
-        handler = self.dispatcher.requests.get(frame.method)
-        if handler is None:
+        route = self.dispatcher.requests.get(frame.method)
+        if route is None:
             await self._emit(wire.error_response(frame.id, MethodNotFound(f"Method not found: {frame.method}")
                                                  .to_wire()))
             return
         if sum(len(v) for v in self._inbound.values()) >= MAX_INFLIGHT:
             await self._emit(wire.error_response(frame.id, InternalError("Too many requests in flight").to_wire()))
             return
-        received = getattr(self.dispatcher, "request_received", None)
-        if received is not None:
-            # Synchronous, in reading order: lets the dispatcher stamp a request with what was true when it arrived
-            # (e.g. which cancels came before a queued prompt) before its task gets to run. It runs in the reader
-            # loop, so a failure here must never end the connection.
+        try:
+            # The connection boundary: a handler only ever sees params that fit the method's model.
+            params = route.params({} if frame.params is None else frame.params, "")
+        except WireError as exc:
+            await self._emit(wire.error_response(frame.id, invalid_params(exc).to_wire()))
+            return
+        if route.received is not None:
+            # In reading order, before the task runs; it runs in the reader loop, so a failure here must never end
+            # the connection.
             try:
-                received(frame.method, frame.params)
+                route.received(self.dispatcher.context, params)
             except Exception:
-                log.warning("request_received failed for %s", frame.method, exc_info=True)
+                log.warning("the received hook of %s failed", frame.method, exc_info=True)
         key = wire.id_key(frame.id)
-        entry = _Inbound(frame.method, frame.params, anyio.CancelScope())
+        entry = _Inbound(route, params, anyio.CancelScope())
         self._inbound.setdefault(key, []).append(entry)
         assert self._tg is not None
-        self._tg.start_soon(self._run_request, frame, handler, key, entry)
+        self._tg.start_soon(self._run_request, frame, key, entry)
 
-    async def _run_request(self, frame: wire.Request, handler: RequestHandler, key: tuple[str, Any],
-                           entry: _Inbound) -> None:
+    async def _run_request(self, frame: wire.Request, key: tuple[str, Any], entry: _Inbound) -> None:
         started = time.perf_counter()
         answer: dict[str, Any] | None = None
         then: Callable[[], Awaitable[None]] | None = None
         try:
             with entry.scope:
                 try:
-                    result = await handler(frame.params)
+                    result = await entry.route.handle(self.dispatcher.context, entry.params)
                     if isinstance(result, Answer):
                         result, then = result.result, result.then
-                    answer = wire.response(frame.id, {} if result is None else result)
+                    answer = wire.response(frame.id, _result_wire(result))
                 except RpcError as exc:
                     answer = wire.error_response(frame.id, exc.to_wire())
                 except Exception as exc:
@@ -480,6 +514,12 @@ class JsonRpcConnection:
 
 
 _CLOSED = object()
+
+
+def _result_wire(result: Any) -> Any:
+    if isinstance(result, WireModel):
+        return result.to_wire()
+    return {} if result is None else result
 
 
 def _loads_quiet(line: bytes) -> Any:

@@ -1,9 +1,9 @@
 """Runs the ACP agent on the process's stdio: guard the descriptors, serve until EOF or SIGTERM, exit promptly.
 
-Start-up fast path: `initialize` is answered before the event loop (and anyio, asyncio, the runtime) is even
-imported. The first chunk of input is read synchronously; if its first line is an `initialize` request, it is
-answered from constants right away, and everything after that line is handed to the JSON-RPC connection as
-already-read input. Any other first line simply goes to the connection.
+Start-up fast path: `initialize` is answered before the event loop (and anyio, asyncio, the runtime, the wire models)
+is even imported. The first chunk of input is read synchronously; if its first line is an `initialize` request, it is
+answered from constants right away (`GatewrightAgent.answer_initialize`), and everything after that line is handed to
+the JSON-RPC connection as already-read input. Any other first line simply goes to the connection.
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ def _answer_first_initialize(agent: GatewrightAgent, read_fd: int, write_fd: int
     if recorder is not None:
         recorder.record("in", wire.request(frame.id, frame.method, frame.params))
     try:
-        answer = wire.response(frame.id, agent.initialize_sync(frame.params))
+        # Absent params read as `{}`, as the connection reads them for the typed path.
+        answer = wire.response(frame.id, agent.answer_initialize({} if frame.params is None else frame.params))
     except RpcError as exc:
         answer = wire.error_response(frame.id, exc.to_wire())
     except Exception as exc:
@@ -94,6 +95,7 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
 
     import anyio
 
+    from acp_server.dispatch import AcpDispatcher  # the method table and the wire models it reads params into
     from acp_server.rpc import JsonRpcConnection
     from acp_server.stdio import FdReader, FdWriter
 
@@ -110,7 +112,7 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
     sys.setswitchinterval(0.001)
 
     async def main() -> None:
-        conn = JsonRpcConnection(agent, recorder=recorder, max_frame=max_frame)
+        conn = JsonRpcConnection(AcpDispatcher(agent), recorder=recorder, max_frame=max_frame)
         agent.attach(conn)
         async with anyio.create_task_group() as tg:
             async def on_signals() -> None:

@@ -2,8 +2,8 @@
 
 Built-in commands (`/help`, `/mode`, `/model`, `/permissions`, `/compact`, `/status`) run locally: they answer with
 Markdown text (which ACP clients and the terminal render: a blank line before every list) and `end_turn`, and only
-`/compact` calls the model (for the summary). The ACP host advertises them (`acp_server.commands`); `plan_prompt`
-(`runtime.session`) runs them. An unknown `/name` and an empty prompt are answered locally too: they
+`/compact` calls the model (for the summary). The ACP host advertises them (`acp_server.updates.commands_update`);
+`plan_prompt` (`runtime.session`) runs them. An unknown `/name` and an empty prompt are answered locally too: they
 never reach the model. Project commands are
 Markdown prompt templates in the workspace, `.gatewright/commands/NAME.md`: an optional front matter line
 `description: …`, then the prompt; `$ARGUMENTS` is replaced by what the user typed after the command (appended when

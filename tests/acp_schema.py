@@ -47,6 +47,18 @@ def _check(def_name: str | None, value: Any, unstable: bool = False) -> list[str
     return [f"{def_name}: {e.message[:300]} at {list(e.absolute_path)}" for e in errors][:3]
 
 
+def def_errors(def_name: str, value: Any) -> list[str]:
+    """Errors of `value` as an instance of `$defs[def_name]` (the stable schema, else the unstable one)."""
+    stable = def_name in _load_defs(False)
+    return _check(def_name, value, unstable=not stable)
+
+
+@functools.cache
+def _load_defs(unstable: bool) -> frozenset[str]:
+    name = "schema.unstable.json" if unstable else "schema.json"
+    return frozenset(json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8"))["$defs"])
+
+
 def _def(side: str, method: str, kind: str) -> str | None:
     _, index = _load(False)
     return index.get((side, method, kind))

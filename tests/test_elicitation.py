@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from acp_server.elicitation import AcpElicitor, read_answer
+from acp_server.protocol.schema import ClientCapabilities
 from runtime.elicitation import Answer, CannotAsk, clean_content, clean_form_schema, url_problem
 from runtime.tools.builtin.ask_user import answer_text, question_form
 from tests.acp_schema import _check
@@ -134,7 +135,7 @@ def test_a_plain_web_address_is_fine():
     ({"elicitation": {"form": {}, "url": {"_meta": {}}}}, (True, True)),
 ])
 def test_an_asker_exists_only_for_the_modes_the_client_advertised_as_objects(caps, modes):
-    asker = AcpElicitor.from_capabilities(None, "s", caps)  # type: ignore[arg-type]
+    asker = AcpElicitor.from_capabilities(None, "s", ClientCapabilities.from_wire(caps))  # type: ignore[arg-type]
     assert (None if asker is None else (asker.form, asker.url)) == modes
 
 

@@ -23,6 +23,7 @@ from acp_server import wire
 from acp_server.errors import INTERNAL_ERROR, REQUEST_CANCELLED
 from acp_server.rpc import JsonRpcConnection
 from tests.fuzz_strategies import JSON_VALUES, NO_ANSWER, expected_answer, frame_line, garbage_lines
+from tests.rpc_helpers import raw_notification_routes, raw_routes
 
 SCALE = float(os.environ.get("GW_FUZZ_SCALE", "1"))
 pytestmark = [pytest.mark.timeout(int(60 * max(1.0, SCALE)))]
@@ -73,8 +74,9 @@ class Dispatcher:
     """Handlers with every outcome: answer, typed failure, crash, and hang (until shutdown cancels it)."""
 
     def __init__(self) -> None:
-        self.requests = {"echo": self.echo, "boom": self.boom, "hang": self.hang, "typed": self.typed}
-        self.notifications: dict[str, Any] = {"note": lambda p: None, "bad_note": self.bad_note}
+        self.context = None
+        self.requests = raw_routes({"echo": self.echo, "boom": self.boom, "hang": self.hang, "typed": self.typed})
+        self.notifications = raw_notification_routes({"note": lambda p: None, "bad_note": self.bad_note})
 
     async def echo(self, params: Any) -> Any:
         await anyio.lowlevel.checkpoint()
@@ -93,9 +95,6 @@ class Dispatcher:
 
     def bad_note(self, params: Any) -> None:
         raise ValueError("a failing notification handler is never answered")
-
-    def cancel_request_hook(self, method: str, params: Any) -> bool:
-        return False
 
     async def shutdown(self) -> None:
         pass

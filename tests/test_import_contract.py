@@ -24,7 +24,7 @@ MAY_IMPORT = {"permissions": set(), "runtime": {"permissions"}, "acp_server": {"
 
 # Third-party and standard modules that cost real time to import, imported only by the function that needs them:
 # the MCP SDK (over a second), tree-sitter (shell analysis), jsonschema (argument checks), the HTTP client and the
-# terminal UI libraries (only `run` and `chat` use them), pydantic (only on an error path on the start-up path), and
+# terminal UI libraries (only `run` and `chat` use them), pydantic (the MCP SDK's models; the wire models are not), and
 # sqlite3 (a session object, `permissions.store` and the start-up path must not load it: tests/test_permissions_rules).
 HEAVY = {"mcp", "mcp_types", "tree_sitter", "tree_sitter_bash", "jsonschema", "httpx2", "rich", "prompt_toolkit",
          "pydantic", "sqlite3"}
@@ -38,9 +38,8 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
     ("runtime/recording.py", "permissions.store"): "informational meta field, guarded: a recording never fails for it",
     ("runtime/recording.py", "runtime.config"): "informational meta field, guarded: a recording never fails for it",
 }
-# Modules whose imports move with them: the ACP session methods are being replaced by the typed handler layer
-# (issue 17 item 2); once that lands, drop the entry (the last test below says when).
-PENDING = {"acp_server/session_methods.py": "replaced by the typed handler layer (issue 17 item 2)"}
+# Modules whose imports are about to move with them (the last test below says when an entry can go).
+PENDING: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -119,7 +118,7 @@ import acp_server.server
 from acp_server.agent import AgentConfig, GatewrightAgent
 checked = _check_options(build_parser().parse_args(["acp", "--model", "scripted:" + os.path.join(d, "m.json")]))
 agent = GatewrightAgent(AgentConfig(mode=checked.mode, model_factory=checked.factory))
-agent.initialize_sync({"protocolVersion": 1, "clientCapabilities": {}})
+agent.answer_initialize({"protocolVersion": 1, "clientCapabilities": {}})
 print(" ".join(m for m in sys.modules if m.split(".")[0] in ("acp_server", "runtime", "permissions")))
 """
     out = subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT, capture_output=True,

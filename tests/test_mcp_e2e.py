@@ -299,11 +299,11 @@ async def test_a_streamable_http_server_works_end_to_end_with_its_headers(tmp_pa
 async def test_the_agent_start_up_path_never_imports_the_mcp_sdk():
     import subprocess
 
-    code = ("import sys, anyio\n"
+    code = ("import sys\n"
             "from acp_server.agent import AgentConfig, GatewrightAgent\n"
             "agent = GatewrightAgent(AgentConfig())\n"
-            "anyio.run(agent.initialize, {'protocolVersion': 1})\n"
-            "import acp_server.server, acp_server.session, runtime.mcp\n"
+            "agent.answer_initialize({'protocolVersion': 1})\n"
+            "import acp_server.server, acp_server.dispatch, acp_server.session, runtime.mcp\n"
             "assert not [m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')], 'mcp imported'\n")
     await asyncio.to_thread(subprocess.run, [sys.executable, "-c", code], check=True, cwd=REPO,
                             env=dict(os.environ, **agent_env()), timeout=30)

@@ -92,6 +92,6 @@ def test_a_gap_tied_to_a_capability_is_not_advertised(gap):
     someone advertises it, this fails until the gap becomes a requirement with tests."""
     from acp_server.agent import AgentConfig, GatewrightAgent
 
-    result = GatewrightAgent(AgentConfig()).initialize_sync({"protocolVersion": 1, "clientCapabilities": {}})
+    result = GatewrightAgent(AgentConfig()).answer_initialize({"protocolVersion": 1, "clientCapabilities": {}})
     value = _at(result, gap.capability or ())
     assert value in (None, False), f"{gap.id}: {'.'.join(gap.capability or ())} is advertised as {value!r}"

@@ -9,6 +9,7 @@ import anyio
 import pytest
 
 from acp_server.rpc import ClientError, JsonRpcConnection
+from tests.rpc_helpers import raw_notification_routes, raw_routes
 
 
 class Pipe:
@@ -46,8 +47,9 @@ class Pipe:
 class Dispatcher:
     def __init__(self) -> None:
         self.gate = anyio.Event()
-        self.requests = {"boom": self.boom, "slow": self.slow, "echo": self.echo}
-        self.notifications: dict[str, Any] = {"note": self.note}
+        self.context = None
+        self.requests = raw_routes({"boom": self.boom, "slow": self.slow, "echo": self.echo})
+        self.notifications = raw_notification_routes({"note": self.note})
         self.notes: list[Any] = []
         self.shut = False
 
@@ -63,9 +65,6 @@ class Dispatcher:
     def note(self, params: Any) -> None:
         self.notes.append(params)
         raise ValueError("notification handlers may fail silently")
-
-    def cancel_request_hook(self, method: str, params: Any) -> bool:
-        return False
 
     async def shutdown(self) -> None:
         self.shut = True

@@ -198,7 +198,7 @@ def test_no_terminal_auth_method_is_offered_to_a_client_without_terminal_auth(sp
 
     factory = ModelFactory(parse_model_spec(spec), ModelsConfig(), env={})
     agent = GatewrightAgent(AgentConfig(model_factory=factory))
-    methods = agent.initialize_sync({"protocolVersion": 1, "clientCapabilities": {}})["authMethods"]
+    methods = agent.answer_initialize({"protocolVersion": 1, "clientCapabilities": {}})["authMethods"]
     assert methods, "a provider spec should offer its env-var method"
     assert [m for m in methods if m.get("type") == "terminal"] == []
 

@@ -13,7 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # Needed later (the event loop, sessions, tools, providers), never to answer `initialize`.
 HEAVY = ("anyio", "asyncio", "sqlite3", "pydantic", "jsonschema", "mcp", "openai", "anthropic", "httpx",
          "httpx2", "tree_sitter", "rich", "prompt_toolkit", "runtime.events", "runtime.models.base", "runtime.loop",
-         "acp_server.session", "acp_server.session_methods", "acp_server.rpc")
+         "acp_server.session", "acp_server.methods.sessions", "acp_server.rpc", "acp_server.dispatch",
+         "acp_server.protocol.schema", "acp_server.protocol.base")
 
 
 def test_answering_initialize_imports_none_of_the_heavy_modules(tmp_path):
@@ -28,7 +29,7 @@ args = build_parser().parse_args(["acp", "--model", "scripted:{script}"])
 checked = _check_options(args)
 factory, mode = checked.factory, checked.mode
 agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory))
-answer = agent.initialize_sync({{"protocolVersion": 1, "clientCapabilities": {{}}}})
+answer = agent.answer_initialize({{"protocolVersion": 1, "clientCapabilities": {{}}}})
 assert answer["protocolVersion"] == 1, answer
 heavy = [m for m in {HEAVY!r} if m in sys.modules]
 assert not heavy, f"imported before the initialize answer: {{heavy}}"
@@ -45,11 +46,11 @@ import sys
 from acp_server.agent import AgentConfig, GatewrightAgent
 agent = GatewrightAgent(AgentConfig(state_dir={str(tmp_path / "state")!r}))
 agent.warm_up()
-needed = ("acp_server.session", "runtime.store.journal", "acp_server.session_methods", "runtime.loop",
+needed = ("acp_server.session", "runtime.store.journal", "acp_server.methods.sessions", "runtime.loop",
           "runtime.tools.builtin.bash", "runtime.tools.builtin.patch", "runtime.tools.builtin.search", "sqlite3")
 missing = [m for m in needed if m not in sys.modules]
 assert not missing, missing
-assert agent.lifecycle._store is not None
+assert agent.store_is_open
 """
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT,
                    env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})

@@ -13,11 +13,17 @@ import anyio
 import pytest
 
 from acp_server.editor import AcpEditorBridge
+from acp_server.protocol.schema import ClientCapabilities
 from runtime.tools.base import ToolFailure
 from runtime.tools.builtin.textio import EditorError
 from tests.tools_helpers import FakeEditor, make_ctx, run
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(20)]
+
+
+def caps(wire: dict) -> ClientCapabilities:
+    """`clientCapabilities` as `initialize` reads it."""
+    return ClientCapabilities.from_wire(wire)
 
 
 class RecordingConn:
@@ -31,9 +37,9 @@ class RecordingConn:
 
 async def test_a_bridge_exists_only_for_capabilities_the_client_advertised():
     conn = RecordingConn()
-    assert AcpEditorBridge.from_capabilities(conn, "s", {}) is None
-    assert AcpEditorBridge.from_capabilities(conn, "s", {"fs": {"readTextFile": "yes"}, "terminal": 1}) is None
-    bridge = AcpEditorBridge.from_capabilities(conn, "s", {"fs": {"readTextFile": True}})
+    assert AcpEditorBridge.from_capabilities(conn, "s", caps({})) is None
+    assert AcpEditorBridge.from_capabilities(conn, "s", caps({"fs": {"readTextFile": "yes"}, "terminal": 1})) is None
+    bridge = AcpEditorBridge.from_capabilities(conn, "s", caps({"fs": {"readTextFile": True}}))
     assert bridge is not None and bridge.can_read and not bridge.can_write and not bridge.can_terminal
     with pytest.raises(EditorError, match="did not offer fs/write_text_file"):
         await bridge.write_text_file("/x", "y")
@@ -46,7 +52,7 @@ async def test_a_bridge_exists_only_for_capabilities_the_client_advertised():
 
 async def test_terminal_create_sends_bash_argv_cwd_env_list_and_output_limit():
     conn = RecordingConn()
-    bridge = AcpEditorBridge.from_capabilities(conn, "s", {"terminal": True})
+    bridge = AcpEditorBridge.from_capabilities(conn, "s", caps({"terminal": True}))
     assert await bridge.create_terminal("/bin/bash", ["-c", "ls"], "/ws", {"A": "1"}, 1000) == "t1"
     assert conn.sent[0] == ("terminal/create", {"sessionId": "s", "command": "/bin/bash", "args": ["-c", "ls"],
                                                 "cwd": "/ws", "env": [{"name": "A", "value": "1"}],

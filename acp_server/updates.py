@@ -1,0 +1,110 @@
+"""The ACP shapes of what the agent tells the editor: the one place in `acp_server` that makes them.
+
+- `session_update` wraps an update record in its `session/update` notification. The records of the conversation
+  (message and thought chunks, tool calls and their updates, plans, usage) come from the runtime as they are: they
+  are the runtime's record format (`runtime.updates`), which is ACP's `SessionUpdate` on purpose, because the
+  session store keeps and replays them (`session/load`), whichever host started the session. Only
+  `AcpSession.emit_chunk` (the streaming fast path) writes a frame without this module, byte for byte the same.
+- What only the editor sees is made here, typed by the generated models (`acp_server.protocol.schema`): the modes
+  and config options of a session, the current mode and config option updates, the slash commands as the command
+  menu shows them, a session's title, and the params of `session/request_permission`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from acp_server.protocol.schema import (
+    AvailableCommand,
+    AvailableCommandsUpdateSessionUpdate,
+    ConfigOptionUpdateSessionUpdate,
+    CurrentModeUpdateSessionUpdate,
+    PermissionOption,
+    SelectSessionConfigOption,
+    SessionConfigOption,
+    SessionConfigSelectOption,
+    SessionInfoUpdateSessionUpdate,
+    SessionMode,
+    SessionModeState,
+    UnstructuredCommandInput,
+)
+from permissions.modes import MODES
+from permissions.options import REMEMBER_CHOICES
+from runtime import pending_tool_call
+
+if TYPE_CHECKING:
+    from acp_server.session import AcpSession
+    from permissions.gateway import PermissionRequest
+    from runtime import commands
+
+REMEMBER_OPTION = "remember"  # the session config option "Remember approvals in"
+
+
+def session_update(session_id: str, update: dict[str, Any]) -> dict[str, Any]:
+    """The `session/update` notification frame of one update record."""
+    return {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session_id, "update": update}}
+
+
+# ---- modes and config options --------------------------------------------------------------------------------------
+def modes_state(mode: str) -> SessionModeState:
+    return SessionModeState(current_mode_id=mode, available_modes=[
+        SessionMode(id=m.id, name=m.name, description=m.description) for m in MODES])
+
+
+def config_options(session: AcpSession) -> list[SessionConfigOption]:
+    """The session's settings as the editor's config menu shows them: approval mode, model (when there is a choice),
+    where "always" answers are remembered."""
+    out: list[SessionConfigOption] = [SelectSessionConfigOption(
+        id="mode", name="Approval mode", description="When gatewright asks before running a tool", category="mode",
+        current_value=session.mode,
+        options=[SessionConfigSelectOption(value=m.id, name=m.name, description=m.description) for m in MODES])]
+    if session.model_choices and session.model_id:
+        out.append(SelectSessionConfigOption(
+            id="model", name="Model",
+            description="The model answering this session; a switch applies from the next model call",
+            category="model", current_value=session.model_id,
+            options=[SessionConfigSelectOption(value=m.id, name=m.name, description=m.description or m.spec)
+                     for m in session.model_choices]))
+    out.append(SelectSessionConfigOption(
+        id=REMEMBER_OPTION, name="Remember approvals in",
+        description="Where an “Always allow” or “Always reject” answer is remembered; each question's labels name "
+                    "the scope they use",
+        current_value=session.rules.remember,
+        options=[SessionConfigSelectOption(value=v, name=n, description=d) for v, n, d in REMEMBER_CHOICES]))
+    return out
+
+
+def mode_update(mode: str) -> dict[str, Any]:
+    return CurrentModeUpdateSessionUpdate(current_mode_id=mode).to_wire()
+
+
+def config_update(session: AcpSession) -> dict[str, Any]:
+    return ConfigOptionUpdateSessionUpdate(config_options=config_options(session)).to_wire()
+
+
+# ---- commands, title ---------------------------------------------------------------------------------------------
+def commands_update(available: Sequence[commands.Command]) -> dict[str, Any]:
+    """The `available_commands_update` the editor shows in its command menu (the commands: `runtime.commands`)."""
+    return AvailableCommandsUpdateSessionUpdate(available_commands=[
+        AvailableCommand(name=c.name, description=c.description,
+                         input=UnstructuredCommandInput(hint=c.hint) if c.hint else None)
+        for c in available]).to_wire()
+
+
+def title_update(title: str) -> dict[str, Any]:
+    return SessionInfoUpdateSessionUpdate(title=title).to_wire()
+
+
+# ---- permission questions ------------------------------------------------------------------------------------------
+def permission_request(session_id: str, request: PermissionRequest) -> dict[str, Any]:
+    """The params of `session/request_permission`: the call as its `tool_call` update announced it, and the options.
+
+    `toolCall` is the runtime's record of the pending call (the same one the `tool_call` update carried)."""
+    return {
+        "sessionId": session_id,
+        "toolCall": pending_tool_call(request.call_id, request.title, request.kind, request.raw_input,
+                                      request.content, request.locations),
+        "options": [PermissionOption(option_id=o.option_id, name=o.name, kind=o.kind).to_wire()
+                    for o in request.options],
+    }
