@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import AgentProcess
+from tests.support.harness import AgentProcess
 
 # Spawned agents (`python -m acp_server`, the `gatewright` script) must run this checkout's code, not whatever
 # checkout the package was installed from in editable mode (with several git worktrees, that is another branch).

@@ -108,7 +108,8 @@ def test_no_module_imports_another_packages_private_modules():
 
 
 def _start_up_modules() -> set[str]:
-    """The packages' modules loaded when `gatewright acp` answers `initialize` (tests/test_startup_path.py)."""
+    """The packages' modules loaded when `gatewright acp` answers `initialize`
+    (tests/acp_server/test_startup_path.py)."""
     code = """
 import sys, tempfile, os
 d = tempfile.mkdtemp()
