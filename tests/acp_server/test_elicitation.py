@@ -22,7 +22,7 @@ from tests.support.mcp_helpers import harness, stdio_entry
 from tests.support.sandbox_helpers import eventually
 
 pytestmark = [pytest.mark.timeout(60)]
-async_test = pytest.mark.asyncio
+async_test = pytest.mark.anyio
 
 
 def form(**props: Any) -> dict[str, Any]:

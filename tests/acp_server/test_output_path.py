@@ -16,7 +16,7 @@ from acp_server.stdio import FdWriter, _widen_pipe
 
 
 # ---- the outbox ----------------------------------------------------------------------------------------------------
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_the_writer_takes_frames_in_order_and_senders_wait_only_when_the_box_is_full():
     box = _Outbox(limit=100)
     assert box.put(b"a" * 60) and box.put(b"b" * 60)  # the second goes in: the box held < limit bytes
@@ -38,14 +38,14 @@ async def test_the_writer_takes_frames_in_order_and_senders_wait_only_when_the_b
     assert await box.take() == [b"c"]
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_frame_larger_than_the_limit_still_goes_through_an_empty_box():
     box = _Outbox(limit=10)
     assert box.put(b"x" * 1000)
     assert await box.take() == [b"x" * 1000]
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_close_drains_what_is_waiting_then_ends_and_releases_waiting_senders():
     box = _Outbox(limit=1)
     box.put(b"1")
@@ -64,7 +64,7 @@ async def test_close_drains_what_is_waiting_then_ends_and_releases_waiting_sende
     assert await box.take() is None
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_sleeping_writer_wakes_for_the_next_frame():
     box = _Outbox(limit=100)
     got: list[list[bytes] | None] = []
@@ -91,7 +91,7 @@ def _drain(fd: int, into: bytearray, delay: float = 0.0) -> threading.Thread:
     return t
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_pipe_gets_every_byte_in_order_even_when_the_reader_starts_late():
     r, w = os.pipe()
     payload = b"".join(b"frame %d\n" % i for i in range(400_000))  # ~5 MB: far more than the pipe holds
@@ -120,7 +120,7 @@ async def test_a_pipe_gets_every_byte_in_order_even_when_the_reader_starts_late(
     assert ticks >= 10
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_widened_pipe_takes_a_burst_without_a_reader():
     r, w = os.pipe()
     _widen_pipe(w)
@@ -136,7 +136,7 @@ async def test_a_widened_pipe_takes_a_burst_without_a_reader():
     assert bytes(got) == burst
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_regular_file_is_written_whole(tmp_path):
     path = tmp_path / "out.jsonl"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT)
@@ -147,7 +147,7 @@ async def test_a_regular_file_is_written_whole(tmp_path):
     assert path.read_bytes() == b"a\n" * 100_000
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_closed_reader_raises_oserror_instead_of_hanging():
     r, w = os.pipe()
     os.close(r)

@@ -33,7 +33,7 @@ class FakeConn:
         self.recorded.append(frame)
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize("text", ["tok ", "", "line\nbreak \"quoted\" \\ back", "ünïcödé ✓", "\x00\x1f"])
 async def test_text_and_thought_chunks_are_encoded_exactly_like_any_session_update(tmp_path, text):
     conn = FakeConn()

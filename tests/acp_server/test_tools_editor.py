@@ -18,7 +18,7 @@ from runtime.tools.base import ToolFailure
 from runtime.tools.builtin.textio import EditorError
 from tests.support.tools_helpers import FakeEditor, make_ctx, run
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(20)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
 
 
 def caps(wire: dict) -> ClientCapabilities:

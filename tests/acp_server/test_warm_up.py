@@ -15,10 +15,6 @@ from tests.support.fake_providers import FakeProviders
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
 
 class Clock:
     """A fake `sleep` that advances virtual time and records what ran when."""

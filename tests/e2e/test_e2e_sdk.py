@@ -12,7 +12,7 @@ from acp.schema import ClientCapabilities, Implementation
 
 from tests.support.sdk_client import RecordingClient, spawn_sdk_agent
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.anyio
 
 
 def script(tmp: Path, responses: list[dict]) -> str:

@@ -30,7 +30,7 @@ from tests.e2e.test_models_acp import agent_env
 from tests.support.fake_providers import OPENAI_PATH, FakeProviders, Reply, openai_stream
 from tests.support.sdk_client import check_recorded_frames
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
 KEY = "sk-test-elicit-0123456789"
 

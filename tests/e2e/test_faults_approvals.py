@@ -163,7 +163,7 @@ WRITERS = {
 
 
 @pytest.mark.req("gw:write:failure-leaves-old-file")
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize("failure", list(FAILURES))
 @pytest.mark.parametrize("writer", list(WRITERS))
 async def test_a_failing_disk_write_gives_a_clear_error_and_leaves_the_old_file_and_no_debris(

@@ -29,7 +29,7 @@ from tests.support.mcp_helpers import TOOLS_SERVER, http_server, marked
 from tests.support.sandbox_helpers import eventually
 from tests.support.sdk_client import spawn_sdk_agent
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(90)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(90)]
 
 REPO = Path(__file__).resolve().parents[2]
 

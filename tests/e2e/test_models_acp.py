@@ -93,7 +93,7 @@ def fp():
         yield server
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_openai_turn_with_a_tool_call_streams_text_runs_the_tool_and_reports_usage(tmp_path, fp):
     (tmp_path / "a.txt").write_text("hello from a\n")
     fp.openai(Reply(frames=openai_stream(["Let me ", "read it."],
@@ -121,7 +121,7 @@ async def test_openai_turn_with_a_tool_call_streams_text_runs_the_tool_and_repor
     assert second[-1]["role"] == "tool" and "hello from a" in second[-1]["content"]
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_anthropic_turn_with_config_file_settings_keeps_thinking_and_reports_cost(tmp_path, fp):
     (tmp_path / "a.txt").write_text("alpha\n")
     config = tmp_path / "config.toml"
@@ -152,7 +152,7 @@ async def test_anthropic_turn_with_config_file_settings_keeps_thinking_and_repor
     assert usage[-1].cost.amount == pytest.approx(expected)
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_401_is_auth_required_and_failures_leave_the_session_usable(tmp_path, fp):
     fp.openai(Reply(401, body=error_body("openai", 401, f"Incorrect API key provided: {OPENAI_KEY}")),
               Reply(frames=(*openai_stream("half an ans")[:2], Cut())),
@@ -175,7 +175,7 @@ async def test_401_is_auth_required_and_failures_leave_the_session_usable(tmp_pa
     assert len(fp.requests_to(OPENAI_PATH)) == 3  # nothing was retried after output had started
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_cancel_mid_stream_ends_the_turn_cancelled_and_drops_the_connection(tmp_path, fp):
     fp.openai(Reply(frames=(*openai_stream("thinking out loud")[:2], Hang())),
               Reply(frames=openai_stream("next turn works")))
@@ -196,7 +196,7 @@ async def test_cancel_mid_stream_ends_the_turn_cancelled_and_drops_the_connectio
         assert resp.stop_reason == "end_turn" and client.text() == "next turn works"
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_without_key_or_base_url_a_prompt_says_exactly_what_to_set(tmp_path):
     client = RecordingClient()
     async with spawn(client, agent_env(tmp_path), "--model", "openai:gpt-4.1", cwd=tmp_path) as (conn, _proc):
@@ -210,7 +210,7 @@ async def test_without_key_or_base_url_a_prompt_says_exactly_what_to_set(tmp_pat
         assert info.value.code == -32000
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_switching_the_model_option_sends_the_next_call_to_the_other_provider(tmp_path, fp):
     config = tmp_path / "config.toml"
     config.write_text('default_model = "gpt"\n[models.gpt]\nmodel = "openai:test-model"\n'

@@ -22,7 +22,7 @@ from acp import schema
 
 from tests.support.sdk_client import check_recorded_frames
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(30)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
 REPO = Path(__file__).resolve().parents[2]
 

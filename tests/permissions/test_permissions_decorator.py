@@ -13,10 +13,6 @@ from tests.support.permissions_helpers import Harness, bash, write
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
 
 # ---- the options ---------------------------------------------------------------------------------------------------
 KINDS = ["allow_once", "allow_always", "reject_once", "reject_once", "reject_always"]

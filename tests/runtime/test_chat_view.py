@@ -111,10 +111,6 @@ async def test_each_key_answers_its_option_and_ctrl_c_cancels_the_turn(key, outc
     assert "[a] Always allow this write to “a.txt” in this session" in screen
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
 
 def test_the_live_region_redraws_only_the_end_of_a_long_unfinished_block():
     text = "```python\n" + "".join(f"line_{i} = {i}\n" for i in range(2000))

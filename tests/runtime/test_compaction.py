@@ -25,10 +25,6 @@ from runtime.models.base import (
 from tests.runtime.test_runtime_loop import Sink, make_runtime
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
 
 def call(cid: str) -> AssistantMessage:
     return AssistantMessage("", "", (ToolCallRequest(cid, "read_file", "{}"),))

@@ -184,7 +184,7 @@ def test_looking_at_git_state_never_runs_the_repositorys_fsmonitor_hook(tmp_path
     assert not marker.exists()
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_git_and_the_nested_listing_are_looked_at_once_per_turn_not_per_model_call(tmp_path, monkeypatch):
     import runtime.context as context_mod
 
@@ -227,7 +227,7 @@ def _system(body: dict) -> str:
     return first["content"] if isinstance(first["content"], str) else "".join(p["text"] for p in first["content"])
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_the_provider_receives_instructions_and_environment_and_an_agents_md_edit_shows_next_prompt(
         tmp_path, fp):
     ws = tmp_path / "ws"
@@ -264,7 +264,7 @@ async def test_the_provider_receives_instructions_and_environment_and_an_agents_
     assert str(second_prompt["messages"]).count("API rule: every handler is async.") == 1
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_subagent_gets_the_project_instructions_too(tmp_path, fp):
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -20,10 +20,6 @@ from tests.support.delegation_helpers import ScriptsByTask, Sink, error_of, scri
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
 
 def delegate(cid: str, task: str, name: str = "delegate_task", **extra) -> dict:
     return {"id": cid, "name": name, "arguments": {"task": task, **extra}}

@@ -18,7 +18,7 @@ from runtime.sanitizer import validate
 from runtime.tools.base import RoutingToolExecutor, ToolCall, ToolContext, ToolFailure, ToolRegistry
 from runtime.workspace import Workspace
 
-pytestmark = pytest.mark.asyncio
+pytestmark = pytest.mark.anyio
 
 
 class FakeResult:

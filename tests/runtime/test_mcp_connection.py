@@ -13,7 +13,7 @@ from tests.support.sandbox_helpers import eventually
 
 LEGACY_SERVER = str(SERVERS / "legacy_server.py")
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(60)]
 
 
 async def test_tools_are_listed_under_normalised_prefixed_names(tmp_path):

@@ -9,7 +9,6 @@ from typing import Any
 
 import anyio
 import pytest
-import pytest_asyncio
 
 from runtime.models.anthropic_messages import AnthropicModel
 from runtime.models.base import (
@@ -51,7 +50,7 @@ def fp():
         yield server
 
 
-@pytest_asyncio.fixture
+@pytest.fixture
 async def model(fp):
     made: list[AnthropicModel] = []
 
@@ -78,7 +77,7 @@ async def collect(m: AnthropicModel, req: ModelRequest | None = None) -> list[Mo
         return [ev async for ev in m.stream(req or request())]
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_text_streams_and_usage_counts_cached_prompt_tokens(fp, model):
     fp.anthropic(Reply(frames=anthropic_stream(["Hel", "lo"], usage=(10, 6), cache_read=100, cache_write=20)))
     events = await collect(model())
@@ -92,7 +91,7 @@ async def test_text_streams_and_usage_counts_cached_prompt_tokens(fp, model):
     assert "anthropic-version" in sent.headers
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_tool_use_input_is_assembled_from_json_deltas_for_each_block(fp, model):
     fp.anthropic(Reply(frames=anthropic_stream("Two reads.", tool_uses=[
         ("toolu_1", "read_file", ['{"pa', 'th": ', '"a.txt"}']),
@@ -104,7 +103,7 @@ async def test_tool_use_input_is_assembled_from_json_deltas_for_each_block(fp, m
     assert events[-1] == Finished("tool_use", events[-1].usage)  # type: ignore[union-attr]
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_thinking_with_its_signature_is_sent_back_in_the_next_request(fp, model):
     m = model(thinking=2000)
     fp.anthropic(Reply(frames=anthropic_stream("Reading.", thinking=["I should ", "read it."], signature="SIG==",
@@ -135,7 +134,7 @@ async def test_thinking_with_its_signature_is_sent_back_in_the_next_request(fp, 
     assert results["content"][0]["type"] == "tool_result" and results["content"][0]["tool_use_id"] == "toolu_1"
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_redacted_thinking_is_kept_verbatim(fp, model):
     frames = (sse({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
                                                         "model": "m", "content": [], "stop_reason": None,
@@ -155,7 +154,7 @@ async def test_redacted_thinking_is_kept_verbatim(fp, model):
     assert fin.provider_state == {"anthropic": {"thinking": [{"type": "redacted_thinking", "data": "OPAQUE"}]}}
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_prompt_caching_marks_tools_system_and_the_newest_message(fp, model):
     fp.anthropic(Reply(frames=anthropic_stream("ok")))
     await collect(model(), request(UserMessage((TextPart("one"),)), AssistantMessage("two"),
@@ -170,7 +169,7 @@ async def test_prompt_caching_marks_tools_system_and_the_newest_message(fp, mode
     assert marks <= 4  # the API allows at most four breakpoints
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_images_become_base64_image_blocks(fp, model):
     fp.anthropic(Reply(frames=anthropic_stream("a cat")))
     await collect(model(), request(UserMessage((TextPart("what is it?"), ImagePart("aGk=", "image/png")))))
@@ -178,7 +177,7 @@ async def test_images_become_base64_image_blocks(fp, model):
     assert content[1]["source"] == {"type": "base64", "media_type": "image/png", "data": "aGk="}
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_an_overloaded_error_event_before_output_is_retried(fp, model):
     overloaded = (anthropic_stream("x")[0], sse({"type": "error", "error": {"type": "overloaded_error",
                                                                              "message": "Overloaded"}}, "error"))
@@ -188,7 +187,7 @@ async def test_an_overloaded_error_event_before_output_is_retried(fp, model):
     assert len(fp.requests_to(ANTHROPIC_PATH)) == 2
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_cut_after_text_is_an_error_and_the_partial_text_stays(fp, model):
     frames = anthropic_stream("partial")
     fp.anthropic(Reply(frames=(*frames[:5], Cut())), Reply(frames=anthropic_stream("never asked for")))
@@ -201,7 +200,7 @@ async def test_a_cut_after_text_is_an_error_and_the_partial_text_stays(fp, model
     assert len(fp.requests_to(ANTHROPIC_PATH)) == 1
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_stream_without_message_stop_is_not_taken_as_complete(fp, model):
     fp.anthropic(Reply(frames=anthropic_stream("half")[:-2]))
     with pytest.raises(ModelError) as info:
@@ -209,7 +208,7 @@ async def test_a_stream_without_message_stop_is_not_taken_as_complete(fp, model)
     assert "message_stop" in info.value.message
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_403_is_an_auth_error_and_the_key_never_shows(fp, model, caplog):
     caplog.set_level(logging.DEBUG)
     fp.anthropic(Reply(403, body=error_body("anthropic", 403, f"key {KEY} may not use this model")))
@@ -219,7 +218,7 @@ async def test_403_is_an_auth_error_and_the_key_never_shows(fp, model, caplog):
     assert KEY not in caplog.text
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_529_overloaded_until_retries_run_out_gives_one_line(fp, model):
     fp.anthropic(*[Reply(529, body=error_body("anthropic", 529, "Overloaded"))] * 3)
     with pytest.raises(ModelError) as info:
@@ -228,7 +227,7 @@ async def test_529_overloaded_until_retries_run_out_gives_one_line(fp, model):
                                   f"(at {fp.url}{ANTHROPIC_PATH})")
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_cancelling_mid_stream_closes_the_connection_at_once(fp, model):
     fp.anthropic(Reply(frames=(*anthropic_stream("streaming")[:5], Hang())))
     got_text = anyio.Event()

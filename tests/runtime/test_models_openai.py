@@ -8,7 +8,6 @@ from typing import Any
 
 import anyio
 import pytest
-import pytest_asyncio
 
 from runtime.models import ModelFactory, parse_model_spec
 from runtime.models.base import (
@@ -51,7 +50,7 @@ def fp():
         yield server
 
 
-@pytest_asyncio.fixture
+@pytest.fixture
 async def model(fp):
     """Builds models on the fake server with millisecond retry delays, and closes their connection pools."""
     made: list[OpenAIChatModel] = []
@@ -84,7 +83,7 @@ async def collect(m: OpenAIChatModel, req: ModelRequest | None = None) -> list[M
         return [ev async for ev in m.stream(req or request())]
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_text_streams_as_deltas_and_usage_is_reported(fp, model):
     fp.openai(Reply(frames=openai_stream(["Hel", "lo", " world"], usage=(30, 4), cached=10)))
     events = await collect(model())
@@ -100,7 +99,7 @@ async def test_text_streams_as_deltas_and_usage_is_reported(fp, model):
     assert sent.body["tools"][0]["function"]["name"] == "read_file"
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_parallel_tool_calls_are_assembled_from_interleaved_fragments_by_index(fp, model):
     fp.openai(Reply(frames=openai_stream(
         "Reading both.",
@@ -114,7 +113,7 @@ async def test_parallel_tool_calls_are_assembled_from_interleaved_fragments_by_i
     assert isinstance(events[-1], Finished) and events[-1].stop == "tool_use"
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_reasoning_content_deltas_become_thoughts_before_the_text(fp, model):
     fp.openai(Reply(frames=openai_stream("42", reasoning=["Let me ", "think."])))
     events = await collect(model())
@@ -122,7 +121,7 @@ async def test_reasoning_content_deltas_become_thoughts_before_the_text(fp, mode
     assert "".join(e.text for e in events if isinstance(e, ThoughtDelta)) == "Let me think."
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_history_with_tool_results_and_images_is_sent_in_chat_completions_form(fp, model):
     fp.openai(Reply(frames=openai_stream("ok")))
     history = (
@@ -140,7 +139,7 @@ async def test_history_with_tool_results_and_images_is_sent_in_chat_completions_
     assert msgs[3] == {"role": "tool", "tool_call_id": "c1", "content": "contents of a"}
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_model_without_images_gets_a_note_instead_of_the_image(fp, model):
     fp.openai(Reply(frames=openai_stream("ok")))
     m = model()  # a self-hosted base URL: text-only unless configured
@@ -150,7 +149,7 @@ async def test_a_model_without_images_gets_a_note_instead_of_the_image(fp, model
     assert "image_url" not in str(content) and "does not take images" in str(content)
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_429_with_retry_after_is_waited_out_then_the_call_succeeds(fp, model):
     fp.openai(Reply(429, headers={"Retry-After": "1"}, body=error_body("openai", 429, "slow down")),
               Reply(frames=openai_stream("after the wait")))
@@ -164,7 +163,7 @@ async def test_429_with_retry_after_is_waited_out_then_the_call_succeeds(fp, mod
     assert 0.9 <= gap < 2.0 and elapsed < 3.0
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_retry_after_ms_is_preferred_and_backoff_stops_after_max_retries(fp, model):
     fp.openai(*[Reply(503, headers={"retry-after-ms": "50"}, body=error_body("openai", 503, "busy"))] * 3)
     with pytest.raises(ModelError) as info:
@@ -174,7 +173,7 @@ async def test_retry_after_ms_is_preferred_and_backoff_stops_after_max_retries(f
     assert not info.value.auth
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_500_after_partial_output_is_an_error_and_never_retried(fp, model):
     fp.openai(Reply(frames=(*openai_stream("partial answer")[:2], Cut())),
               Reply(frames=openai_stream("a second, different answer")))
@@ -187,7 +186,7 @@ async def test_500_after_partial_output_is_an_error_and_never_retried(fp, model)
     assert "broke after the reply had started" in info.value.message and "\n" not in info.value.message
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_stream_cut_before_any_output_is_retried(fp, model):
     fp.openai(Reply(frames=(Cut(),)), Reply(frames=openai_stream("second try")))
     events = await collect(model())
@@ -195,7 +194,7 @@ async def test_a_stream_cut_before_any_output_is_retried(fp, model):
     assert len(fp.requests_to(OPENAI_PATH)) == 2
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_401_is_an_auth_error_without_the_key_even_when_the_server_echoes_it(fp, model, caplog):
     caplog.set_level(logging.DEBUG)
     fp.openai(Reply(401, body=error_body("openai", 401, f"Incorrect API key provided: {KEY}")))
@@ -207,7 +206,7 @@ async def test_401_is_an_auth_error_without_the_key_even_when_the_server_echoes_
     assert KEY not in caplog.text
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_no_log_record_or_error_ever_contains_the_key(fp, model, caplog):
     caplog.set_level(logging.DEBUG)
     for name in ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "gatewright"):
@@ -223,7 +222,7 @@ async def test_no_log_record_or_error_ever_contains_the_key(fp, model, caplog):
     assert KEY not in caplog.text  # …without the key
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_slow_first_token_times_out_and_is_retried(fp, model):
     fp.openai(Reply(delay=2.0, frames=openai_stream("too late")), Reply(frames=openai_stream("in time")))
     start = time.monotonic()
@@ -232,7 +231,7 @@ async def test_a_slow_first_token_times_out_and_is_retried(fp, model):
     assert time.monotonic() - start < 1.5
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_first_token_that_never_comes_ends_with_a_clear_timeout(fp, model):
     fp.openai(*[Reply(frames=(Pause(5.0),))] * 2)
     with pytest.raises(ModelError) as info:
@@ -241,7 +240,7 @@ async def test_a_first_token_that_never_comes_ends_with_a_clear_timeout(fp, mode
                                   f"(at {fp.url}{OPENAI_PATH})")
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_malformed_chunk_is_a_one_line_error_not_a_crash(fp, model):
     fp.openai(Reply(frames=(sse("{this is not json"),)))
     with pytest.raises(ModelError) as info:
@@ -251,7 +250,7 @@ async def test_a_malformed_chunk_is_a_one_line_error_not_a_crash(fp, model):
     assert len(fp.requests_to(OPENAI_PATH)) == 1
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_connection_refused_is_retried_then_reported(fp, model):
     m = model(max_retries=1)
     m.settings = ProviderSettings("openai", "openai", base_url="http://127.0.0.1:9/v1", retry_base_delay=0.01,
@@ -261,7 +260,7 @@ async def test_connection_refused_is_retried_then_reported(fp, model):
     assert info.value.message.startswith("cannot reach openai after 2 attempts")
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_cancelling_mid_stream_closes_the_connection_at_once(fp, model):
     fp.openai(Reply(frames=(*openai_stream("first words")[:2], Hang())))
     got_text = anyio.Event()
@@ -283,7 +282,7 @@ async def test_cancelling_mid_stream_closes_the_connection_at_once(fp, model):
     assert fp.disconnects[0] - cancelled_at < 0.5
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_no_key_and_no_base_url_says_exactly_what_to_set():
     factory = ModelFactory(parse_model_spec("openai:gpt-4.1"), ModelsConfig(), env={})
     m = factory.create()
@@ -295,7 +294,7 @@ async def test_no_key_and_no_base_url_says_exactly_what_to_set():
     assert "\n" not in info.value.message
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_base_url_without_a_key_works_for_servers_that_need_none(fp, model):
     fp.openai(Reply(frames=openai_stream("local model here")))
     events = await collect(model(key=None))

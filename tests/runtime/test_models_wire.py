@@ -12,7 +12,6 @@ from typing import Any
 
 import anyio
 import pytest
-import pytest_asyncio
 
 from runtime.models.anthropic_messages import AnthropicModel
 from runtime.models.base import (
@@ -59,7 +58,7 @@ def fp():
         yield server
 
 
-@pytest_asyncio.fixture
+@pytest.fixture
 async def make(fp):
     """`make("openai" | "anthropic", **settings)`: a model on the fake server with millisecond retry delays."""
     made: list[ProviderModel] = []
@@ -98,7 +97,7 @@ def texts(events: list[ModelEvent], kind: type = TextDelta) -> str:
 
 
 # ---- documented streams ------------------------------------------------------------------------------------------
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_documented_text_stream_gives_its_deltas_and_the_usage_of_the_empty_choices_chunk(fp, make):
     fp.openai(Reply(frames=events_of(replay("openai_text_usage.sse"))))
     events = await collect(make("openai"))
@@ -108,7 +107,7 @@ async def test_a_documented_text_stream_gives_its_deltas_and_the_usage_of_the_em
     assert (fin.usage.input_tokens, fin.usage.output_tokens, fin.usage.cached_read_tokens) == (1207, 9, 1024)
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_parallel_tool_calls_whose_arguments_arrive_interleaved_in_many_pieces_are_assembled(fp, make):
     fp.openai(Reply(frames=events_of(replay("openai_parallel_tool_calls.sse"))))
     events = await collect(make("openai"))
@@ -121,7 +120,7 @@ async def test_parallel_tool_calls_whose_arguments_arrive_interleaved_in_many_pi
     assert isinstance(events[-1], Finished) and events[-1].stop == "tool_use" and events[-1].usage.output_tokens == 61
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_local_servers_reasoning_deltas_are_thoughts_and_its_null_choices_usage_chunk_counts(fp, make):
     fp.openai(Reply(frames=events_of(replay("openai_local_reasoning.sse"))))
     events = await collect(make("openai"))
@@ -130,7 +129,7 @@ async def test_a_local_servers_reasoning_deltas_are_thoughts_and_its_null_choice
     assert (events[-1].usage.input_tokens, events[-1].usage.output_tokens) == (31, 12)  # type: ignore[union-attr]
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_reasoning_named_reasoning_as_openrouter_and_ollama_send_it_is_a_thought_too(fp, make):
     chunk = {"id": "gen-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
              "choices": [{"index": 0, "delta": {"role": "assistant", "content": "", "reasoning": "hmm"},
@@ -140,7 +139,7 @@ async def test_reasoning_named_reasoning_as_openrouter_and_ollama_send_it_is_a_t
     assert texts(events, ThoughtDelta) == "hmm" and texts(events) == "ok"
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_documented_thinking_and_tool_use_stream_keeps_the_signature_and_ignores_pings(fp, make):
     fp.anthropic(Reply(frames=events_of(replay("anthropic_thinking_tool_use.sse"))))
     events = await collect(make("anthropic"))
@@ -171,7 +170,7 @@ DELIVERIES = {
 }
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize("delivery", list(DELIVERIES))
 @pytest.mark.parametrize(("api", "stream"), [("openai", "openai_text_usage.sse"),
                                              ("openai", "openai_parallel_tool_calls.sse"),
@@ -187,7 +186,7 @@ async def test_the_same_stream_gives_the_same_events_however_the_bytes_are_deliv
 
 
 # ---- failures inside a 200 stream --------------------------------------------------------------------------------
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_an_anthropic_error_event_after_text_ends_the_call_with_the_text_kept_and_no_retry(fp, make):
     fp.anthropic(Reply(frames=events_of(replay("anthropic_error_after_text.sse"))),
                  Reply(frames=anthropic_stream("a second answer")))
@@ -200,7 +199,7 @@ async def test_an_anthropic_error_event_after_text_ends_the_call_with_the_text_k
     assert len(fp.requests_to(ANTHROPIC_PATH)) == 1
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_an_openai_compatible_error_chunk_before_output_is_retried_and_after_output_is_an_error(fp, make):
     failing = sse({"error": {"message": "upstream model overloaded", "code": 502}})
     fp.openai(Reply(frames=(failing,)), Reply(frames=openai_stream("recovered")))
@@ -212,7 +211,7 @@ async def test_an_openai_compatible_error_chunk_before_output_is_retried_and_aft
     assert "broke after the reply had started (upstream model overloaded" in info.value.message
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_a_200_json_error_from_a_gateway_is_the_gateways_own_text(fp, make, api):
     queue(fp, api, Reply(200, body={"error": {"message": "model 'm' is not served here", "type": "not_found_error"}}))
@@ -222,7 +221,7 @@ async def test_a_200_json_error_from_a_gateway_is_the_gateways_own_text(fp, make
     assert len(fp.requests_to(PATHS[api])) == 1  # a client error: not retried
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize(("api", "finish", "stop"), [
     ("openai", "length", "max_tokens"), ("openai", "content_filter", "refusal"), ("openai", "stop", "end_turn"),
     ("anthropic", "max_tokens", "max_tokens"), ("anthropic", "refusal", "refusal"),
@@ -236,7 +235,7 @@ async def test_stop_reasons_map_to_ours(fp, make, api, finish, stop):
 
 
 # ---- HTTP failures -----------------------------------------------------------------------------------------------
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_a_400_carries_the_providers_own_text_and_the_url_tried_and_is_not_retried(fp, make, api):
     text = "tools.0.custom.input_schema: JSON schema is invalid - please consult https://json-schema.org"
@@ -250,7 +249,7 @@ async def test_a_400_carries_the_providers_own_text_and_the_url_tried_and_is_not
     assert len(fp.requests_to(PATHS[api])) == 1
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_a_5xx_then_success_is_retried_and_a_proxys_html_page_is_reported_by_its_title(fp, make, api):
     page = b"<html><head><title>502 Bad Gateway</title></head><body><center>nginx</center></body></html>"
@@ -263,7 +262,7 @@ async def test_a_5xx_then_success_is_retried_and_a_proxys_html_page_is_reported_
     assert info.value.message.startswith(f"{api} failed (HTTP 502) after 2 attempts: 502 Bad Gateway (at ")
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_a_429_retry_after_is_waited_out_and_one_asking_too_long_is_an_error_at_once(fp, make, api):
     body = error_body(api, 429, "rate limited")
@@ -280,7 +279,7 @@ async def test_a_429_retry_after_is_waited_out_and_one_asking_too_long_is_an_err
     assert time.monotonic() - start < 2
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_x_should_retry_false_stops_retries_of_a_5xx(fp, make, api):
     queue(fp, api, Reply(500, headers={"x-should-retry": "false"}, body=error_body(api, 500, "will not clear")))
@@ -289,7 +288,7 @@ async def test_x_should_retry_false_stops_retries_of_a_5xx(fp, make, api):
     assert "will not clear" in info.value.message and len(fp.requests_to(PATHS[api])) == 1
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_a_stalled_stream_after_output_ends_at_the_idle_timeout_without_a_retry(fp, make, api):
     # up to the first text delta: output has reached the user
@@ -303,7 +302,7 @@ async def test_a_stalled_stream_after_output_ends_at_the_idle_timeout_without_a_
     assert len(fp.requests_to(PATHS[api])) == 1
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_an_unreachable_server_is_reported_with_the_url_tried(make, api):
     base = "http://127.0.0.1:9" + ("/v1" if api == "openai" else "")
@@ -314,7 +313,7 @@ async def test_an_unreachable_server_is_reported_with_the_url_tried(make, api):
     assert message.endswith(f"(at http://127.0.0.1:9{PATHS[api]})")
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_base_url_without_a_scheme_is_one_line_and_not_retried(make):
     with pytest.raises(ModelError) as info:
         await collect(make("openai", base_url="localhost:8080/v1"))
@@ -328,7 +327,7 @@ def test_a_url_is_shown_without_its_user_info_or_query():
 
 
 # ---- the connection ----------------------------------------------------------------------------------------------
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_consecutive_calls_reuse_one_pooled_connection(fp, make, api):
     frames = openai_stream("one") if api == "openai" else anthropic_stream("one")
@@ -339,7 +338,7 @@ async def test_consecutive_calls_reuse_one_pooled_connection(fp, make, api):
     assert len({r.peer for r in fp.requests_to(PATHS[api])}) == 1
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_requests_go_through_the_proxy_named_in_the_environment(fp, make, monkeypatch):
     for var in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
@@ -363,7 +362,7 @@ def certificate(tmp_path):
     return str(cert), str(key)
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_https_trusts_the_ca_named_by_ssl_cert_file_and_refuses_an_unknown_one_without_retrying(
         make, certificate, monkeypatch):
     for var in ("SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
@@ -381,7 +380,7 @@ async def test_https_trusts_the_ca_named_by_ssl_cert_file_and_refuses_an_unknown
 
 
 # ---- keys --------------------------------------------------------------------------------------------------------
-@pytest.mark.asyncio
+@pytest.mark.anyio
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_the_key_and_secret_headers_reach_the_server_but_no_message_or_log_record(fp, make, api, caplog):
     for name in ("", "httpx2", "httpcore2", "gatewright"):

@@ -14,10 +14,6 @@ from tests.support.harness import write_script
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
 
 def plan_call(*entries: dict) -> dict:
     return {"tool_calls": [{"name": "update_plan", "arguments": {"entries": list(entries)}}]}

@@ -19,10 +19,6 @@ from tests.support.delegation_helpers import Sink, error_of, scripted, session_r
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
 
 class Flaky(Tool):
     """Fails `fail` times with the given failure, then succeeds; records the operation id of every attempt."""

@@ -18,10 +18,6 @@ from runtime.tools.base import Tool, ToolResult
 from runtime.tools.builtin import builtin_tools
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
 
 class SleepTool(Tool):
     name = "sleep"

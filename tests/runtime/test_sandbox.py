@@ -54,7 +54,7 @@ async def run(ws: Path, command: str, confinement: Confinement = Confinement(), 
 
 # ---- reads ---------------------------------------------------------------------------------------------------------
 @needs_landlock
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_sandboxed_command_reads_nothing_outside_the_workspace_and_the_system(world):
     ws, other, home = world
     res = await run(ws, f"cat src/a.py; cat /etc/shadow; cat {other}/.env; cat {home}/.ssh/id_rsa; ls {home}; "
@@ -65,7 +65,7 @@ async def test_a_sandboxed_command_reads_nothing_outside_the_workspace_and_the_s
 
 
 @needs_landlock
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_read_approved_for_an_outside_path_is_allowed_and_only_that_one(world):
     ws, other, home = world
     res = await run(ws, f"cat {other}/.env; cat {home}/.ssh/id_rsa",
@@ -84,7 +84,7 @@ def test_baseline_readable_covers_the_system_and_toolchains_but_not_secrets(worl
 
 # ---- writes --------------------------------------------------------------------------------------------------------
 @needs_landlock
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_command_writes_the_workspace_and_its_temp_dir_and_nothing_else(world, tmp_path):
     ws, other, _ = world
     res = await run(ws, f'echo w > new.txt; echo t > "$TMPDIR/t"; echo o > {other}/pwned; echo o > /tmp/pwned-$$; '
@@ -99,7 +99,7 @@ async def test_a_command_writes_the_workspace_and_its_temp_dir_and_nothing_else(
 
 
 @needs_landlock
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_proven_read_only_command_writes_nothing_not_even_the_workspace(world):
     ws, _, _ = world
     res = await run(ws, 'echo x > new.txt; echo t > "$TMPDIR/t"; rm src/a.py; touch src/b', Confinement(write=False),
@@ -110,7 +110,7 @@ async def test_a_proven_read_only_command_writes_nothing_not_even_the_workspace(
 
 
 @needs_landlock
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_write_approved_for_a_protected_or_outside_path_reaches_exactly_it(world):
     ws, other, _ = world
     (ws / ".git" / "config").write_text("[core]\n")
@@ -143,7 +143,7 @@ def worktree(tmp_path):
 
 
 @needs_landlock
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_git_works_in_a_worktree_whose_repository_lives_outside_and_writes_it_only_when_approved(worktree):
     wt, git = worktree, GIT
     status = await run(wt, "git status --short --branch && echo ok")
@@ -180,7 +180,7 @@ def tcp_server():
 
 
 @needs_landlock
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_without_network_a_command_cannot_reach_a_local_tcp_server(world, tcp_server):
     ws, _, _ = world
     port, accepted = tcp_server
@@ -189,7 +189,7 @@ async def test_without_network_a_command_cannot_reach_a_local_tcp_server(world, 
 
 
 @needs_landlock
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_with_network_the_same_command_reaches_it(world, tcp_server):
     ws, _, _ = world
     port, accepted = tcp_server
@@ -199,7 +199,7 @@ async def test_with_network_the_same_command_reaches_it(world, tcp_server):
 
 # ---- the agent's process ---------------------------------------------------------------------------------------------
 @needs_landlock
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_sandboxed_command_cannot_open_or_signal_the_process_that_started_it(world):
     ws, _, _ = world
     me = os.getpid()
@@ -210,7 +210,7 @@ async def test_a_sandboxed_command_cannot_open_or_signal_the_process_that_starte
 
 
 @needs_namespaces
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_command_cannot_forge_its_own_end_through_the_init_of_its_sandbox(world):
     """The init reports the command's status to the agent on a pipe: the command can neither inherit it, nor open
     it through /proc/1/fd, nor read the init's memory or environment."""
@@ -223,7 +223,7 @@ async def test_a_command_cannot_forge_its_own_end_through_the_init_of_its_sandbo
 
 
 # ---- containment ---------------------------------------------------------------------------------------------------
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_setsid_and_double_forked_children_are_gone_when_exec_returns(world):
     ws, _, _ = world
     m = marker()
@@ -232,14 +232,14 @@ async def test_setsid_and_double_forked_children_are_gone_when_exec_returns(worl
     assert survivors(m) == []
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_output_written_by_leftovers_within_the_drain_grace_is_kept(world):
     ws, _, _ = world
     res = await run(ws, "(sleep 0.05; echo late) & echo early")
     assert res.stdout.split() == ["early", "late"]
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_background_process_keeps_what_it_started_until_stopped_and_then_loses_all_of_it(world):
     ws, _, _ = world
     m = marker()
@@ -265,7 +265,7 @@ def test_status_names_the_landlock_abi_and_namespaces():
         assert f"Landlock ABI {sandbox.support().landlock_abi}" in text
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_gatewright_sandbox_off_runs_commands_unconfined_and_still_contained(world, monkeypatch):
     ws, other, _ = world
     monkeypatch.setenv("GATEWRIGHT_SANDBOX", "off")
@@ -276,7 +276,7 @@ async def test_gatewright_sandbox_off_runs_commands_unconfined_and_still_contain
 
 
 @needs_landlock
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_landlock_without_namespaces_keeps_protected_paths_read_only_and_says_why_new_root_files_fail(
         world, monkeypatch):
     ws, _, _ = world
@@ -329,7 +329,7 @@ def test_an_mcp_entry_widens_its_servers_sandbox_in_meta_and_a_bad_value_refuses
 
 
 @needs_landlock
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_an_mcp_server_reads_its_own_install_dir_and_the_widened_paths_only(world, tmp_path):
     ws, other, home = world
     tool_dir = tmp_path / "tool"
@@ -354,7 +354,7 @@ def test_the_spec_has_a_json_form_the_helper_reads_back(world):
     assert json.loads(spec.to_json())["protected"] == [str(ws / ".git")]
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_if_the_sandbox_helper_dies_everything_it_started_dies_and_the_next_command_gets_a_new_one(world):
     from runtime.sandbox.client import Spawner
 

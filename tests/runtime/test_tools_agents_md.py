@@ -7,7 +7,7 @@ import pytest
 from runtime.tools.base import ToolFailure
 from tests.support.tools_helpers import TOOLS, make_ctx, run
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(10)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
 
 
 async def test_read_without_agents_md_says_how_to_create_it(tmp_path):

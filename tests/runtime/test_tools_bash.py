@@ -15,7 +15,7 @@ from runtime.workspace import Workspace
 from tests.support.sandbox_helpers import eventually, marker, survivors
 from tests.support.tools_helpers import TOOLS, FakeEditor, make_ctx, run
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(20)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(20)]
 
 
 def group_gone(pgid: int) -> bool:

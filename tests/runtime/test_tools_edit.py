@@ -10,7 +10,7 @@ import pytest
 from runtime.tools.base import ToolFailure
 from tests.support.tools_helpers import TOOLS, FakeEditor, make_ctx, run
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(10)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
 
 
 async def test_edit_replaces_a_unique_match_and_returns_the_diff(tmp_path):

@@ -12,7 +12,7 @@ from runtime.tools.builtin import textio
 from runtime.workspace import Workspace
 from tests.support.tools_helpers import TOOLS, make_ctx, run
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(10)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
 
 
 def P(*lines: str) -> str:

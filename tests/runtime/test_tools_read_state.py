@@ -9,7 +9,7 @@ import pytest
 from runtime.tools.base import ToolFailure
 from tests.support.tools_helpers import TOOLS, FakeEditor, make_ctx, run
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(10)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
 
 PATCH = "*** Begin Patch\n*** Update File: a.txt\n-one\n+uno\n*** End Patch"
 

@@ -10,7 +10,7 @@ from runtime.tools.base import ToolFailure
 from runtime.tools.builtin import search
 from tests.support.tools_helpers import TOOLS, make_ctx, run
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(10)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
 
 
 @pytest.fixture(params=["rg", "python"])

@@ -18,10 +18,6 @@ from tests.support.delegation_helpers import Sink, scripted, session_runtime, to
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
 
 @dataclass(frozen=True)
 class Hit:

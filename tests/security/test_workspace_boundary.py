@@ -21,7 +21,7 @@ from runtime.tools.builtin import builtin_tools
 from runtime.workspace import PathError, Workspace
 from tests.support.tools_helpers import TOOLS, make_ctx, run
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(10)]
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(10)]
 
 SECRET = "top secret\n"
 
