@@ -41,6 +41,7 @@ from runtime import (
     new_session_id,
     replay_records,
     revive,
+    sandbox,
     store_new,
 )
 
@@ -65,6 +66,10 @@ CLOSE_WAIT_S = 5.0
 # ---- the methods ---------------------------------------------------------------------------------------------------
 async def new_session(agent: GatewrightAgent, req: NewSessionRequest) -> Answer:
     cwd = _workspace(req.cwd, req.additional_directories)
+    # The first turn tells the model what the sandbox helper found, and the helper is its own interpreter (~45 ms of
+    # CPU): started first, it boots on the other core while this session is assembled. (Once per process; the idle
+    # warm-up may have started it already.)
+    sandbox.prestart()
     assert agent.conn is not None
     factory = agent.config.model_factory
     model = factory.create() if factory else None
