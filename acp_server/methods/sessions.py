@@ -83,7 +83,7 @@ async def new_session(agent: GatewrightAgent, req: NewSessionRequest) -> Answer:
     store_new(agent.store, session)
     result = NewSessionResponse(session_id=session.id, modes=updates.modes_state(session.mode),
                                 config_options=updates.config_options(session))
-    return Answer(result, lambda: send_commands(agent, session))
+    return Answer(result, lambda: _after_new(agent, session))
 
 
 async def load_session(agent: GatewrightAgent, req: LoadSessionRequest) -> LoadSessionResponse:
@@ -172,6 +172,15 @@ async def commands_changed(agent: GatewrightAgent, session: AcpSession) -> None:
     """After a turn: announce the commands again if the workspace's changed during it."""
     if agent.sent_commands.get(session.id) != commands.available(session.cwd):
         await send_commands(agent, session)
+
+
+async def _after_new(agent: GatewrightAgent, session: AcpSession) -> None:
+    """`session/new`'s follow-up: the first turn's look at the workspace (`git status` and the nested instructions:
+    two processes, on threads) starts now, so a prompt sent the moment the answer arrives does not wait for them
+    (`SessionContext.prefetch`); then the command list."""
+    if session.runtime.context is not None:
+        session.runtime.context.prefetch()
+    await send_commands(agent, session)
 
 
 def _workspace(cwd: str, additional_directories: list[str] | None) -> str:
