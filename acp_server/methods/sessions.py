@@ -175,11 +175,14 @@ async def commands_changed(agent: GatewrightAgent, session: AcpSession) -> None:
 
 
 async def _after_new(agent: GatewrightAgent, session: AcpSession) -> None:
-    """`session/new`'s follow-up: the first turn's look at the workspace (`git status` and the nested instructions:
-    two processes, on threads) starts now, so a prompt sent the moment the answer arrives does not wait for them
-    (`SessionContext.prefetch`); then the command list."""
+    """`session/new`'s follow-up, once the answer is written: what a first prompt sent at once would wait for
+    starts now. The first turn's look at the workspace (`git status` and the nested instructions: two processes, on
+    threads: `SessionContext.prefetch`), then the default model's HTTP stack and client (~35 ms of imports, while
+    those processes run; no connection is opened), then the command list."""
     if session.runtime.context is not None:
         session.runtime.context.prefetch()
+    if agent.config.model_factory is not None:
+        agent.config.model_factory.prepare_default()
     await send_commands(agent, session)
 
 
