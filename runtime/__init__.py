@@ -12,9 +12,13 @@ holds that).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+# typing.TYPE_CHECKING without importing typing: the sandbox helper (`python -S`) imports this package, and typing
+# would be ~10 ms of its start.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from runtime.assembly import SessionRuntime, build_runtime
     from runtime.chat.app import run_chat
     from runtime.cli_host import run_prompt
