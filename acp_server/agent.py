@@ -147,15 +147,12 @@ class GatewrightAgent:
             if self.config.model_factory is not None:
                 self.config.model_factory.prepare_default()
 
-        def tool_calls() -> None:  # argument checking of the first tool call (~30 ms)
-            import jsonschema  # noqa: F401
-
-        def sandbox() -> None:  # the sandbox helper (~40 ms to start and probe, its own process): the first command
-            from runtime.sandbox import prestart  # need not wait for it
+        def sandbox() -> None:  # the sandbox helper (~45 ms of CPU, its own process): the first turn and the first
+            from runtime.sandbox import prestart  # command need not wait for it
 
             prestart()
 
-        return [session, model, tool_calls, sandbox]
+        return [session, model, sandbox]  # (tool arguments need no warm-up: runtime.tools.argcheck)
 
     async def shutdown(self) -> None:
         for session in list(self.sessions.values()):

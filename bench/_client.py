@@ -163,6 +163,9 @@ def gatewright_argv(*args: str) -> list[str]:
 
 def agent_env(state_dir: str) -> dict[str, str]:
     env = dict(os.environ, GATEWRIGHT_STATE_DIR=state_dir, PYTHONPATH=str(ROOT))
+    # An installed agent runs from bytecode: with PYTHONDONTWRITEBYTECODE (set in some shells) no run would ever find
+    # a cached .pyc of this checkout and every figure would include compiling it (~+50 ms before the first prompt).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("GATEWRIGHT_MODEL", None)
     env.pop("GATEWRIGHT_MODE", None)
     env.pop("GATEWRIGHT_RECORD", None)

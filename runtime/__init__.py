@@ -11,9 +11,13 @@ not pay for the event loop, the tools or SQLite (tests/acp_server/test_startup_p
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+# typing.TYPE_CHECKING without importing typing: the sandbox helper (`python -S`) imports this package, and typing
+# would be ~10 ms of its start.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from runtime.assembly import SessionRuntime, build_runtime
     from runtime.chat.app import run_chat
     from runtime.cli_host import run_prompt

@@ -9,7 +9,9 @@ When things are looked at (measured: see the README's "What the model is told"):
 - before every model call: the instruction files are `stat`ed (re-read only when one changed), and the mode and the
   sandbox description are asked for; an unchanged prompt is the cached string;
 - once per turn (`enter_turn`, in a worker thread): the date, `git status` and the listing of nested instruction
-  files. A subagent's turn inside the session's turn reuses them.
+  files. A subagent's turn inside the session's turn reuses them. A host may start that look early (`prefetch`,
+  when a session is created): a turn starting within `PREFETCH_FRESH_S` of it uses it instead of looking again, so
+  a new session's first prompt does not wait for two processes before its first model call.
 
 `attachments(paths, seen)` gives the text of the nested instruction files covering paths a tool call touched that
 this conversation has not seen yet (the loop adds it to the tool result the model reads).
@@ -23,6 +25,8 @@ import logging
 import os
 import platform
 import subprocess
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
@@ -38,6 +42,7 @@ from runtime.sandbox import support
 log = logging.getLogger("gatewright.context")
 
 GIT_TIMEOUT_S = 2.0
+PREFETCH_FRESH_S = 1.0  # how old a prefetched look may be for a turn to use it as "the state at its start"
 SHELL_LINE = "`/bin/bash -c COMMAND` (the `bash` tool)"
 
 SandboxInfo = Callable[[], str] | str | None
@@ -100,6 +105,33 @@ def git_state(root: str) -> GitState:
     return GitState(f"{where}, {'uncommitted changes' if dirty else 'clean'}")
 
 
+class _Look:
+    """One look at the workspace (`git status`, the nested listing), each on a thread of its own, started now."""
+
+    def __init__(self, root: str, git: bool) -> None:
+        self.started = time.monotonic()
+        self.git: GitState | None = None
+        self.nested: tuple[str, ...] | None = None
+        self._threads = [threading.Thread(target=self._git, args=(root, git), daemon=True, name="gw-look-git"),
+                         threading.Thread(target=self._nested, args=(root,), daemon=True, name="gw-look-nested")]
+        for t in self._threads:
+            t.start()
+
+    def _git(self, root: str, enabled: bool) -> None:
+        self.git = git_state(root) if enabled else GitState("not reported")
+
+    def _nested(self, root: str) -> None:
+        self.nested = tuple(ins.list_nested(root))
+
+    @property
+    def done(self) -> bool:
+        return not any(t.is_alive() for t in self._threads)
+
+    def join(self) -> None:
+        for t in self._threads:
+            t.join()
+
+
 class SessionContext:
     """The context of one session. `mode` is read at every model call; `sandbox` is the sandbox state's one-line
     description (a string, or a callable asked at every model call; None: not reported by this host)."""
@@ -122,6 +154,7 @@ class SessionContext:
         self._turns = 0
         self._refreshed = False
         self._cache: dict[str, tuple[tuple[object, ...], str]] = {}
+        self._prefetched: _Look | None = None
 
     # ---- per turn ------------------------------------------------------------------------------------------------
     async def enter_turn(self) -> None:
@@ -132,11 +165,25 @@ class SessionContext:
         self._turns += 1
         if self._turns > 1 and self._refreshed:
             return
+        look, self._prefetched = self._prefetched, None
+        if look is not None and time.monotonic() - look.started <= PREFETCH_FRESH_S:
+            if not look.done:
+                await anyio.to_thread.run_sync(look.join)
+            if look.git is not None and look.nested is not None:  # (None: that thread failed; look again)
+                self.git, self.nested = look.git, look.nested
+                self._refresh_date()
+                self._refreshed = True
+                return
         async with anyio.create_task_group() as tg:
             tg.start_soon(anyio.to_thread.run_sync, self._refresh_git)
             tg.start_soon(anyio.to_thread.run_sync, self._refresh_nested)
         self._refresh_date()
         self._refreshed = True
+
+    def prefetch(self) -> None:
+        """Start the next turn's look at the workspace now, on threads (see the module docstring)."""
+        if self._prefetched is None:
+            self._prefetched = _Look(self.root, self.git_enabled)
 
     def exit_turn(self) -> None:
         self._turns = max(0, self._turns - 1)

@@ -41,6 +41,7 @@ from runtime import (
     new_session_id,
     replay_records,
     revive,
+    sandbox,
     store_new,
 )
 
@@ -65,6 +66,10 @@ CLOSE_WAIT_S = 5.0
 # ---- the methods ---------------------------------------------------------------------------------------------------
 async def new_session(agent: GatewrightAgent, req: NewSessionRequest) -> Answer:
     cwd = _workspace(req.cwd, req.additional_directories)
+    # The first turn tells the model what the sandbox helper found, and the helper is its own interpreter (~45 ms of
+    # CPU): started first, it boots on the other core while this session is assembled. (Once per process; the idle
+    # warm-up may have started it already.)
+    sandbox.prestart()
     assert agent.conn is not None
     factory = agent.config.model_factory
     model = factory.create() if factory else None
@@ -78,7 +83,7 @@ async def new_session(agent: GatewrightAgent, req: NewSessionRequest) -> Answer:
     store_new(agent.store, session)
     result = NewSessionResponse(session_id=session.id, modes=updates.modes_state(session.mode),
                                 config_options=updates.config_options(session))
-    return Answer(result, lambda: send_commands(agent, session))
+    return Answer(result, lambda: _after_new(agent, session))
 
 
 async def load_session(agent: GatewrightAgent, req: LoadSessionRequest) -> LoadSessionResponse:
@@ -167,6 +172,18 @@ async def commands_changed(agent: GatewrightAgent, session: AcpSession) -> None:
     """After a turn: announce the commands again if the workspace's changed during it."""
     if agent.sent_commands.get(session.id) != commands.available(session.cwd):
         await send_commands(agent, session)
+
+
+async def _after_new(agent: GatewrightAgent, session: AcpSession) -> None:
+    """`session/new`'s follow-up, once the answer is written: what a first prompt sent at once would wait for
+    starts now. The first turn's look at the workspace (`git status` and the nested instructions: two processes, on
+    threads: `SessionContext.prefetch`), then the default model's HTTP stack and client (~35 ms of imports, while
+    those processes run; no connection is opened), then the command list."""
+    if session.runtime.context is not None:
+        session.runtime.context.prefetch()
+    if agent.config.model_factory is not None:
+        agent.config.model_factory.prepare_default()
+    await send_commands(agent, session)
 
 
 def _workspace(cwd: str, additional_directories: list[str] | None) -> str:

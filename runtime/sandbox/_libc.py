@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
 
 # Syscall numbers of the Landlock calls: one table for every architecture with the generic syscall table, which
 # both x86_64 and aarch64 follow for these (asm-generic/unistd.h, arch/x86/entry/syscalls/syscall_64.tbl).
@@ -54,9 +53,9 @@ class Libc:
         self.mount.restype = ctypes.c_int
         self.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p)
         self.get_errno = ctypes.get_errno
-        nrs = _LANDLOCK_NR.get(platform.machine())
+        nrs = _LANDLOCK_NR.get(os.uname().machine)
         self.landlock_nrs = nrs  # None: an architecture whose numbers we have not checked: no Landlock
-        self.clone_nr = _CLONE_NR.get(platform.machine())  # None: no namespaces (the fallback)
+        self.clone_nr = _CLONE_NR.get(os.uname().machine)  # None: no namespaces (the fallback)
 
     def clone(self, flags: int) -> int:
         """`clone(flags | SIGCHLD)` without a new stack: fork-like, the child in the new namespaces from its first

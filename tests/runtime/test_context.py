@@ -203,6 +203,33 @@ async def test_git_and_the_nested_listing_are_looked_at_once_per_turn_not_per_mo
     assert len(calls) == 2
 
 
+@pytest.mark.asyncio
+async def test_a_turn_right_after_the_prefetch_uses_it_and_a_later_one_looks_again(tmp_path, monkeypatch):
+    """`prefetch` (a new ACP session's follow-up) looks at git and the nested instructions on threads; the first turn
+    uses that look if it started at most PREFETCH_FRESH_S before the turn, so what the model is told is still the
+    state at the start of the turn; an older prefetch is dropped and the turn looks again."""
+    import runtime.context as context_mod
+
+    calls = []
+    monkeypatch.setattr(context_mod, "git_state", lambda root: calls.append(root) or context_mod.GitState("x"))
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "AGENTS.md").write_text("nested\n")
+    ctx = _context(tmp_path)
+    ctx.prefetch()
+    await ctx.enter_turn()
+    ctx.exit_turn()
+    assert len(calls) == 1 and ctx.nested == ("pkg/AGENTS.md",) and ctx.git.line == "x"
+    clock = [0.0]
+    monkeypatch.setattr(context_mod.time, "monotonic", lambda: clock[0])
+    ctx.prefetch()
+    ctx._prefetched.join()  # type: ignore[union-attr]
+    (tmp_path / "pkg" / "AGENTS.md").unlink()  # changed after the prefetch, before the turn
+    clock[0] = context_mod.PREFETCH_FRESH_S + 0.5
+    await ctx.enter_turn()
+    ctx.exit_turn()
+    assert len(calls) == 3 and ctx.nested == ()  # looked again: the turn sees the file is gone
+
+
 def test_the_system_prompt_covers_tools_errors_approvals_and_the_sandbox():
     p = DEFAULT_SYSTEM_PROMPT
     for tool in ("read_file", "grep", "glob", "edit", "apply_patch", "write_file", "bash", "update_plan",

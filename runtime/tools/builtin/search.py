@@ -18,8 +18,9 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import sysconfig
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import anyio
@@ -42,7 +43,13 @@ def _quoted(pattern: object) -> str:
 @functools.cache
 def rg_binary() -> str | None:
     """The ripgrep binary: the wheel's next to this Python first (a pyenv shim on PATH costs 50 ms a call)."""
-    for cand in (os.path.join(sysconfig.get_path("scripts"), "rg"), shutil.which("rg")):
+    candidates: tuple[Callable[[], str | None], ...] = (
+        lambda: os.path.join(os.path.dirname(sys.executable), "rg"),  # a venv's bin: no need to load sysconfig's data
+        lambda: os.path.join(sysconfig.get_path("scripts"), "rg"),  # (~2 ms, on the first prompt's path)
+        lambda: shutil.which("rg"),
+    )
+    for candidate in candidates:
+        cand = candidate()
         if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
             return cand
     return None
