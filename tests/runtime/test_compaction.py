@@ -25,7 +25,6 @@ from runtime.models.base import (
 from tests.runtime.test_runtime_loop import Sink, make_runtime
 
 
-
 def call(cid: str) -> AssistantMessage:
     return AssistantMessage("", "", (ToolCallRequest(cid, "read_file", "{}"),))
 

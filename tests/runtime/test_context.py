@@ -203,7 +203,7 @@ async def test_git_and_the_nested_listing_are_looked_at_once_per_turn_not_per_mo
     assert len(calls) == 2
 
 
-@pytest.mark.asyncio
+@pytest.mark.anyio
 async def test_a_turn_right_after_the_prefetch_uses_it_and_a_later_one_looks_again(tmp_path, monkeypatch):
     """`prefetch` (a new ACP session's follow-up) looks at git and the nested instructions on threads; the first turn
     uses that look if it started at most PREFETCH_FRESH_S before the turn, so what the model is told is still the

@@ -18,7 +18,6 @@ from runtime.tools.base import Tool, ToolResult
 from runtime.tools.builtin import builtin_tools
 
 
-
 class SleepTool(Tool):
     name = "sleep"
     kind = "other"

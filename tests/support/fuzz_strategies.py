@@ -1,6 +1,6 @@
 """Hypothesis strategies and the reference oracle for fuzzing the JSON-RPC/ACP endpoint.
 
-Shared by the bounded fuzz tests (tests/test_fuzz_*.py) and the long run (bench/fuzz_long.py).
+Shared by the bounded fuzz tests (tests/*/test_fuzz_*.py) and the long run (bench/fuzz_long.py).
 
 - `expected_answer(line)` is an oracle written from JSON-RPC 2.0 §4–§6 (not from `acp_server.wire`): for one input
   line it says whether the agent must answer, and with which id. The reference JSON parser is orjson (RFC 8259 plus

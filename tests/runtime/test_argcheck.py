@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from runtime.tools import argcheck
 from runtime.tools.base import SCHEMA_DIR, ToolFailure, _validator, validate_arguments
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = {p.stem: json.loads(p.read_text()) for p in sorted(SCHEMA_DIR.glob("*.json"))}
 
 JSON_SCALARS = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False) | \
