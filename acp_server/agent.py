@@ -1,11 +1,11 @@
 """The agent's state for one connection: its configuration, the client's capabilities, the live sessions and the
 session store. The ACP methods (`acp_server.methods`) act on it; `acp_server.dispatch` routes each request to one.
 
-`answer_initialize` is the start-up fast path: `server.py` calls it before the event loop (and anyio, the runtime,
-the wire models) is even imported, to answer a first `initialize` from constants. It checks its params exactly as
-`InitializeRequest.from_wire` would, by hand, so that it needs no models (tests/test_initialize_fast_path.py holds
-the two to the same answers); the typed `initialize` handler (`acp_server.methods.lifecycle`) answers any later one.
-No model, MCP or disk work happens before either answers.
+`answer_initialize` is the start-up fast path: `server.py` calls it before the event loop (and anyio, the runtime, the
+wire models) is even imported, to answer a first `initialize` from constants. It checks its params exactly as
+`InitializeRequest.from_wire` would, by hand, so that it needs no models (tests/acp_server/test_initialize_fast_path.py
+holds the two to the same answers); the typed `initialize` handler (`acp_server.methods.lifecycle`) answers any later
+one. No model, MCP or disk work happens before either answers.
 """
 
 from __future__ import annotations

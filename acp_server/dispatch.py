@@ -1,11 +1,11 @@
 """The ACP method table: every method gatewright serves, with the model its params are read into and its handler.
 
-This is the one place that says which methods exist. `rpc.JsonRpcConnection` reads a request's params with the
-route's model (`acp_server.protocol.schema`: a value that does not fit is `-32602` and no handler runs), then calls
-the handler with the connection's `GatewrightAgent` and the typed params. A method not in the table is `-32601`; a
-notification not in it is ignored. `tests/test_dispatch.py` holds the table to the schema: each route reads the
-params definition that the schema names for its method (`authenticate` through a reader that first registers the
-params' strings as secrets).
+This is the one place that says which methods exist. `rpc.JsonRpcConnection` reads a request's params with the route's
+model (`acp_server.protocol.schema`: a value that does not fit is `-32602` and no handler runs), then calls the handler
+with the connection's `GatewrightAgent` and the typed params. A method not in the table is `-32601`; a notification not
+in it is ignored. `tests/acp_server/test_dispatch.py` holds the table to the schema: each route reads the params
+definition that the schema names for its method (`authenticate` through a reader that first registers the params'
+strings as secrets).
 
 To add a method: write its handler in the family's module of `acp_server.methods`, add its route here, advertise it
 in `GatewrightAgent.initialize_result` if the protocol has a capability for it.

@@ -70,9 +70,9 @@ class AcpSession(Session):
         """The runtime's event sink, and for text and thought chunks the streaming fast path (every token).
 
         A chunk's frame is the session's constant prefix, the text encoded once, and a constant suffix: the bytes
-        `send_update` would write for the same record (tests/test_streaming_fast_path.py), except that chunks are not
-        redacted: the model sees every secret redacted, so it cannot echo one (runtime.secrets). Kept inline, without
-        a call per token; a recorder gets the frame as an object (`_chunk_frame`) only when there is one. Every
+        `send_update` would write for the same record (tests/acp_server/test_streaming_fast_path.py), except that chunks
+        are not redacted: the model sees every secret redacted, so it cannot echo one (runtime.secrets). Kept inline,
+        without a call per token; a recorder gets the frame as an object (`_chunk_frame`) only when there is one. Every
         other event becomes its record (`runtime.updates`), journaled and sent.
         """
         kind = type(ev)

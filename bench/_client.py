@@ -1,6 +1,6 @@
 """A minimal, fast NDJSON editor for the benchmarks: spawn an agent, send requests, read frames on a thread.
 
-Not the test harness (tests/harness.py validates every frame against the schema, which would dominate timings).
+Not the test harness (tests/support/harness.py validates every frame against the schema, which would dominate timings).
 Every frame is parsed with orjson as a real client would; the agent's `session/request_permission` requests are
 answered at once, from the reader thread, with the first `allow_once` option.
 """

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from runtime.models.base import AssistantMessage, TextPart, ToolCallRequest, ToolResultMessage, UserMessage
 from runtime.store import SessionRecord, SessionStore
-from tests.harness import write_script
+from tests.support.harness import write_script
 
 
 def fill(store: SessionStore, sid: str, cwd: str, turns: int) -> None:

@@ -1,4 +1,4 @@
-"""The long fuzz run: the suite's fuzz tests (tests/test_fuzz_*.py) with many more examples.
+"""The long fuzz run: the suite's fuzz tests (tests/*/test_fuzz_*.py) with many more examples.
 
     python bench/fuzz_long.py [--scale 25] [--no-jsonschema] [-k EXPR]
 
@@ -35,7 +35,7 @@ def main() -> int:
     if not args.no_jsonschema:
         env["GW_FUZZ_JSONSCHEMA"] = "1"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--hypothesis-show-statistics",
-           *sorted(str(p) for p in (ROOT / "tests").glob("test_fuzz_*.py"))]
+           *sorted(str(p) for p in (ROOT / "tests").glob("*/test_fuzz_*.py"))]
     if args.k:
         cmd += ["-k", args.k]
     start = time.monotonic()

@@ -3,10 +3,9 @@
 This is the runtime's public API: hosts (`acp_server`, the terminal hosts) import these names from `runtime`, not from
 the modules that define them (besides the few modules that are an API of their own: `runtime.secrets`,
 `runtime.commands`, `runtime.config`, `runtime.sandbox`, `runtime.elicitation`, `runtime.recording` (the transcript
-format both hosts record), `runtime.version`). The names are loaded on first use
-(PEP 562 `__getattr__`), the one place the runtime defers its imports: `gatewright acp` imports this package on the
-way to answering `initialize`, which must not pay for the event loop, the tools or SQLite (tests/test_startup_path.py
-holds that).
+format both hosts record), `runtime.version`). The names are loaded on first use (PEP 562 `__getattr__`), the one place
+the runtime defers its imports: `gatewright acp` imports this package on the way to answering `initialize`, which must
+not pay for the event loop, the tools or SQLite (tests/acp_server/test_startup_path.py holds that).
 """
 
 from __future__ import annotations
@@ -114,7 +113,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "run_prompt": ("runtime.cli_host", "run_prompt"),
 }
 
-# A literal list, so that tools see the re-exports (tests/test_runtime_api.py checks it matches _EXPORTS).
+# A literal list, so that tools see the re-exports (tests/runtime/test_runtime_api.py checks it matches _EXPORTS).
 __all__ = ["AgentRuntime", "AuthRequired", "CursorError", "EditorBridge", "EditorError", "EventSink", "ImagePart",
            "MODEL_FAILED", "Message", "ModelClient", "ModelFactory", "NO_MODEL_MESSAGE", "NoticeEvent", "PlanUpdated",
            "PromptPlan", "RuntimeEvent", "RuntimeOptions", "ScriptError", "Session", "SessionRecord",

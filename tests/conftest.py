@@ -1,18 +1,25 @@
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.harness import AgentProcess
+from tests.support.harness import AgentProcess
 
 # Spawned agents (`python -m acp_server`, the `gatewright` script) must run this checkout's code, not whatever
 # checkout the package was installed from in editable mode (with several git worktrees, that is another branch).
 _ROOT = str(Path(__file__).resolve().parents[1])
 if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != _ROOT:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Async tests (`@pytest.mark.anyio`) run on asyncio, the backend the agent runs on; a fresh loop per test."""
+    return "asyncio"
 
 
 @pytest.fixture
@@ -42,3 +49,11 @@ def spawn(tmp_path: Path) -> Iterator:
             except AssertionError:
                 p.kill()
         p.assert_clean()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every async test runs under anyio's plugin: one without `pytest.mark.anyio` would not run its body."""
+    unmarked = [item.nodeid for item in items if isinstance(item, pytest.Function)
+                and inspect.iscoroutinefunction(item.obj) and item.get_closest_marker("anyio") is None]
+    if unmarked:
+        raise pytest.UsageError(f"async tests without pytest.mark.anyio: {unmarked}")

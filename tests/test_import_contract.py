@@ -25,7 +25,8 @@ MAY_IMPORT = {"permissions": set(), "runtime": {"permissions"}, "acp_server": {"
 # Third-party and standard modules that cost real time to import, imported only by the function that needs them:
 # the MCP SDK (over a second), tree-sitter (shell analysis), jsonschema (argument checks), the HTTP client and the
 # terminal UI libraries (only `run` and `chat` use them), pydantic (the MCP SDK's models; the wire models are not), and
-# sqlite3 (a session object, `permissions.store` and the start-up path must not load it: tests/test_permissions_rules).
+# sqlite3 (a session object, `permissions.store` and the start-up path must not load it:
+# tests/permissions/test_permissions_rules).
 HEAVY = {"mcp", "mcp_types", "tree_sitter", "tree_sitter_bash", "jsonschema", "httpx2", "rich", "prompt_toolkit",
          "pydantic", "sqlite3"}
 
@@ -108,7 +109,8 @@ def test_no_module_imports_another_packages_private_modules():
 
 
 def _start_up_modules() -> set[str]:
-    """The packages' modules loaded when `gatewright acp` answers `initialize` (tests/test_startup_path.py)."""
+    """The packages' modules loaded when `gatewright acp` answers `initialize`
+    (tests/acp_server/test_startup_path.py)."""
     code = """
 import sys, tempfile, os
 d = tempfile.mkdtemp()

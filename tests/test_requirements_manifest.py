@@ -1,7 +1,7 @@
 """The requirements manifest is enforced in both directions (style guide §1.1: MCP's `tests/interaction` coverage test).
 
 - every requirement has at least one test that exists: a test marked `@pytest.mark.req("<id>")`, or a
-  `file.py::test_name` listed in the manifest that is really defined there;
+  `folder/file.py::test_name` listed in the manifest that is really defined there;
 - every id a test names (`pytest.mark.req`) exists in the manifest, as a requirement (not a gap);
 - ids are unique and well formed; gaps are data: a gap tied to a capability fails this test as soon as that
   capability is advertised (move it to the requirements, with tests).
@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.requirements_manifest import GAPS, REQUIREMENTS, RETIRED
+from tests.support.requirements_manifest import GAPS, REQUIREMENTS, RETIRED
 
 TESTS_DIR = Path(__file__).resolve().parent
 ID_SHAPE = re.compile(r"^(jsonrpc|acp|gw):[a-z0-9-]+(:[a-z0-9-]+)*$")
@@ -37,14 +37,15 @@ def _req_ids(decorator: ast.expr) -> list[str]:
 
 
 def collect() -> tuple[set[str], dict[str, set[str]]]:
-    """(every `file.py::test_name` defined at module level, requirement id → marked tests)."""
+    """(every `folder/file.py::test_name` defined at module level, its path under tests/; requirement id → marked
+    tests)."""
     defined: set[str] = set()
     marked: dict[str, set[str]] = defaultdict(set)
-    for path in sorted(TESTS_DIR.glob("test_*.py")):
+    for path in sorted(TESTS_DIR.rglob("test_*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node in tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_"):
-                node_id = f"{path.name}::{node.name}"
+                node_id = f"{path.relative_to(TESTS_DIR).as_posix()}::{node.name}"
                 defined.add(node_id)
                 for dec in node.decorator_list:
                     for rid in _req_ids(dec):

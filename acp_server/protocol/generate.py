@@ -3,8 +3,8 @@
     python -m acp_server.protocol.generate           # write schema.py
     python -m acp_server.protocol.generate --check   # exit 1 when schema.py is not what the schema gives
 
-`tests/acp_server/test_protocol.py` regenerates in memory and compares with the committed file, so the models cannot
-drift from `schemas/acp/schema.json` (as lsprotocol does with the LSP meta-model).
+`tests/acp_server/test_protocol_models.py` regenerates in memory and compares with the committed file, so the models
+cannot drift from `schemas/acp/schema.json` (as lsprotocol does with the LSP meta-model).
 
 How the schema maps to Python:
 

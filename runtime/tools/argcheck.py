@@ -4,9 +4,9 @@ The built-in tools' argument schemas (`runtime/tools/schemas/`) use a small part
 `properties`, `required`, `additionalProperties` (true or false), `enum`, `minLength`, `maxLength`, `minimum`,
 `maximum`, `minItems`, `maxItems`, `uniqueItems` and `items` (a schema), besides annotations. For a schema made of
 those only, `Checker` yields the errors `jsonschema`'s validator yields, in the same order and with the same messages
-and paths (tests/test_argcheck.py compares the two on generated arguments), and `jsonschema` — ~25 ms to import, paid
-by a fresh process's first tool call — is never loaded. A schema that uses anything else (an MCP server's may use any
-keyword, `$ref`, `pattern`, `anyOf`...) is not `supported`, and `jsonschema` checks it.
+and paths (tests/runtime/test_argcheck.py compares the two on generated arguments), and `jsonschema` (~25 ms to
+import, paid by a fresh process's first tool call) is never loaded. A schema that uses anything else (an MCP
+server's may use any keyword, `$ref`, `pattern`, `anyOf`...) is not `supported`, and `jsonschema` checks it.
 """
 
 from __future__ import annotations

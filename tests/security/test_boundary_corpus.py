@@ -9,7 +9,7 @@ The eight holes of the red-team report (the sandbox issue) and their neighbours,
 4. read-only git running programs named by the repository's config (fsmonitor, textconv);
 5. "always allow" for a background process's input covering any later input;
 6. a child forging an approval through `/proc/<agent>/fd`;
-7. (secrets: tests/security/test_secrets.py and tests/test_security_leaks.py);
+7. (secrets: tests/security/test_security_secrets.py and tests/security/test_security_leaks.py);
 8. processes surviving the agent (`setsid`, double forks, `kill -9` of the agent).
 Plus legitimate work that must keep working under the sandbox, so that "nothing works" cannot pass for "secure".
 """
@@ -482,7 +482,7 @@ def test_a_subagents_commands_are_confined_like_the_sessions(spawn, world):
              bash(f"cat /etc/shadow; cat {world.other / '.env'}; python3 -c 'open({str(mark)!r}, \"w\")'"),
              {"text": "sub done"}]
     script = [{"tool_calls": [calls[0]]}, {"tool_calls": [calls[1]]}, calls[2], {"text": "done"}]
-    from tests.harness import write_script
+    from tests.support.harness import write_script
 
     model = write_script(world.root / "sub.json", script)
     agent = spawn("--model", f"scripted:{model}", "--mode", "auto", cwd=world.ws, state_dir=world.state,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.harness import AgentProcess, write_script
+from tests.support.harness import AgentProcess, write_script
 
 
 @dataclass

@@ -4,7 +4,7 @@
 
 Each scenario is a scripted model, a workspace and a list of client actions. The recorded file has the workspace
 path replaced by `<WORKSPACE>` and carries the scripted model and the workspace files in its meta line, so that
-`tests/test_transcripts.py` can replay it on its own.
+`tests/acp_server/test_transcripts.py` can replay it on its own.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from acp_server.transcript import STATE, WORKSPACE, substitute_path
-from tests.harness import AgentProcess, allow_once, reject_once
+from tests.support.harness import AgentProcess, allow_once, reject_once
 
 HERE = Path(__file__).resolve().parent
 FILES = {"README.md": "# sample\n\nA sample project.\n", "src/app.py": "print('app')\n"}
