@@ -16,12 +16,13 @@ if TYPE_CHECKING:
     from acp_server import dispatch as dispatch
     from acp_server import replay as replay
     from acp_server import rpc as rpc
+    from acp_server import server as server
     from acp_server import transcript_view as transcript_view
 
 __all__ = ["__version__"]
 
 # Submodules loaded on first use by the modules that defer them (not re-exported names).
-_SUBMODULES = ("demo", "dispatch", "replay", "rpc", "transcript_view")
+_SUBMODULES = ("demo", "dispatch", "replay", "rpc", "server", "transcript_view")
 
 if not TYPE_CHECKING:
     __getattr__ = deferred(globals(), {name: f"acp_server.{name}" for name in _SUBMODULES})

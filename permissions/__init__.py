@@ -53,7 +53,10 @@ _EXPORTS = {
     "RuleStore": "permissions.rules",
 }
 
-__all__ = sorted(_EXPORTS)
+# A literal list, so that tools see the re-exports (tests/test_import_contract.py checks it matches _EXPORTS).
+__all__ = ["ApprovalCancelled", "ApprovalDenied", "ApprovalMode", "ApprovalRejected", "ApprovalSubject", "CallFacts",
+           "DEFAULT_MODE", "Decision", "MODES", "PathClass", "PermissionGateway", "PermissionOption",
+           "PermissionOutcome", "PermissionRequest", "RuleStore", "ToolApprovalDecorator", "decide", "parse_mode"]
 
 # Submodules loaded on first use by the modules that defer them (not re-exported names).
 _SUBMODULES = ("audit", "report", "rules", "shared_sqlite", "shell", "store")
