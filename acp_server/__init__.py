@@ -24,5 +24,7 @@ __all__ = ["__version__"]
 # Submodules loaded on first use by the modules that defer them (not re-exported names).
 _SUBMODULES = ("demo", "dispatch", "replay", "rpc", "server", "transcript_view")
 
+_LAZY: dict[str, str | tuple[str, str]] = {name: f"acp_server.{name}" for name in _SUBMODULES}
+
 if not TYPE_CHECKING:
-    __getattr__ = deferred(globals(), {name: f"acp_server.{name}" for name in _SUBMODULES})
+    __getattr__ = deferred(globals(), _LAZY)

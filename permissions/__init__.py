@@ -61,6 +61,8 @@ __all__ = ["ApprovalCancelled", "ApprovalDenied", "ApprovalMode", "ApprovalRejec
 # Submodules loaded on first use by the modules that defer them (not re-exported names).
 _SUBMODULES = ("audit", "report", "rules", "shared_sqlite", "shell", "store")
 
+_LAZY: dict[str, str | tuple[str, str]] = {**{name: (module, name) for name, module in _EXPORTS.items()},
+                                           **{name: f"permissions.{name}" for name in _SUBMODULES}}
+
 if not TYPE_CHECKING:
-    __getattr__ = deferred(globals(), {**{name: (module, name) for name, module in _EXPORTS.items()},
-                                       **{name: f"permissions.{name}" for name in _SUBMODULES}})
+    __getattr__ = deferred(globals(), _LAZY)

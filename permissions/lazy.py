@@ -4,8 +4,8 @@ A module that must not pay for an import when it loads (the start-up path of `ga
 only some calls need) never imports inside a function. It names a *lazy place* at module level and uses an attribute
 of it: `from runtime import lazy` … `lazy.httpx2.AsyncClient(...)`, or `import runtime` … `runtime.open_store(...)`.
 A lazy place lists what it defers twice: as real imports under `if TYPE_CHECKING:` (what type checkers and readers
-see, with the real types) and in a table that `deferred` turns into the place's PEP 562 `__getattr__`, which imports
-the module (and takes the attribute) on first access and binds it in the place, so later look-ups are plain.
+see, with the real types) and in its `_LAZY` table, which `deferred` turns into its PEP 562 `__getattr__`: the first
+access imports the module (and takes the attribute) and binds it in the place, so later look-ups are plain.
 
 The places (tests/test_import_contract.py: there are no others, and each table matches its typed imports):
 - each package's `__init__`: its public names and the submodules other modules defer (`runtime.sandbox`,
@@ -50,11 +50,11 @@ def deferred(namespace: dict[str, object], table: Mapping[str, str | tuple[str, 
     return __getattr__
 
 
-MODULES: dict[str, str | tuple[str, str]] = {
+_LAZY: dict[str, str | tuple[str, str]] = {
     "sqlite3": "sqlite3",  # rule and audit databases: a session object and the start-up path never load it
     "tree_sitter": "tree_sitter",  # shell analysis, the first time a command is analysed
     "tree_sitter_bash": "tree_sitter_bash",
 }
 
 if not TYPE_CHECKING:
-    __getattr__ = deferred(globals(), MODULES)
+    __getattr__ = deferred(globals(), _LAZY)

@@ -129,8 +129,10 @@ __all__ = ["AgentRuntime", "AuthRequired", "CursorError", "EditorBridge", "Edito
 # Submodules loaded on first use by the hosts that defer them (not re-exported names).
 _SUBMODULES = ("recording", "sandbox")
 
+_LAZY: dict[str, str | tuple[str, str]] = {**_EXPORTS, **{name: f"runtime.{name}" for name in _SUBMODULES}}
+
 if not TYPE_CHECKING:
-    __getattr__ = deferred(globals(), {**_EXPORTS, **{name: f"runtime.{name}" for name in _SUBMODULES}})
+    __getattr__ = deferred(globals(), _LAZY)
 
 
 def __dir__() -> list[str]:
