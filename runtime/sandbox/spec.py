@@ -185,7 +185,10 @@ def _path_entry_grants(entry: str, home: str) -> list[str]:
 
 def baseline_readable(path: str) -> bool:
     """Whether the sandbox already lets every process read `path` (so a read there needs no approval)."""
-    real = os.path.realpath(path)
+    try:
+        real = os.path.realpath(path)
+    except OSError:  # a link the agent may not read: where it leads is unprovable, so it is not "already readable"
+        return False
     return any(within(real, b) for b in baseline())
 
 
