@@ -18,7 +18,8 @@ back at `close`: do not run two in-process agents with different `env` at once).
 
 `close()` is EOF on the agent's input: the connection shuts the agent down (sessions closed, their processes and MCP
 servers ended) within `timeout`, then every process group the agent registered must be gone, else they are killed
-and `close` fails.
+and `close` fails; when the last live in-process agent closes, the sandbox helper is stopped as the binary's exit
+stops it.
 """
 
 from __future__ import annotations
@@ -199,6 +200,10 @@ def _live_stopped(agent: InProcessAgent) -> None:
     for pgid in left:
         processes.kill_group(pgid)
         processes.unregister_group(pgid)
+    # As the binary at its exit (`server._kill_leftover_children`): the sandbox helper ends, and with it every spawn
+    # it made; the next agent (or in-process test) starts a new one on first use.
+    processes.Spawner.stop()
+    processes.remove_all_tmpdirs()
     assert not left, f"the agent left process groups behind after EOF: {sorted(left)}"
 
 
