@@ -74,7 +74,11 @@ class InProcessAgent(RawClient):
             self._restore_env()
             raise
         self._log = _LogText(getattr(logging, str(self._options.log_level).upper(), logging.WARNING))
-        logging.getLogger("gatewright").addHandler(self._log)
+        self._logger = logging.getLogger("gatewright")
+        self._logger_level = self._logger.level
+        if self._log.level < self._logger.getEffectiveLevel():
+            self._logger.setLevel(self._log.level)  # `--log-level DEBUG` makes the records, as in the binary
+        self._logger.addHandler(self._log)
         self._partial = b""
         self._serving = False
         self._closed = False
@@ -157,7 +161,8 @@ class InProcessAgent(RawClient):
         try:
             self._portal_cm.__exit__(None, None, None)  # cancels whatever is left and ends the loop's thread
         finally:
-            logging.getLogger("gatewright").removeHandler(self._log)
+            self._logger.removeHandler(self._log)
+            self._logger.setLevel(self._logger_level)
             self._restore_env()
         _live_stopped(self)
 
@@ -191,6 +196,8 @@ def _live_started(agent: InProcessAgent) -> None:
 
 def _live_stopped(agent: InProcessAgent) -> None:
     from runtime import processes
+    from runtime.sandbox import remove_all_tmpdirs
+    from runtime.sandbox.client import Spawner
 
     if agent in _live:
         _live.remove(agent)
@@ -202,8 +209,8 @@ def _live_stopped(agent: InProcessAgent) -> None:
         processes.unregister_group(pgid)
     # As the binary at its exit (`server._kill_leftover_children`): the sandbox helper ends, and with it every spawn
     # it made; the next agent (or in-process test) starts a new one on first use.
-    processes.Spawner.stop()
-    processes.remove_all_tmpdirs()
+    Spawner.stop()
+    remove_all_tmpdirs()
     assert not left, f"the agent left process groups behind after EOF: {sorted(left)}"
 
 
