@@ -3,8 +3,8 @@ agent's requests through a callback, and exposes what was seen. `RawClient` is t
 against a spawned `python -m acp_server` (the real binary), `tests.support.inprocess.InProcessAgent` against the same
 connection, dispatcher and agent in this process (no subprocess: use it unless the test is about the binary).
 
-The official SDK cannot send malformed traffic and drops non-conforming lines, so protocol-robustness tests use this
-harness; behaviour tests use the SDK (tests/e2e/test_e2e_sdk.py).
+The official SDK cannot send malformed traffic and drops non-conforming lines, so protocol-robustness and method tests
+use this client; that the official SDK works with the real binary is shown by tests/e2e/test_e2e_sdk.py.
 """
 
 from __future__ import annotations
