@@ -1,8 +1,10 @@
 """The in-process seam (tests/support/inprocess.py) serves what the binary serves: the same options, the same frames
-for the same exchange, and on EOF no process of the agent survives it, as none survives the binary's exit."""
+for the same exchange, the same transcript, and on EOF no process of the agent survives it, as none survives the
+binary's exit."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,7 @@ import pytest
 from tests.e2e.test_faults_lifecycle import assert_groups_die, groups_with, start_long_bash_turn
 from tests.support.harness import RawClient, write_script
 from tests.support.inprocess import InProcessAgent
+from tests.support.sdk_client import check_recorded_frames
 
 pytestmark = [pytest.mark.timeout(60)]
 
@@ -77,3 +80,17 @@ def test_eof_mid_command_ends_the_command_its_grandchild_and_a_background_proces
     groups |= groups_with("gwseambg")
     assert agent.close(timeout=5) == 0
     assert_groups_die(groups)
+
+
+def test_record_writes_the_transcript_the_binary_would(inproc, workspace, tmp_path):
+    record = tmp_path / "t.jsonl"
+    script = write_script(tmp_path / "m.json", [{"text": "hello"}])
+    agent = inproc("--record", str(record), "--model", f"scripted:{script}")
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    assert agent.prompt(sid, "hi")["result"]["stopReason"] == "end_turn"
+    assert agent.close() == 0
+    entries = [json.loads(line) for line in record.read_text(encoding="utf-8").splitlines()]
+    assert "meta" in entries[0] and entries[0]["meta"]["client"]["name"] == "tests"
+    assert [(e["dir"], e["msg"].get("method")) for e in entries[1:3]] == [("in", "initialize"), ("out", None)]
+    check_recorded_frames(record)

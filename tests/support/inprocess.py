@@ -3,9 +3,10 @@ same raw editor as the subprocess harness (`tests.support.harness.RawClient`), s
 by its fixture (`inproc` instead of `spawn`, tests/conftest.py).
 
 What runs is what `acp_server.server` serves on stdio: the options are read by the real command line
-(`acp_server.cli.build_parser` and its option checks: `--mode`, `--model scripted:FILE`, `--state-dir`, the config
-file), the agent is `GatewrightAgent(AgentConfig(...))`, the connection `JsonRpcConnection(AcpDispatcher(agent))`
-with the frame bound of `GATEWRIGHT_MAX_FRAME_BYTES`. Only the bytes travel differently: over an anyio memory stream
+(`acp_server.cli.build_parser` and its option checks: `--mode`, `--model scripted:FILE`, `--state-dir`, `--record`,
+the config file), the agent is `GatewrightAgent(AgentConfig(...))`, the connection
+`JsonRpcConnection(AcpDispatcher(agent))` with the frame bound of `GATEWRIGHT_MAX_FRAME_BYTES` and the transcript
+recorder of `--record`. Only the bytes travel differently: over an anyio memory stream
 into the connection's reader, and from its writer straight into the client, on an event loop of its own (a blocking
 portal's thread), so the test itself stays synchronous like a subprocess test.
 
@@ -30,7 +31,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import anyio
 import anyio.from_thread
@@ -83,32 +84,35 @@ class InProcessAgent(RawClient):
         self._serving = False
         self._closed = False
         self.agent: Any = None  # the GatewrightAgent, once serving (a test may look at its state)
-        self.exit_error: BaseException | None = None
         _live_started(self)
         self._portal_cm: AbstractContextManager[BlockingPortal] = anyio.from_thread.start_blocking_portal("asyncio")
         self._portal = self._portal_cm.__enter__()
         send, recv = anyio.create_memory_object_stream[bytes](_INPUT_BUFFER)
         self._input: MemoryObjectSendStream[bytes] = send
         self._ended: anyio.Event = self._portal.call(anyio.Event)
-        self._done: Future[None] = self._portal.start_task_soon(self._serve, recv)
         self._serving = True
+        self._done: Future[None] = self._portal.start_task_soon(self._serve, recv)
 
     # ---- serving (on the portal's event loop) --------------------------------------------------------------------
     async def _serve(self, recv: MemoryObjectReceiveStream[bytes]) -> None:
         from acp_server.agent import AgentConfig, GatewrightAgent
         from acp_server.dispatch import AcpDispatcher
         from acp_server.rpc import JsonRpcConnection
-        from acp_server.server import _max_frame
+        from acp_server.server import _max_frame, _recorder
 
         opts = self._options
         agent = self.agent = GatewrightAgent(AgentConfig(mode=opts.mode, model_factory=opts.factory,
                                                          state_dir=opts.state_dir, rules=opts.rules))
-        conn = JsonRpcConnection(AcpDispatcher(agent), max_frame=_max_frame())
+        recorder = _recorder(opts.record, opts.factory, opts.mode, opts.state_dir) if opts.record else None
+        conn = JsonRpcConnection(AcpDispatcher(agent), max_frame=_max_frame(), recorder=recorder)
         agent.attach(conn)
         try:
             await conn.serve(_Input(recv), _Output(self))
         finally:
             self._serving = False
+            recv.close()
+            if recorder is not None:
+                recorder.close()
             if agent.store_is_open:
                 agent.store.close()
             self._ended.set()
@@ -165,11 +169,6 @@ class InProcessAgent(RawClient):
             self._logger.setLevel(self._logger_level)
             self._restore_env()
         _live_stopped(self)
-
-    def kill(self) -> None:
-        """No shutdown: the loop is stopped under the agent (what `kill -9` would leave is not modelled here)."""
-        self._closed = True
-        self._stop()
 
     def _restore_env(self) -> None:
         for k, v in self._saved_env.items():
@@ -233,9 +232,13 @@ class _Output:
         self.client._agent_wrote(data)
 
 
-class _Options:
-    def __init__(self, factory: Any, mode: str, rules: tuple[Any, ...], state_dir: str | None, log_level: str) -> None:
-        self.factory, self.mode, self.rules, self.state_dir, self.log_level = factory, mode, rules, state_dir, log_level
+class _Options(NamedTuple):
+    factory: Any  # runtime.ModelFactory
+    mode: str
+    rules: tuple[Any, ...]
+    state_dir: str | None
+    log_level: str
+    record: str | None
 
 
 def _options(args: tuple[str, ...]) -> _Options:
@@ -246,7 +249,8 @@ def _options(args: tuple[str, ...]) -> _Options:
     checked = cli._check_options(parsed)
     if checked is None:
         raise ValueError(f"gatewright acp {' '.join(args)}: refused (the binary would exit 2)")
-    return _Options(checked.factory, checked.mode, checked.rules, parsed.state_dir, parsed.log_level)
+    return _Options(checked.factory, checked.mode, checked.rules, parsed.state_dir, parsed.log_level,
+                    parsed.record)
 
 
 def agents(tmp_path: Path) -> Iterator[Any]:
