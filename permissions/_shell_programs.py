@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from permissions._inline_scripts import script_effects
+
 
 @dataclass(frozen=True, slots=True)
 class Word:
@@ -802,6 +804,11 @@ def _git_inspects(sub: str, rest: Sequence[Word]) -> bool:
     return False
 
 
+_GIT_OUTPUT_OPTIONS = frozenset({"-o", "--output", "--output-directory"})
+"""Options whose value git writes (`diff/log/show --output=F`, `archive -o F`, `format-patch -o DIR`): the path is
+written even by a subcommand that otherwise only reads, so a protected or outside target asks."""
+
+
 def _git(args: Sequence[Word], v: Verdict) -> None:
     v.own_paths = True
     base, located, i = "", True, 0
@@ -872,10 +879,18 @@ def _git(args: Sequence[Word], v: Verdict) -> None:
     inspects = located and _git_inspects(sub, rest)
     use = READS if inspects or v.read_only else WRITES
     v.paths += [(p, use) for p in named]
-    skip = False
+    skip, output = False, False
     for a in rest:
         if skip:
             skip = False
+            continue
+        if output:  # the file or directory an output option names is written, whatever the subcommand reads
+            output = False
+            place = path_text(a) if a.exact else None
+            if place is None:
+                v.opaque = v.opaque or not a.fd_path
+            elif place:
+                v.paths.append((_join(base, place), WRITES))
             continue
         if not a.exact:
             v.opaque = v.opaque or not a.fd_path
@@ -883,9 +898,15 @@ def _git(args: Sequence[Word], v: Verdict) -> None:
         t = a.text
         if t in ("-m", "--message"):
             skip = True  # a commit message, not a path
+        elif t in _GIT_OUTPUT_OPTIONS:
+            output = True
+        elif t.startswith("-o") and len(t) > 2 and sub in ("archive", "format-patch"):
+            v.paths.append((_join(base, t[2:]), WRITES))
         elif t.startswith("--") and "=" in t:
-            value = t.split("=", 1)[1]
-            if not t.startswith(("--message=", "--format=", "--pretty=", "--grep=", "--author=")) and looks_like_path(
+            stem, _, value = t.partition("=")
+            if stem in _GIT_OUTPUT_OPTIONS and value:
+                v.paths.append((_join(base, value), WRITES))
+            elif not t.startswith(("--message=", "--format=", "--pretty=", "--grep=", "--author=")) and looks_like_path(
                 value
             ):
                 v.paths.append((_join(base, value), use))
@@ -1393,6 +1414,11 @@ def named_paths(words: Sequence[Word], unwrapped: Unwrapped, v: Verdict) -> tupl
         opaque = _cd_paths(name, args, found) or opaque
     elif name == "find":
         opaque = _find_paths(args, found) or opaque
+    elif name in ("sed", "awk", "gawk", "mawk"):
+        opaque = _scan_operands(name, args, BY_PROOF, found) or opaque
+        script_paths, script_opaque = script_effects("sed" if name == "sed" else "awk", args)
+        found.extend(script_paths)
+        opaque = opaque or script_opaque
     elif name in _NO_PATH_ARGS:
         opaque = opaque or any(a.splits for a in args)
     elif name in SHELLS:

@@ -80,7 +80,12 @@ class Workspace:
         if path.startswith("~"):
             path = os.path.expanduser(path)
         joined = path if os.path.isabs(path) else os.path.join(base or self.cwd, path)
-        real = os.path.realpath(joined)
+        try:
+            real = os.path.realpath(joined)
+        except OSError:
+            # A link the agent may not read (`/proc/<pid>/root`, `/proc/<pid>/cwd` of another user's process, or a
+            # workspace symlink into one): where it leads cannot be proven, so it is outside, whatever its text says.
+            return ResolvedPath(path, os.path.abspath(joined), "outside", None)
         return ResolvedPath(path, real, *self.classify(real))
 
     def classify(self, real: str) -> tuple[PathClass, str | None]:

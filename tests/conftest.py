@@ -51,6 +51,16 @@ def spawn(tmp_path: Path) -> Iterator:
         p.assert_clean()
 
 
+@pytest.fixture
+def inproc(tmp_path: Path) -> Iterator:
+    """`spawn`'s in-process twin (tests/support/inprocess.py): the same options, the same client, no subprocess.
+    Each agent is closed (EOF, and no process of it left behind) and its frames checked against the schema at
+    teardown."""
+    from tests.support import inprocess
+
+    yield from inprocess.agents(tmp_path)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every async test runs under anyio's plugin: one without `pytest.mark.anyio` would not run its body."""
     unmarked = [item.nodeid for item in items if isinstance(item, pytest.Function)

@@ -469,7 +469,8 @@ def _advertise_modes(client: Any, modes: frozenset[str]) -> None:
 
     The SDK advertises both form and url as soon as a callback is set; an editor that shows only forms, or nothing,
     must not be promised more. Its session is built and handed its capabilities in private methods, so this wraps
-    them (`_can_advertise_modes` checks they exist; tests/e2e/test_elicitation_e2e.py checks what a server receives).
+    them (`_can_advertise_modes` checks they exist; tests/acp_server/test_elicitation_raw.py checks what a server
+    receives).
     """
     build = client._build_session
     wanted = lazy.mcp_types.ElicitationCapability(

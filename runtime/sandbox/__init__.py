@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import functools
 import sys
-from dataclasses import dataclass
 
+from runtime.sandbox._frozen import Frozen
 from runtime.sandbox.spec import (
     SandboxSpec,
     baseline,
@@ -45,14 +45,18 @@ __all__ = ["SandboxSpec", "Support", "baseline", "baseline_readable", "build_spe
 ENV_SWITCH = "GATEWRIGHT_SANDBOX"
 
 
-@dataclass(frozen=True, slots=True)
-class Support:
+class Support(Frozen):
     """What this system lets the sandbox do. `active`: processes are confined (Landlock works)."""
 
-    landlock_abi: int = 0
-    namespaces: bool = False
-    forced: str | None = None  # the value of GATEWRIGHT_SANDBOX that limited it
-    reason: str = ""  # why something is missing
+    __slots__ = ("landlock_abi", "namespaces", "forced", "reason")
+    landlock_abi: int
+    namespaces: bool
+    forced: str | None  # the value of GATEWRIGHT_SANDBOX that limited it
+    reason: str  # why something is missing
+
+    def __init__(self, landlock_abi: int = 0, namespaces: bool = False, forced: str | None = None,
+                 reason: str = "") -> None:
+        self._init(landlock_abi=landlock_abi, namespaces=namespaces, forced=forced, reason=reason)
 
     @property
     def active(self) -> bool:

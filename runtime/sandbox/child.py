@@ -38,9 +38,9 @@ import select
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from runtime.sandbox import landlock
+from runtime.sandbox._frozen import Frozen
 from runtime.sandbox._libc import (
     CLONE_NEWNET,
     CLONE_NEWNS,
@@ -73,12 +73,15 @@ WAITED = frozenset((*FORWARDED, signal.SIGCHLD, PARENT_DIED))
 _RESTORED = tuple(getattr(signal, n) for n in ("SIGPIPE", "SIGXFSZ", "SIGXFZ") if hasattr(signal, n))
 
 
-@dataclass(frozen=True, slots=True)
-class Capabilities:
+class Capabilities(Frozen):
     """What the running system lets a spawn use (see `runtime.sandbox.support`)."""
 
-    landlock_abi: int = 0
-    namespaces: bool = False  # user + pid + mount + ipc (+ net) namespaces, bind mounts included
+    __slots__ = ("landlock_abi", "namespaces")
+    landlock_abi: int
+    namespaces: bool  # user + pid + mount + ipc (+ net) namespaces, bind mounts included
+
+    def __init__(self, landlock_abi: int = 0, namespaces: bool = False) -> None:
+        self._init(landlock_abi=landlock_abi, namespaces=namespaces)
 
 
 def _mount_flags_to_keep(path: str) -> int:

@@ -26,7 +26,6 @@ import select
 import signal
 import socket
 import time
-from dataclasses import dataclass
 
 from runtime.sandbox._libc import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, libc
 from runtime.sandbox.child import MARKER_ENV, Capabilities, Plan
@@ -42,17 +41,19 @@ MAX_MESSAGE = 1 << 20
 MAX_FDS = 8
 
 
-@dataclass
 class _Fallback:
     """A spawn without namespaces: the helper's child is the command; the helper ends it and reports."""
 
-    pid: int
-    report_w: int
-    tag: str
-    grace: float | None
-    status: int | None = None
-    deadline: float | None = None
-    reported_leftovers: bool = False
+    __slots__ = ("pid", "report_w", "tag", "grace", "status", "deadline", "reported_leftovers")
+
+    def __init__(self, pid: int, report_w: int, tag: str, grace: float | None) -> None:
+        self.pid = pid
+        self.report_w = report_w
+        self.tag = tag
+        self.grace = grace
+        self.status: int | None = None
+        self.deadline: float | None = None
+        self.reported_leftovers = False
 
 
 class Helper:

@@ -23,12 +23,11 @@ import functools
 import glob
 import json
 import os
-import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+from runtime.sandbox._frozen import Frozen
 
 # typing.TYPE_CHECKING, without importing typing: the sandbox helper (`python -S`) would pay ~10 ms for it.
 TYPE_CHECKING = False
@@ -65,20 +64,24 @@ TOOL_HOME_COMPANIONS = {".cargo": (".rustup",)}  # the cargo proxies in ~/.cargo
 GENERIC_HOME_DIRS = (".config", ".cache")  # never granted whole through a PATH entry
 
 
-@dataclass(frozen=True, slots=True)
-class SandboxSpec:
+class SandboxSpec(Frozen):
     """One process's sandbox. Paths are absolute and resolved; trees grant everything beneath them."""
 
-    read: tuple[str, ...] = ()
-    write: tuple[str, ...] = ()
+    __slots__ = ("read", "write", "protected", "network", "tmpdir", "grace")
+    read: tuple[str, ...]
+    write: tuple[str, ...]
     # Existing paths inside a write tree that stay read-only (mount namespace), and, for kernels where that is not
     # possible, the write trees to grant entry by entry instead of whole (see the module docstring).
-    protected: tuple[str, ...] = ()
-    network: bool = False
-    tmpdir: str | None = None
+    protected: tuple[str, ...]
+    network: bool
+    tmpdir: str | None
     # The drain grace of `exec` (the namespace's other processes are killed this long after the command exits);
     # None: the sandbox lives until its last process exits (background processes, MCP servers).
-    grace: float | None = None
+    grace: float | None
+
+    def __init__(self, read: tuple[str, ...] = (), write: tuple[str, ...] = (), protected: tuple[str, ...] = (),
+                 network: bool = False, tmpdir: str | None = None, grace: float | None = None) -> None:
+        self._init(read=read, write=write, protected=protected, network=network, tmpdir=tmpdir, grace=grace)
 
     def to_json(self) -> str:
         return json.dumps({"read": self.read, "write": self.write, "protected": self.protected,
@@ -185,7 +188,10 @@ def _path_entry_grants(entry: str, home: str) -> list[str]:
 
 def baseline_readable(path: str) -> bool:
     """Whether the sandbox already lets every process read `path` (so a read there needs no approval)."""
-    real = os.path.realpath(path)
+    try:
+        real = os.path.realpath(path)
+    except OSError:  # a link the agent may not read: where it leads is unprovable, so it is not "already readable"
+        return False
     return any(within(real, b) for b in baseline())
 
 
@@ -199,6 +205,8 @@ def session_tmpdir(session_id: str) -> str:
     with _tmp_lock:
         path = _tmpdirs.get(session_id)
         if path is None or not os.path.isdir(path):
+            import tempfile  # the agent's side only: the helper (`python -S`) never loads it
+
             path = os.path.realpath(tempfile.mkdtemp(prefix="gatewright-"))
             _tmpdirs[session_id] = path
         return path
@@ -208,7 +216,7 @@ def remove_session_tmpdir(session_id: str) -> None:
     with _tmp_lock:
         path = _tmpdirs.pop(session_id, None)
     if path is not None:
-        shutil.rmtree(path, ignore_errors=True)
+        _rmtree(path)
 
 
 def remove_all_tmpdirs() -> None:
@@ -216,7 +224,13 @@ def remove_all_tmpdirs() -> None:
         paths = list(_tmpdirs.values())
         _tmpdirs.clear()
     for p in paths:
-        shutil.rmtree(p, ignore_errors=True)
+        _rmtree(p)
+
+
+def _rmtree(path: str) -> None:
+    import shutil  # the agent's side only, as tempfile above
+
+    shutil.rmtree(path, ignore_errors=True)
 
 
 # ---- the builder --------------------------------------------------------------------------------------------------

@@ -90,12 +90,14 @@ with FakeProviders() as fp:
 
 def test_the_sandbox_helper_starts_without_typing_secrets_or_platform():
     """The helper is a `python -S` process started for the first command (runtime/sandbox/client.py): typing,
-    secrets and platform were ~7 ms of its CPU and ~4 MiB of its memory, and it needs none of them."""
+    secrets and platform were ~7 ms of its CPU and ~4 MiB of its memory, dataclasses (with inspect, ast, tokenize)
+    and tempfile (with shutil, random, bz2, lzma) another ~1.4 MiB, and it needs none of them."""
     code = """
 import sys
 sys.path.insert(0, sys.argv[1])
 import runtime.sandbox.helper
-loaded = [m for m in ("typing", "secrets", "platform") if m in sys.modules]
+heavy = ("typing", "secrets", "platform", "dataclasses", "inspect", "tempfile", "shutil")
+loaded = [m for m in heavy if m in sys.modules]
 assert not loaded, f"the sandbox helper imports {loaded}"
 """
     subprocess.run([sys.executable, "-S", "-c", code, str(ROOT)], check=True, timeout=60, cwd=ROOT,

@@ -71,6 +71,33 @@ NAMED = [
     ("git -C /other status", {"/other": R}, False),
     ("git -C sub log -- ../x", {"sub": R, "sub/../x": R}, False),
     ("git --git-dir=/x/.git log", {"/x/.git": W, ".git": W}, False),
+    # files git writes through an output option, whatever the subcommand reads
+    ("git diff --output=.git/hooks/pre-commit", {".git/hooks/pre-commit": W}, False),
+    ("git log --output /outside/log", {"/outside/log": W}, False),
+    ("git archive -o/outside/a.tar HEAD", {"/outside/a.tar": W, ".git": W}, False),
+    ("git format-patch --output-directory ../p HEAD~1", {"../p": W, ".git": W}, False),
+    # files sed and awk scripts open themselves
+    ("sed -n 'w /outside/f' notes.txt", {"notes.txt": W, "/outside/f": W}, False),
+    ("sed 's/a/b/gw .git/hooks/pre-commit' f", {"f": W, ".git/hooks/pre-commit": W}, False),
+    ("sed -ne '1r /etc/shadow' -e 'W /tmp/o' f", {"f": W, "/etc/shadow": R, "/tmp/o": W}, False),
+    ("sed -n '$p;1,3{p;d}' f", {"f": W}, False),
+    ("sed '1a text; w /not/a/file' f", {"f": W}, False),  # `a` takes the rest of the line as text
+    ("sed -n 2p notes.txt", {"notes.txt": R}, False),  # proven read-only
+    ("awk 'BEGIN{print 1 > \"/outside/f\"}'", {"/outside/f": W}, True),
+    ("awk -F: '{print $1}' f", {"f": W}, False),
+    # ... and the scripts this reader cannot follow: run commands, come from a file or an expansion, or use
+    # constructs it does not parse
+    ("sed -n '1e touch /outside/f' notes.txt", {"notes.txt": W}, True),
+    ("sed 's/x/touch \\/outside\\/f/e' notes.txt", {"notes.txt": W}, True),
+    ("sed 's/[/]/x/w /outside/f' notes.txt", {"notes.txt": W}, True),
+    ("sed -f script.sed f", {"script.sed": W, "f": W}, True),
+    ("sed \"$S\" f", {"f": W}, True),
+    ("awk 'BEGIN{system(\"touch x\")}'", {}, True),
+    ("awk '{print | \"sh\"}' f", {"f": W}, True),
+    ("awk '$3 > 1' f", {"f": W}, True),  # a comparison reads like a redirection: fail closed
+    ("awk -f prog.awk f", {"prog.awk": W, "f": W}, True),
+    ("gawk -o/outside/p 1 f", {"/outside/p": W, "f": W}, True),
+    ("gawk -i inplace 1 f", {"f": W}, True),
     # words nobody can resolve here
     ('cat "$F"', {}, True),
     ("cat $F", {}, True),

@@ -1,5 +1,5 @@
-"""Slash commands: parsing, project templates, and running them through `gatewright acp` (locally, without a model
-call, except `/compact` and project commands)."""
+"""Slash commands: parsing, project templates, and running them through the ACP connection in process (locally,
+without a model call, except `/compact` and project commands)."""
 
 from __future__ import annotations
 
@@ -50,11 +50,11 @@ def run(agent, sid, text):
     return answer["stopReason"], _said(agent, sid, start)
 
 
-def test_commands_are_announced_right_after_session_new_and_run_locally(spawn, tmp_path, workspace):
+def test_commands_are_announced_right_after_session_new_and_run_locally(inproc, tmp_path, workspace):
     (workspace / ".gatewright" / "commands").mkdir(parents=True)
     (workspace / ".gatewright" / "commands" / "review.md").write_text("Review $ARGUMENTS please.")
     model = write_script(tmp_path / "m.json", [{"text": "first model answer"}, {"text": "second"}])
-    agent = spawn("--model", f"scripted:{model}")
+    agent = inproc("--model", f"scripted:{model}")
     agent.initialize()
     rid = agent.start_request("session/new", {"cwd": str(workspace), "mcpServers": []})
     sid = agent.response(rid)["result"]["sessionId"]
@@ -80,12 +80,12 @@ def test_commands_are_announced_right_after_session_new_and_run_locally(spawn, t
     assert run(agent, sid, "/review src/app.py")[1] == "first model answer"
 
 
-def test_the_command_list_is_announced_again_when_the_workspace_adds_one(spawn, tmp_path, workspace):
+def test_the_command_list_is_announced_again_when_the_workspace_adds_one(inproc, tmp_path, workspace):
     model = write_script(tmp_path / "m.json", [
         {"tool_calls": [{"name": "write_file", "arguments": {"path": ".gatewright/commands/ship.md",
                                                              "content": "Ship it: $ARGUMENTS"}}]},
         {"text": "added"}])
-    agent = spawn("--model", f"scripted:{model}", "--mode", "auto")
+    agent = inproc("--model", f"scripted:{model}", "--mode", "auto")
     agent.initialize()
     sid = agent.new_session(workspace)
     agent.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate") == "available_commands_update")
@@ -94,10 +94,10 @@ def test_the_command_list_is_announced_again_when_the_workspace_adds_one(spawn, 
     assert len(lists) == 2 and "ship" in [c["name"] for c in lists[-1]]
 
 
-def test_compact_on_request_uses_one_model_call_and_the_conversation_goes_on(spawn, tmp_path, workspace):
+def test_compact_on_request_uses_one_model_call_and_the_conversation_goes_on(inproc, tmp_path, workspace):
     model = write_script(tmp_path / "m.json", [{"text": "hello there"}, {"text": '{"goal": "greet"}'},
                                                {"text": "still here"}])
-    agent = spawn("--model", f"scripted:{model}")
+    agent = inproc("--model", f"scripted:{model}")
     agent.initialize()
     sid = agent.new_session(workspace)
     run(agent, sid, "hi")

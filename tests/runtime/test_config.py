@@ -83,15 +83,15 @@ def test_a_permissions_table_it_cannot_read_exactly_stops_the_start_with_one_lin
 
 
 # ---- the default mode ------------------------------------------------------------------------------------------
-def test_the_config_mode_is_the_default_and_the_flag_and_env_win(tmp_path, ws, spawn):
+def test_the_config_mode_is_the_default_and_the_flag_and_env_win(tmp_path, ws, inproc):
     env = _env(tmp_path, '[permissions]\nmode = "auto"\n')
-    agent = spawn(cwd=tmp_path, env={"GATEWRIGHT_CONFIG": env["GATEWRIGHT_CONFIG"]})
+    agent = inproc(cwd=tmp_path, env={"GATEWRIGHT_CONFIG": env["GATEWRIGHT_CONFIG"]})
     agent.initialize()
     assert agent.result("session/new", {"cwd": str(ws), "mcpServers": []})["modes"]["currentModeId"] == "auto"
-    flagged = spawn("--mode", "read-only", cwd=tmp_path, env={"GATEWRIGHT_CONFIG": env["GATEWRIGHT_CONFIG"]})
+    flagged = inproc("--mode", "read-only", cwd=tmp_path, env={"GATEWRIGHT_CONFIG": env["GATEWRIGHT_CONFIG"]})
     flagged.initialize()
     assert flagged.result("session/new", {"cwd": str(ws), "mcpServers": []})["modes"]["currentModeId"] == "read-only"
-    by_env = spawn(cwd=tmp_path, env={"GATEWRIGHT_CONFIG": env["GATEWRIGHT_CONFIG"], "GATEWRIGHT_MODE": "manual"})
+    by_env = inproc(cwd=tmp_path, env={"GATEWRIGHT_CONFIG": env["GATEWRIGHT_CONFIG"], "GATEWRIGHT_MODE": "manual"})
     by_env.initialize()
     assert by_env.result("session/new", {"cwd": str(ws), "mcpServers": []})["modes"]["currentModeId"] == "manual"
 
@@ -110,11 +110,11 @@ def test_an_allowed_command_runs_without_a_question_in_safe_mode_and_a_near_miss
     assert not (ws / "other.txt").exists()
 
 
-def test_a_denied_command_is_refused_without_asking_even_in_auto_mode_and_beats_allow(tmp_path, ws, spawn):
+def test_a_denied_command_is_refused_without_asking_even_in_auto_mode_and_beats_allow(tmp_path, ws, inproc):
     env = _env(tmp_path, '[permissions]\nmode = "auto"\ndeny = ["bash:touch denied.txt"]\n'
                          'allow = ["bash:touch denied.txt"]\n')
     script = _bash_turn(tmp_path, "touch denied.txt")
-    agent = spawn("--model", f"scripted:{script}", cwd=tmp_path, env={"GATEWRIGHT_CONFIG": env["GATEWRIGHT_CONFIG"]})
+    agent = inproc("--model", f"scripted:{script}", cwd=tmp_path, env={"GATEWRIGHT_CONFIG": env["GATEWRIGHT_CONFIG"]})
     agent.initialize()
     sid = agent.new_session(ws)
     assert agent.prompt(sid, "go")["result"]["stopReason"] == "end_turn"

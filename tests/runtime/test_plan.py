@@ -82,13 +82,13 @@ def test_the_summary_names_counts_and_the_current_step():
     assert plan_summary(entries) == "Plan updated: 2 entries (1 completed, 1 pending)."
 
 
-def test_plan_frames_on_the_wire_are_schema_valid_and_complete(spawn, workspace, tmp_path):
+def test_plan_frames_on_the_wire_are_schema_valid_and_complete(inproc, workspace, tmp_path):
     script = write_script(tmp_path / "m.json", [
         plan_call({"content": "Step one", "status": "in_progress"}, {"content": "Step two", "status": "pending"}),
         plan_call({"content": "Step one", "status": "completed"}, {"content": "Step two", "status": "completed"}),
         {"text": "All done."},
     ])
-    agent = spawn("--model", f"scripted:{script}")
+    agent = inproc("--model", f"scripted:{script}")
     agent.initialize()
     sid = agent.new_session(workspace)
     assert agent.prompt(sid, "go")["result"]["stopReason"] == "end_turn"

@@ -517,3 +517,19 @@ def test_without_a_sandbox_the_session_says_so_once_and_asks_for_what_it_cannot_
                  responder=answer_with("reject_continue"))
     assert [q["params"]["toolCall"]["rawInput"]["command"] for q in run.questions] == [f"echo x > {out}"]
     assert not out.exists() and (world.ws / "inside.txt").exists()
+
+
+def test_without_a_sandbox_auto_asks_before_scripts_and_output_options_write_outside_or_protected(spawn, world):
+    """Files named inside a sed or awk script, or by git's `--output`, are the command's paths too: without a
+    sandbox to hold them, `auto` asks, and a rejection leaves no file behind (found by probing the real binary: all
+    three wrote with no question)."""
+    out = world.marker("script", "outside")
+    hook = world.ws / ".git" / "hooks" / f"MARK_output_{world.tag}"
+    commands = [f"sed -n 'w {out}.sed' notes.txt", f"awk 'BEGIN{{print 1 > \"{out}.awk\"}}'",
+                f"git diff --output={hook}", f"sed -n '1e touch {out}.e' notes.txt", "sed -n 'w copy.txt' notes.txt"]
+    run = attack(spawn, world, [bash(c) for c in commands], mode="auto", env={"GATEWRIGHT_SANDBOX": "off"},
+                 responder=answer_with("reject_continue"))
+    asked = [q["params"]["toolCall"]["rawInput"]["command"] for q in run.questions]
+    assert asked == commands[:4], asked
+    assert not any(world.outside.glob(out.name + "*")) and not hook.exists()
+    assert (world.ws / "copy.txt").read_text() == "line one\nline two\n"  # a script writing inside still just runs

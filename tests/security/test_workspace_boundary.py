@@ -207,3 +207,46 @@ async def test_every_path_taking_tool_declares_its_paths(tool):
         "bash": ("bash", {"command": "ls", "cwd": "x"}),
     }[tool]
     assert [p for p, _ in TOOLS[name].paths(args)] == ["x"]
+
+
+def _unreadable_links(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`realpath` raises for a link the agent may not read (as `/proc/1/root` does for a process in another user
+    namespace, even as root); paths through `unprovable` behave so here, wherever the machine's /proc stands."""
+    real = os.path.realpath
+
+    def realpath(path: str, *a: object, **k: object) -> str:
+        if "unprovable" in str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os.path, "realpath", realpath)
+
+
+@pytest.mark.parametrize("path", ["/proc/1/root/unprovable/etc/shadow", "unprovable/secret.txt"])
+def test_a_path_whose_links_cannot_be_read_is_outside_even_when_its_text_is_inside(tmp_path, monkeypatch, path):
+    ws = layout(tmp_path)
+    _unreadable_links(monkeypatch)
+    resolved = Workspace(str(ws)).resolve(path)
+    assert resolved.klass == "outside" and resolved.root is None
+    with pytest.raises(PathError) as err:
+        Workspace(str(ws)).check(resolved, frozenset())
+    assert err.value.error_type == "PathOutsideWorkspace"
+
+
+@pytest.mark.parametrize("call", ["read_file", "grep_file", "bash"])
+async def test_an_unresolvable_path_is_a_question_not_a_crash(tmp_path, monkeypatch, call):
+    """Before, `cat /proc/1/root/…` crashed the describer ("the tool crashed") instead of asking."""
+    ws = layout(tmp_path)
+    _unreadable_links(monkeypatch)
+    target = "/proc/1/root/unprovable/etc/shadow"
+    name, args = {"read_file": ("read_file", {"path": target}), "grep_file": ("grep", {"pattern": "x", "path": target}),
+                  "bash": ("bash", {"command": f"cat {target}"})}[call]
+    subject = await make_describer(ToolRegistry(builtin_tools()))(ToolCall("c1", name, args, "{}"), make_ctx(ws))
+    assert any(p.klass == "outside" for p in subject.facts.paths), subject.facts.paths
+    assert decide(subject.facts, "safe").action == "ask"
+    assert decide(subject.facts, "read-only").action == "deny"
+    if call == "bash":  # the command runs what the approval let through; the file tools hold the boundary themselves
+        return
+    with pytest.raises(ToolFailure) as err:
+        await run(name, args, make_ctx(ws))
+    assert err.value.error_type in {"PathOutsideWorkspace", "InvalidArguments"}, err.value.message

@@ -1,8 +1,10 @@
-"""A raw NDJSON editor for tests: spawns `python -m acp_server`, validates every frame the agent writes against the
-official schema, answers the agent's requests through a callback, and exposes what was seen.
+"""A raw NDJSON editor for tests: validates every frame the agent writes against the official schema, answers the
+agent's requests through a callback, and exposes what was seen. `RawClient` is that editor; `AgentProcess` runs it
+against a spawned `python -m acp_server` (the real binary), `tests.support.inprocess.InProcessAgent` against the same
+connection, dispatcher and agent in this process (no subprocess: use it unless the test is about the binary).
 
-The official SDK cannot send malformed traffic and drops non-conforming lines, so protocol-robustness tests use this
-harness; behaviour tests use the SDK (tests/e2e/test_e2e_sdk.py).
+The official SDK cannot send malformed traffic and drops non-conforming lines, so protocol-robustness and method tests
+use this client; that the official SDK works with the real binary is shown by tests/e2e/test_e2e_sdk.py.
 """
 
 from __future__ import annotations
@@ -41,24 +43,17 @@ def write_script(path: Path, responses: list[dict[str, Any]]) -> str:
     return str(path)
 
 
-class AgentProcess:
-    def __init__(self, *args: str, cwd: str | Path, env: dict[str, str] | None = None,
-                 responder: Responder | None = None, state_dir: str | Path | None = None) -> None:
-        full_env = dict(os.environ)
-        # Run the code of the checkout these tests belong to (an editable install may point at another worktree).
-        full_env["PYTHONPATH"] = REPO + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
-        full_env["GATEWRIGHT_STATE_DIR"] = str(state_dir or Path(cwd) / ".gw-state-test")
-        full_env.pop("GATEWRIGHT_MODEL", None)
-        full_env.pop("GATEWRIGHT_MODE", None)
-        if env:
-            full_env.update(env)
-        self.proc = subprocess.Popen([sys.executable, "-m", "acp_server", *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(cwd), env=full_env,
-                                     start_new_session=True)
+class RawClient:
+    """The editor's side of one connection, whatever carries its bytes: every frame the agent writes is parsed,
+    checked against the schema and kept (`frames`); answers are matched to requests; the agent's own requests
+    (`session/request_permission`, `fs/*`...) are kept in `agent_requests` and answered by `responder`, each in its
+    own thread. Subclasses carry the bytes: `AgentProcess` (a real `gatewright acp`) and
+    `tests.support.inprocess.InProcessAgent` (the same connection objects in this process)."""
+
+    def __init__(self, responder: Responder | None = None) -> None:
         self.frames: list[dict[str, Any]] = []
         self.raw_lines: list[bytes] = []
         self.schema_errors: list[str] = []
-        self.stderr_chunks: list[bytes] = []
         self.responder = responder or allow_once
         self.agent_requests: list[dict[str, Any]] = []
         self._responses: dict[str, queue.Queue[dict[str, Any]]] = {}
@@ -66,54 +61,48 @@ class AgentProcess:
         self._next = 0
         self._lock = threading.Lock()
         self._new_frame = threading.Condition()
-        self._threads = [threading.Thread(target=self._read, daemon=True),
-                         threading.Thread(target=self._read_err, daemon=True)]
-        for t in self._threads:
-            t.start()
 
-    # ---- io ------------------------------------------------------------------------------------------------------
-    def _read_err(self) -> None:
-        assert self.proc.stderr is not None
+    # ---- what carries the bytes (subclasses) ---------------------------------------------------------------------
+    def write(self, data: bytes) -> None:
+        """Hand raw bytes to the agent's input as they are (no newline added); nothing happens once it is closed."""
+        raise NotImplementedError
+
+    def running(self) -> bool:
+        """The agent may still write frames."""
+        raise NotImplementedError
+
+    @property
+    def stderr(self) -> str:
+        raise NotImplementedError
+
+    # ---- frames in -----------------------------------------------------------------------------------------------
+    def _frame_line(self, raw: bytes) -> None:
+        """One line the agent wrote (with its newline)."""
+        self.raw_lines.append(raw)
         try:
-            for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
-                self.stderr_chunks.append(chunk)
-        except (ValueError, OSError):  # the pipe was closed under us at teardown
+            msg = json.loads(raw)
+        except ValueError:
+            self.schema_errors.append(f"not JSON: {raw[:200]!r}")
             return
-
-    def _read(self) -> None:
-        try:
-            self._read_frames()
-        except (ValueError, OSError):  # the pipe was closed under us at teardown
-            pass
+        method = None
+        if isinstance(msg, dict) and "method" not in msg and "id" in msg:
+            method = self._methods.get(json.dumps(msg["id"]))
+        errors = agent_frame_errors(msg, method)
+        if errors:
+            self.schema_errors.append(f"{errors} in {raw[:500]!r}")
         with self._new_frame:
+            self.frames.append(msg)
             self._new_frame.notify_all()
+        if isinstance(msg, dict) and "method" in msg and "id" in msg:
+            self.agent_requests.append(msg)
+            threading.Thread(target=self._answer, args=(msg,), daemon=True).start()
+        elif isinstance(msg, dict) and "method" not in msg:
+            key = json.dumps(msg.get("id"))
+            with self._lock:
+                q = self._responses.setdefault(key, queue.Queue())
+            q.put(msg)
 
-    def _read_frames(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            self.raw_lines.append(raw)
-            try:
-                msg = json.loads(raw)
-            except ValueError:
-                self.schema_errors.append(f"not JSON: {raw[:200]!r}")
-                continue
-            method = None
-            if isinstance(msg, dict) and "method" not in msg and "id" in msg:
-                method = self._methods.get(json.dumps(msg["id"]))
-            errors = agent_frame_errors(msg, method)
-            if errors:
-                self.schema_errors.append(f"{errors} in {raw[:500]!r}")
-            with self._new_frame:
-                self.frames.append(msg)
-                self._new_frame.notify_all()
-            if isinstance(msg, dict) and "method" in msg and "id" in msg:
-                self.agent_requests.append(msg)
-                threading.Thread(target=self._answer, args=(msg,), daemon=True).start()
-            elif isinstance(msg, dict) and "method" not in msg:
-                key = json.dumps(msg.get("id"))
-                with self._lock:
-                    q = self._responses.setdefault(key, queue.Queue())
-                q.put(msg)
+    def _frames_ended(self) -> None:
         with self._new_frame:
             self._new_frame.notify_all()
 
@@ -135,12 +124,7 @@ class AgentProcess:
         self.send_raw(json.dumps(msg).encode())
 
     def send_raw(self, line: bytes) -> None:
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(line + b"\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, ValueError):
-            pass
+        self.write(line + b"\n")
 
     # ---- json-rpc ------------------------------------------------------------------------------------------------
     def start_request(self, method: str, params: Any, rid: Any = "__auto__") -> Any:
@@ -204,9 +188,65 @@ class AgentProcess:
                         return f
                 seen = len(self.frames)
                 left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None and seen == len(self.frames):
+                if left <= 0 or not self.running() and seen == len(self.frames):
                     raise AssertionError(f"frame not seen within {timeout}s; stderr:\n{self.stderr}")
                 self._new_frame.wait(min(left, 0.5))
+
+    def assert_clean(self) -> None:
+        assert not self.schema_errors, self.schema_errors
+
+
+class AgentProcess(RawClient):
+    """A real `gatewright acp` (`python -m acp_server`) on pipes, in its own process group."""
+
+    def __init__(self, *args: str, cwd: str | Path, env: dict[str, str] | None = None,
+                 responder: Responder | None = None, state_dir: str | Path | None = None) -> None:
+        super().__init__(responder)
+        full_env = dict(os.environ)
+        # Run the code of the checkout these tests belong to (an editable install may point at another worktree).
+        full_env["PYTHONPATH"] = REPO + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
+        full_env["GATEWRIGHT_STATE_DIR"] = str(state_dir or Path(cwd) / ".gw-state-test")
+        full_env.pop("GATEWRIGHT_MODEL", None)
+        full_env.pop("GATEWRIGHT_MODE", None)
+        if env:
+            full_env.update(env)
+        self.proc = subprocess.Popen([sys.executable, "-m", "acp_server", *args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(cwd), env=full_env,
+                                     start_new_session=True)
+        self.stderr_chunks: list[bytes] = []
+        self._threads = [threading.Thread(target=self._read, daemon=True),
+                         threading.Thread(target=self._read_err, daemon=True)]
+        for t in self._threads:
+            t.start()
+
+    # ---- io ------------------------------------------------------------------------------------------------------
+    def _read_err(self) -> None:
+        assert self.proc.stderr is not None
+        try:
+            for chunk in iter(lambda: self.proc.stderr.read1(65536), b""):  # type: ignore[union-attr]
+                self.stderr_chunks.append(chunk)
+        except (ValueError, OSError):  # the pipe was closed under us at teardown
+            return
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            for raw in self.proc.stdout:
+                self._frame_line(raw)
+        except (ValueError, OSError):  # the pipe was closed under us at teardown
+            pass
+        self._frames_ended()
+
+    def write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ValueError):
+            pass
+
+    def running(self) -> bool:
+        return self.proc.poll() is None
 
     @property
     def stderr(self) -> str:
@@ -244,9 +284,6 @@ class AgentProcess:
             pass
         self.proc.wait(5)
         self._close_pipes()
-
-    def assert_clean(self) -> None:
-        assert not self.schema_errors, self.schema_errors
 
 
 def _prompt_params(sid: str, text: str) -> dict[str, Any]:

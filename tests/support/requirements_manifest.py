@@ -39,6 +39,7 @@ class Gap:
 
 R = Requirement
 PR = "e2e/test_protocol_raw.py::"
+PM = "acp_server/test_protocol_methods.py::"
 CT = "e2e/test_chat_terminal.py::"
 E2E = "e2e/test_e2e_sdk.py::"
 SS = "e2e/test_sessions_sdk.py::"
@@ -47,33 +48,33 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     # ---- JSON-RPC 2.0 ---------------------------------------------------------------------------------------------
     R("jsonrpc:parse-error:null-id", "JSON-RPC 2.0 §5.1; acp-spec §12",
       "A line that is not valid JSON gets -32700 with id null, and the connection keeps reading.",
-      (PR + "test_unparseable_line_gets_parse_error_with_null_id_and_the_connection_lives_on",
+      (PM + "test_unparseable_line_gets_parse_error_with_null_id_and_the_connection_lives_on",
        "acp_server/test_wire.py::test_malformed_frames_become_typed_errors")),
     R("jsonrpc:invalid-request:not-a-request-object", "JSON-RPC 2.0 §5.1, §6",
       "Valid JSON that is not a Request object (a scalar, an array, wrong jsonrpc, non-string method, params not "
       "structured, an id of the wrong type) gets -32600, id null unless one could be read.",
-      (PR + "test_valid_json_that_is_not_a_request_object_gets_invalid_request",)),
+      (PM + "test_valid_json_that_is_not_a_request_object_gets_invalid_request",)),
     R("jsonrpc:request-id:bool-is-invalid", "JSON-RPC 2.0 §4 (id: String, Number or Null); style guide §2.7",
       "A boolean id is invalid and never aliases integer 1.",
-      (PR + "test_boolean_ids_are_invalid_and_never_confused_with_integer_ids",
+      (PM + "test_boolean_ids_are_invalid_and_never_confused_with_integer_ids",
        "acp_server/test_rpc_connection.py::test_a_cancel_for_integer_1_does_not_cancel_string_1")),
     R("jsonrpc:response:id-echoed-with-its-type", "JSON-RPC 2.0 §5 (id MUST be the same as the request's)",
       "A response carries the request's id with its JSON type (1 and \"1\" differ); a null id is answered null.",
-      (PR + "test_ids_are_echoed_with_their_type",
+      (PM + "test_ids_are_echoed_with_their_type",
        "acp_server/test_wire.py::test_correlation_keys_keep_int_and_string_ids_apart")),
     R("jsonrpc:response:exactly-one-per-request", "JSON-RPC 2.0 §5 (the Server MUST reply with a Response)",
       "Every request gets exactly one response with exactly one of result/error — duplicate ids included.",
-      (PR + "test_duplicate_request_ids_are_each_answered_once",)),
+      (PM + "test_duplicate_request_ids_are_each_answered_once",)),
     R("jsonrpc:notification:never-answered", "JSON-RPC 2.0 §4.1 (the Server MUST NOT reply to a Notification)",
       "Notifications — unknown, malformed or failing — never get a response.",
-      (PR + "test_notifications_are_never_answered_even_unknown_or_malformed_ones",
+      (PM + "test_notifications_are_never_answered_even_unknown_or_malformed_ones",
        "acp_server/test_rpc_connection.py::test_failing_notification_handlers_are_never_answered")),
     R("jsonrpc:method-not-found", "JSON-RPC 2.0 §5.1; acp-spec §11 (ACP-EXT-001, ACP-JSONRPC-004)",
       "An unknown method, including an unknown `_` extension request, gets -32601.",
-      (PR + "test_unknown_methods_including_extensions_get_method_not_found",)),
+      (PM + "test_unknown_methods_including_extensions_get_method_not_found",)),
     R("jsonrpc:invalid-params:typed-error", "JSON-RPC 2.0 §5.1; style guide §2.2",
       "Params that do not fit get -32602 with our own one-line message, never validator text.",
-      (PR + "test_bad_params_get_invalid_params_without_validator_text",)),
+      (PM + "test_bad_params_get_invalid_params_without_validator_text",)),
     R("jsonrpc:internal-error:opaque", "JSON-RPC 2.0 §5.1; style guide §2.2",
       "A handler crash gets -32603 with an opaque message and a correlation id; no exception text on the wire.",
       ("acp_server/test_rpc_connection.py::test_a_crashing_handler_gets_an_opaque_internal_error_with_a_correlation_id",)),
@@ -117,13 +118,13 @@ REQUIREMENTS: tuple[Requirement, ...] = (
       "question still open when its MCP tool call ends is withdrawn the same way.", ()),
     # ---- sessions -------------------------------------------------------------------------------------------------
     R("acp:session:new-ids-are-unique", "ACP session setup; TCK ACP-SESSION-002",
-      "Two session/new calls give different session ids.", (PR + "test_session_ids_are_unique",)),
+      "Two session/new calls give different session ids.", (PM + "test_session_ids_are_unique",)),
     R("acp:session:cwd-is-the-session-root", "ACP session setup (cwd MUST be used as the session root)",
       "Each session works in its own cwd, wherever the process was started.",
       (E2E + "test_two_sessions_have_separate_working_directories_and_approvals",)),
     R("acp:session:unknown-id-keeps-connection-usable", "acp-spec §12; TCK ACP-JSONRPC-005",
       "An unknown session id gets a typed error and the connection stays usable.",
-      (PR + "test_unknown_session_ids_get_a_clear_error_and_the_connection_stays_usable",)),
+      (PM + "test_unknown_session_ids_get_a_clear_error_and_the_connection_stays_usable",)),
     R("acp:session:load-replays-before-the-answer", "ACP session/load; TCK ACP-LOAD-002",
       "session/load replays the whole conversation as updates before its response, none after.",
       (SS + "test_a_session_loaded_in_a_new_process_replays_everything_before_the_answer_and_continues",)),
@@ -176,15 +177,15 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     R("acp:cancel-request:original-still-answered", "ACP $/cancel_request (the receiver MUST still answer the "
       "original request)", "A $/cancel_request'ed request is still answered: a result or -32800.",
       ("acp_server/test_rpc_connection.py::test_cancel_request_answers_the_original_request_with_request_cancelled",
-       PR + "test_cancel_request_for_a_prompt_ends_it_with_cancelled")),
+       PM + "test_cancel_request_for_a_prompt_ends_it_with_cancelled")),
     # ---- our reliability rules ---------------------------------------------------------------------------------------
     R("gw:frame:oversized-refused-and-serving-continues", "style guide §3.3",
       "A frame over the size bound gets one -32600 and is dropped up to its newline; serving continues.",
-      (PR + "test_a_frame_beyond_the_size_bound_gets_an_error_and_the_connection_lives_on",
-       PR + "test_a_huge_line_without_newline_followed_by_a_valid_frame_is_dropped_then_serving_continues")),
+      (PM + "test_a_frame_beyond_the_size_bound_gets_an_error_and_the_connection_lives_on",
+       PM + "test_a_huge_line_without_newline_followed_by_a_valid_frame_is_dropped_then_serving_continues")),
     R("gw:frame:deep-nesting-refused", "style guide §3.3, §4.14 (orjson recursion CVEs)",
       "Deeply nested JSON is a parse error, not a crash.",
-      (PR + "test_deeply_nested_json_is_a_parse_error_not_a_crash",)),
+      (PM + "test_deeply_nested_json_is_a_parse_error_not_a_crash",)),
     R("gw:lifecycle:eof-kills-tool-processes", "style guide §3.5", "On EOF every tool process group (grandchildren, "
       "background processes) is killed; nothing pending runs.", ()),
     R("gw:lifecycle:sigterm-graceful", "style guide §3.5; MCP client shutdown sequence",

@@ -1,5 +1,5 @@
-"""The agent can ask: the real `gatewright acp` over stdio (raw harness, every frame checked against the ACP schema),
-with the real MCP test server, asking the user through ACP `elicitation/create`.
+"""The agent can ask: the ACP connection in process (tests/support/inprocess.py; raw harness, every frame checked
+against the ACP schema), with the real MCP test server, asking the user through ACP `elicitation/create`.
 
 Provenance: ACP elicitation (stable since schema 1.21.0: `elicitation/create` with `mode` form or url, scoped to the
 session and optionally a tool call; the answer `accept` + content, `decline` or `cancel`; modes are advertised only
@@ -55,10 +55,10 @@ def call(cid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"tool_calls": [{"id": cid, "name": name, "arguments": args}]}
 
 
-def start(spawn, tmp_path: Path, workspace: Path, responses: list[dict[str, Any]], editor: Editor,
+def start(inproc, tmp_path: Path, workspace: Path, responses: list[dict[str, Any]], editor: Editor,
           caps: dict[str, Any], servers: list[dict[str, Any]] | None = None, mode: str = "safe") -> tuple[Any, str]:
     script = write_script(tmp_path / "m.json", responses)
-    agent = spawn("--model", f"scripted:{script}", "--mode", mode, responder=editor, env=MCP_ENV)
+    agent = inproc("--model", f"scripted:{script}", "--mode", mode, responder=editor, env=MCP_ENV)
     agent.initialize(caps)
     sid = agent.result("session/new", {"cwd": str(workspace), "mcpServers": servers or []})["sessionId"]
     return agent, sid
@@ -87,14 +87,14 @@ def elicitations(agent: Any) -> list[dict[str, Any]]:
 @pytest.mark.req("acp:elicitation:form-and-url")
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 def test_an_mcp_servers_question_during_a_tool_call_reaches_the_editor_and_the_answer_reaches_the_server(
-        spawn, tmp_path, workspace, era):
+        inproc, tmp_path, workspace, era):
     """The handshake-era server's `ctx.elicit` (a request in the middle of the call) and the 2026-07-28 server's
     question embedded in the call's result both arrive as one session-scoped `elicitation/create` tied to the MCP
     tool call, naming the server; the editor's content goes back to the server, which answers with it."""
     editor = Editor(elicitation={"action": "accept", "content": {"name": "Ada"}})
     tool, args, env = (("ask", {"question": "What is your name?"}, LEGACY) if era == "legacy"
                        else ("ask_resolved", {}, {}))
-    agent, sid = start(spawn, tmp_path, workspace, [call("c1", f"mcp__t__{tool}", args), {"text": "ok"}], editor,
+    agent, sid = start(inproc, tmp_path, workspace, [call("c1", f"mcp__t__{tool}", args), {"text": "ok"}], editor,
                        FORMS, [stdio_entry("t", env=env)], mode="auto")
     assert agent.prompt(sid, "ask me", timeout=90)["result"]["stopReason"] == "end_turn"
     [asked] = editor.asked
@@ -110,9 +110,9 @@ def test_an_mcp_servers_question_during_a_tool_call_reaches_the_editor_and_the_a
 
 @pytest.mark.req("acp:elicitation:form-and-url")
 @pytest.mark.parametrize("action", ["decline", "cancel"])
-def test_a_declined_or_cancelled_question_is_answered_so_to_the_mcp_server(spawn, tmp_path, workspace, action):
+def test_a_declined_or_cancelled_question_is_answered_so_to_the_mcp_server(inproc, tmp_path, workspace, action):
     editor = Editor(elicitation={"action": action})
-    agent, sid = start(spawn, tmp_path, workspace, [call("c1", "mcp__t__ask", {"question": "Name?"}), {"text": "ok"}],
+    agent, sid = start(inproc, tmp_path, workspace, [call("c1", "mcp__t__ask", {"question": "Name?"}), {"text": "ok"}],
                        editor, FORMS, [stdio_entry("t", env=LEGACY)], mode="auto")
     assert agent.prompt(sid, "ask me", timeout=90)["result"]["stopReason"] == "end_turn"
     assert len(editor.asked) == 1
@@ -123,13 +123,13 @@ def test_a_declined_or_cancelled_question_is_answered_so_to_the_mcp_server(spawn
 @pytest.mark.parametrize("caps", [{}, {"elicitation": {}}, {"elicitation": {"form": None, "url": None}},
                                   {"elicitation": {"url": {}}}], ids=["none", "bare", "nulls", "url_only"])
 def test_without_form_support_an_mcp_servers_question_is_declined_at_once_and_nothing_is_sent(
-        spawn, tmp_path, workspace, caps):
+        inproc, tmp_path, workspace, caps):
     """Capability honesty: a client that advertises no form mode (a bare `elicitation: {}` advertises nothing) never
     gets `elicitation/create` for a form; the server's question is answered `decline` without waiting, the user is
     told, and the server was never told the client can show forms."""
     marker = workspace / "outcome"  # the server runs sandboxed: it may write the workspace
     editor = Editor()
-    agent, sid = start(spawn, tmp_path, workspace, [
+    agent, sid = start(inproc, tmp_path, workspace, [
         call("c0", "mcp__t__client_elicitation", {}),
         call("c1", "mcp__t__ask", {"question": "Name?", "marker": str(marker)}), {"text": "ok"}],
         editor, caps, [stdio_entry("t", env=LEGACY)], mode="auto")
@@ -143,19 +143,19 @@ def test_without_form_support_an_mcp_servers_question_is_declined_at_once_and_no
 
 @pytest.mark.req("acp:elicitation:form-and-url")
 @pytest.mark.parametrize("caps", [FORMS, FORMS_AND_URLS], ids=["form", "form_and_url"])
-def test_the_mcp_server_is_told_exactly_the_modes_the_editor_shows(spawn, tmp_path, workspace, caps):
-    agent, sid = start(spawn, tmp_path, workspace, [call("c0", "mcp__t__client_elicitation", {}), {"text": "ok"}],
+def test_the_mcp_server_is_told_exactly_the_modes_the_editor_shows(inproc, tmp_path, workspace, caps):
+    agent, sid = start(inproc, tmp_path, workspace, [call("c0", "mcp__t__client_elicitation", {}), {"text": "ok"}],
                        Editor(), caps, [stdio_entry("t")], mode="auto")
     assert agent.prompt(sid, "which", timeout=90)["result"]["stopReason"] == "end_turn"
     assert json.loads(text_of(final(agent, sid, "c0"))) == caps["elicitation"]
 
 
 @pytest.mark.req("acp:elicitation:form-and-url")
-def test_a_form_acp_cannot_hold_is_declined_and_never_sent(spawn, tmp_path, workspace):
+def test_a_form_acp_cannot_hold_is_declined_and_never_sent(inproc, tmp_path, workspace):
     """ACP forms hold flat primitive fields only: a server asking for a nested object gets `decline`, the editor
     gets nothing, and the session says why."""
     editor = Editor(elicitation={"action": "accept", "content": {}})
-    agent, sid = start(spawn, tmp_path, workspace, [call("c1", "mcp__t__ask_nested", {}), {"text": "ok"}], editor,
+    agent, sid = start(inproc, tmp_path, workspace, [call("c1", "mcp__t__ask_nested", {}), {"text": "ok"}], editor,
                        FORMS, [stdio_entry("t", env=LEGACY)], mode="auto")
     assert agent.prompt(sid, "ask me", timeout=90)["result"]["stopReason"] == "end_turn"
     assert elicitations(agent) == []
@@ -164,9 +164,9 @@ def test_a_form_acp_cannot_hold_is_declined_and_never_sent(spawn, tmp_path, work
 
 
 @pytest.mark.req("acp:elicitation:form-and-url")
-def test_a_url_question_is_shown_as_url_mode_and_its_completion_is_forwarded(spawn, tmp_path, workspace):
+def test_a_url_question_is_shown_as_url_mode_and_its_completion_is_forwarded(inproc, tmp_path, workspace):
     editor = Editor(elicitation={"action": "accept"})
-    agent, sid = start(spawn, tmp_path, workspace, [
+    agent, sid = start(inproc, tmp_path, workspace, [
         call("c1", "mcp__t__open_page", {"url": "https://login.example.com/device?code=1"}), {"text": "ok"}],
         editor, FORMS_AND_URLS, [stdio_entry("t", env=LEGACY)], mode="auto")
     assert agent.prompt(sid, "sign in", timeout=90)["result"]["stopReason"] == "end_turn"
@@ -180,12 +180,12 @@ def test_a_url_question_is_shown_as_url_mode_and_its_completion_is_forwarded(spa
 
 
 @pytest.mark.req("acp:elicitation:cancelled-with-the-turn")
-def test_session_cancel_withdraws_an_open_mcp_question_and_the_server_hears_cancel(spawn, tmp_path, workspace):
+def test_session_cancel_withdraws_an_open_mcp_question_and_the_server_hears_cancel(inproc, tmp_path, workspace):
     """`session/cancel` while the editor shows a server's question: the editor gets `$/cancel_request` for it, the
     server's `ctx.elicit` returns `cancel` (it records what it got), and the turn ends `cancelled`."""
     marker = workspace / "outcome"  # the server runs sandboxed: it may write the workspace
     editor = Editor(elicitation=never_answer)
-    agent, sid = start(spawn, tmp_path, workspace, [
+    agent, sid = start(inproc, tmp_path, workspace, [
         call("c1", "mcp__t__ask", {"question": "Name?", "marker": str(marker)}), {"text": "not reached"}],
         editor, FORMS, [stdio_entry("t", env=LEGACY)], mode="auto")
     rid = agent.start_prompt(sid, "ask me")
@@ -198,9 +198,9 @@ def test_session_cancel_withdraws_an_open_mcp_question_and_the_server_hears_canc
 
 
 @pytest.mark.req("acp:elicitation:cancelled-with-the-turn")
-def test_session_cancel_withdraws_a_question_a_2026_server_embedded_in_its_call(spawn, tmp_path, workspace):
+def test_session_cancel_withdraws_a_question_a_2026_server_embedded_in_its_call(inproc, tmp_path, workspace):
     editor = Editor(elicitation=never_answer)
-    agent, sid = start(spawn, tmp_path, workspace, [call("c1", "mcp__t__ask_resolved", {}), {"text": "not reached"}],
+    agent, sid = start(inproc, tmp_path, workspace, [call("c1", "mcp__t__ask_resolved", {}), {"text": "not reached"}],
                        editor, FORMS, [stdio_entry("t")], mode="auto")
     rid = agent.start_prompt(sid, "ask me")
     asked = agent.wait_for(lambda f: f.get("method") == "elicitation/create", timeout=90)
@@ -222,9 +222,9 @@ def _eventually(predicate: Any, seconds: float = 15.0) -> bool:
 # ---- ask_user --------------------------------------------------------------------------------------------------------
 @pytest.mark.req("acp:elicitation:form-and-url")
 def test_ask_user_puts_the_models_question_to_the_user_without_an_approval_and_returns_the_answer(
-        spawn, tmp_path, workspace):
+        inproc, tmp_path, workspace):
     editor = Editor(elicitation={"action": "accept", "content": {"choice": "tabs"}})
-    agent, sid = start(spawn, tmp_path, workspace, [
+    agent, sid = start(inproc, tmp_path, workspace, [
         call("q1", "ask_user", {"question": "Tabs or spaces?", "options": ["tabs", "spaces"],
                                 "allowFreeText": False}), {"text": "ok"}], editor, FORMS)
     assert agent.prompt(sid, "format it")["result"]["stopReason"] == "end_turn"
@@ -243,9 +243,9 @@ def test_ask_user_puts_the_models_question_to_the_user_without_an_approval_and_r
 
 
 @pytest.mark.req("acp:elicitation:only-if-advertised")
-def test_without_form_support_ask_user_is_not_offered_and_a_call_to_it_asks_nothing(spawn, tmp_path, workspace):
+def test_without_form_support_ask_user_is_not_offered_and_a_call_to_it_asks_nothing(inproc, tmp_path, workspace):
     editor = Editor()
-    agent, sid = start(spawn, tmp_path, workspace, [call("q1", "ask_user", {"question": "Tabs?"}), {"text": "ok"}],
+    agent, sid = start(inproc, tmp_path, workspace, [call("q1", "ask_user", {"question": "Tabs?"}), {"text": "ok"}],
                        editor, {"elicitation": {"url": {}}})
     assert agent.prompt(sid, "format it")["result"]["stopReason"] == "end_turn"
     assert elicitations(agent) == []
@@ -255,9 +255,9 @@ def test_without_form_support_ask_user_is_not_offered_and_a_call_to_it_asks_noth
 
 
 @pytest.mark.req("acp:elicitation:cancelled-with-the-turn")
-def test_session_cancel_withdraws_the_models_open_question(spawn, tmp_path, workspace):
+def test_session_cancel_withdraws_the_models_open_question(inproc, tmp_path, workspace):
     editor = Editor(elicitation=never_answer)
-    agent, sid = start(spawn, tmp_path, workspace, [call("q1", "ask_user", {"question": "Really?"}),
+    agent, sid = start(inproc, tmp_path, workspace, [call("q1", "ask_user", {"question": "Really?"}),
                                                     {"text": "not reached"}], editor, FORMS)
     rid = agent.start_prompt(sid, "go")
     asked = agent.wait_for(lambda f: f.get("method") == "elicitation/create")
@@ -270,10 +270,10 @@ def test_session_cancel_withdraws_the_models_open_question(spawn, tmp_path, work
 # ---- "Reject, and let the agent try another way" --------------------------------------------------------------------
 @pytest.mark.req("gw:approval:reject-continue-reason")
 def test_reject_and_continue_asks_why_and_the_reason_reaches_the_model_while_nothing_is_written(
-        spawn, tmp_path, workspace):
+        inproc, tmp_path, workspace):
     editor = Editor(permission="reject_continue",
                     elicitation={"action": "accept", "content": {"reason": "use tabs, not spaces"}})
-    agent, sid = start(spawn, tmp_path, workspace, [
+    agent, sid = start(inproc, tmp_path, workspace, [
         call("w1", "write_file", {"path": "a.py", "content": "x = 1\n"}), {"text": "trying another way"}],
         editor, FORMS)
     assert agent.prompt(sid, "write it")["result"]["stopReason"] == "end_turn"
@@ -296,9 +296,9 @@ def test_reject_and_continue_asks_why_and_the_reason_reaches_the_model_while_not
 @pytest.mark.parametrize("caps,answer", [({}, None), (FORMS, {"action": "decline"}), (FORMS, {"action": "cancel"}),
                                          (FORMS, {"action": "accept", "content": {"reason": "  "}})],
                          ids=["no_elicitation", "declined", "cancelled", "blank"])
-def test_reject_and_continue_without_a_reason_keeps_todays_behaviour(spawn, tmp_path, workspace, caps, answer):
+def test_reject_and_continue_without_a_reason_keeps_todays_behaviour(inproc, tmp_path, workspace, caps, answer):
     editor = Editor(permission="reject_continue", elicitation=answer)
-    agent, sid = start(spawn, tmp_path, workspace, [
+    agent, sid = start(inproc, tmp_path, workspace, [
         call("w1", "write_file", {"path": "a.py", "content": "x = 1\n"}), {"text": "trying another way"}],
         editor, caps)
     assert agent.prompt(sid, "write it")["result"]["stopReason"] == "end_turn"

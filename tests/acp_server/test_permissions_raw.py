@@ -1,6 +1,6 @@
-"""Permissions end to end through `gatewright acp` (a real subprocess, every frame checked against the schema):
-persisted project rules across processes, the decision in `_meta`, reject vs. "try another way", cancellation scoped
-to one session, late answers, the question timeout, and the audit log."""
+"""Permissions through the ACP connection in process (tests/support/inprocess.py, every frame checked against the
+schema): persisted project rules across agents on one state dir, the decision in `_meta`, reject vs. "try another
+way", cancellation scoped to one session, late answers, the question timeout, and the audit log."""
 
 from __future__ import annotations
 
@@ -55,9 +55,9 @@ def _remember(agent, sid: str, scope: str) -> dict[str, Any]:
     return next(o for o in answer["configOptions"] if o["id"] == "remember")
 
 
-def test_always_allow_in_this_project_is_remembered_by_the_next_agent_process(spawn, workspace, tmp_path):
+def test_always_allow_in_this_project_is_remembered_by_the_next_agent_process(inproc, workspace, tmp_path):
     model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "built"}])
-    first = spawn("--model", model, responder=lambda m: _option(m, "allow_always"))
+    first = inproc("--model", model, responder=lambda m: _option(m, "allow_always"))
     first.initialize()
     sid = first.new_session(workspace)
     assert _remember(first, sid, "project")["currentValue"] == "project"
@@ -68,7 +68,7 @@ def test_always_allow_in_this_project_is_remembered_by_the_next_agent_process(sp
     assert first.close() == 0
     (workspace / "built.txt").unlink()
 
-    second = spawn("--model", model, responder=never_answer)
+    second = inproc("--model", model, responder=never_answer)
     second.initialize()
     sid2 = second.new_session(workspace)
     assert second.prompt(sid2, "build again")["result"]["stopReason"] == "end_turn"
@@ -79,12 +79,12 @@ def test_always_allow_in_this_project_is_remembered_by_the_next_agent_process(sp
     assert meta["decision"] == "allow" and meta["by"].startswith("rule:p-") and meta["rule"].startswith("p-")
 
 
-def test_the_in_progress_update_says_which_mode_or_answer_let_the_call_run(spawn, workspace, tmp_path):
+def test_the_in_progress_update_says_which_mode_or_answer_let_the_call_run(inproc, workspace, tmp_path):
     model = _model(tmp_path, [
         {"tool_calls": [{"id": "r", "name": "read_file", "arguments": {"path": "README.md"}}]},
         {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "n.txt", "content": "x"}}]},
         {"text": "ok"}])
-    agent = spawn("--model", model, responder=allow_once)
+    agent = inproc("--model", model, responder=allow_once)
     agent.initialize()
     sid = agent.new_session(workspace)
     agent.prompt(sid, "go")
@@ -93,11 +93,11 @@ def test_the_in_progress_update_says_which_mode_or_answer_let_the_call_run(spawn
     assert metas["w"]["by"] == "user" and metas["w"]["option"] == "allow_once"
 
 
-def test_reject_stops_with_a_message_and_try_another_way_lets_the_model_go_on(spawn, workspace, tmp_path):
+def test_reject_stops_with_a_message_and_try_another_way_lets_the_model_go_on(inproc, workspace, tmp_path):
     model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "Trying something else."},
                               {"tool_calls": [dict(BUILD, id="b2")]}, {"text": "NEVER"}])
     answers = iter(["reject_continue", "reject_once"])
-    agent = spawn("--model", model, responder=lambda m: _option(m, next(answers)))
+    agent = inproc("--model", model, responder=lambda m: _option(m, next(answers)))
     agent.initialize()
     sid = agent.new_session(workspace)
     assert agent.prompt(sid, "one")["result"]["stopReason"] == "end_turn"
@@ -108,7 +108,7 @@ def test_reject_stops_with_a_message_and_try_another_way_lets_the_model_go_on(sp
     assert not (workspace / "built.txt").exists()
 
 
-def test_session_cancel_resolves_only_that_sessions_question(spawn, workspace, tmp_path):
+def test_session_cancel_resolves_only_that_sessions_question(inproc, workspace, tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "done"}])
@@ -120,7 +120,7 @@ def test_session_cancel_resolves_only_that_sessions_question(spawn, workspace, t
 
     questions = _Questions(hold)
     asked = questions.asked
-    agent = spawn("--model", model, responder=questions)
+    agent = inproc("--model", model, responder=questions)
     agent.initialize()
     sa, sb = agent.new_session(workspace), agent.new_session(other)
     ra, rb = agent.start_prompt(sa, "a"), agent.start_prompt(sb, "b")
@@ -134,7 +134,7 @@ def test_session_cancel_resolves_only_that_sessions_question(spawn, workspace, t
     assert not (workspace / "built.txt").exists() and (other / "built.txt").exists()
 
 
-def _two_sessions_one_answer(spawn, workspace, tmp_path, option: str):
+def _two_sessions_one_answer(inproc, workspace, tmp_path, option: str):
     """Two sessions of one project ask the same question; only the first is answered, with `option`."""
     model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "done"}])
 
@@ -145,7 +145,7 @@ def _two_sessions_one_answer(spawn, workspace, tmp_path, option: str):
         return never_answer(msg)  # the second question is left open: the rule must settle it
 
     questions = _Questions(answer_only_the_first)
-    agent = spawn("--model", model, responder=questions)
+    agent = inproc("--model", model, responder=questions)
     agent.initialize()
     sa, sb = agent.new_session(workspace), agent.new_session(workspace)
     for sid in (sa, sb):  # whichever asks first, its answer is remembered for the project
@@ -160,16 +160,16 @@ def _two_sessions_one_answer(spawn, workspace, tmp_path, option: str):
 
 
 def test_always_reject_for_the_project_also_settles_the_same_question_open_in_another_session(
-        spawn, workspace, tmp_path):
-    agent, results, other = _two_sessions_one_answer(spawn, workspace, tmp_path, "reject_always")
+        inproc, workspace, tmp_path):
+    agent, results, other = _two_sessions_one_answer(inproc, workspace, tmp_path, "reject_always")
     assert [r["stopReason"] for r in results] == ["end_turn", "end_turn"]
     assert _statuses(agent, "b1", other)[-1] == "failed"
     assert not (workspace / "built.txt").exists()
 
 
 def test_always_allow_for_the_project_also_settles_the_same_question_open_in_another_session(
-        spawn, workspace, tmp_path):
-    agent, results, other = _two_sessions_one_answer(spawn, workspace, tmp_path, "allow_always")
+        inproc, workspace, tmp_path):
+    agent, results, other = _two_sessions_one_answer(inproc, workspace, tmp_path, "allow_always")
     assert [r["stopReason"] for r in results] == ["end_turn", "end_turn"]
     assert _statuses(agent, "b1", other)[-1] == "completed"
     (running,) = [u for u in agent.updates(other) if u.get("toolCallId") == "b1" and u.get("status") == "in_progress"]
@@ -178,9 +178,9 @@ def test_always_allow_for_the_project_also_settles_the_same_question_open_in_ano
     assert (workspace / "built.txt").exists()
 
 
-def test_an_unanswered_question_times_out_as_a_rejection(spawn, workspace, tmp_path):
+def test_an_unanswered_question_times_out_as_a_rejection(inproc, workspace, tmp_path):
     model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "NEVER"}])
-    agent = spawn("--model", model, responder=never_answer, env={"GATEWRIGHT_PERMISSION_TIMEOUT": "0.5"})
+    agent = inproc("--model", model, responder=never_answer, env={"GATEWRIGHT_PERMISSION_TIMEOUT": "0.5"})
     agent.initialize()
     sid = agent.new_session(workspace)
     assert agent.prompt(sid, "go")["result"]["stopReason"] == "end_turn"
@@ -190,11 +190,11 @@ def test_an_unanswered_question_times_out_as_a_rejection(spawn, workspace, tmp_p
                for f in agent.frames), "the withdrawn question is cancelled at the client"
 
 
-def test_decisions_of_an_acp_session_show_in_gatewright_audit(spawn, workspace, tmp_path):
+def test_decisions_of_an_acp_session_show_in_gatewright_audit(inproc, workspace, tmp_path):
     from tests.support.permissions_helpers import run_gatewright
 
     model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "ok"}])
-    agent = spawn("--model", model, responder=lambda m: _option(m, "allow_once"))
+    agent = inproc("--model", model, responder=lambda m: _option(m, "allow_once"))
     agent.initialize()
     sid = agent.new_session(workspace)
     agent.prompt(sid, "go")
@@ -205,11 +205,11 @@ def test_decisions_of_an_acp_session_show_in_gatewright_audit(spawn, workspace, 
     assert entry["outcome"] == "completed" and entry["project"] == str(workspace)
 
 
-def test_where_approvals_are_remembered_is_a_session_config_option_kept_with_the_session(spawn, workspace, tmp_path):
+def test_where_approvals_are_remembered_is_a_session_config_option_kept_with_the_session(inproc, workspace, tmp_path):
     from tests.support.permissions_helpers import run_gatewright
 
     model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "built"}])
-    agent = spawn("--model", model, responder=lambda m: _option(m, "allow_always"))
+    agent = inproc("--model", model, responder=lambda m: _option(m, "allow_always"))
     agent.initialize()
     created = agent.result("session/new", {"cwd": str(workspace), "mcpServers": []})
     sid = created["sessionId"]
@@ -234,7 +234,7 @@ def test_where_approvals_are_remembered_is_a_session_config_option_kept_with_the
                                                          state=str(tmp_path / "state")).stdout.splitlines()]
     assert rule["scope"] == "global" and rule["action"] == "allow"
 
-    again = spawn("--model", model, responder=never_answer)
+    again = inproc("--model", model, responder=never_answer)
     again.initialize()
     loaded = again.result("session/load", {"sessionId": sid, "cwd": str(workspace), "mcpServers": []})
     assert next(o for o in loaded["configOptions"] if o["id"] == "remember")["currentValue"] == "project"

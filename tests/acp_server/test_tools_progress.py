@@ -10,11 +10,11 @@ from tests.support.harness import write_script
 pytestmark = [pytest.mark.timeout(60)]
 
 
-def test_a_long_command_sends_its_output_so_far_before_it_completes(spawn, workspace, tmp_path):
+def test_a_long_command_sends_its_output_so_far_before_it_completes(inproc, workspace, tmp_path):
     command = "for i in 1 2 3 4; do echo step$i; sleep 0.5; done"
     model = write_script(tmp_path / "m.json", [{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
                                                {"text": "done"}])
-    agent = spawn("--model", f"scripted:{model}", "--mode", "auto", cwd=workspace)
+    agent = inproc("--model", f"scripted:{model}", "--mode", "auto", cwd=workspace)
     agent.initialize()
     sid = agent.new_session(workspace)
     assert agent.prompt(sid, "go")["result"]["stopReason"] == "end_turn"
@@ -28,10 +28,10 @@ def test_a_long_command_sends_its_output_so_far_before_it_completes(spawn, works
     assert "step4" in str(updates[final]["rawOutput"])
 
 
-def test_a_quick_command_sends_no_progress(spawn, workspace, tmp_path):
+def test_a_quick_command_sends_no_progress(inproc, workspace, tmp_path):
     model = write_script(tmp_path / "m.json", [{"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
                                                {"text": "done"}])
-    agent = spawn("--model", f"scripted:{model}", "--mode", "auto", cwd=workspace)
+    agent = inproc("--model", f"scripted:{model}", "--mode", "auto", cwd=workspace)
     agent.initialize()
     sid = agent.new_session(workspace)
     agent.prompt(sid, "go")

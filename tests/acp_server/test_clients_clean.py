@@ -1,4 +1,4 @@
-"""What a real ACP client shows stays clean (issue 16, item 5), through `gatewright acp` on the wire: plain-text tool
+"""What a real ACP client shows stays clean (issue 16, item 5), through the ACP connection (in process): plain-text tool
 titles, command replies that render as Markdown, refusals worded for the user (the model keeps its TOOL_ERROR), an
 unknown `/command` or an empty prompt answered without a model call, one `fs/read_text_file` per `edit`, and no
 write over a file that changed since the model read it or that it never read."""
@@ -61,7 +61,7 @@ def renders_as_separate_lines(markdown: str) -> bool:
 
 
 # ---- titles ---------------------------------------------------------------------------------------------------------
-def test_every_built_in_tool_title_is_plain_text_without_markdown(spawn, tmp_path, workspace):
+def test_every_built_in_tool_title_is_plain_text_without_markdown(inproc, tmp_path, workspace):
     (workspace / "src").mkdir()
     (workspace / "src" / "a.py").write_text("x = 1\n")
     calls = [
@@ -75,7 +75,7 @@ def test_every_built_in_tool_title_is_plain_text_without_markdown(spawn, tmp_pat
         {"name": "update_agents_md", "arguments": {"action": "read"}},
     ]
     model = write_script(tmp_path / "m.json", [{"tool_calls": [c]} for c in calls] + [{"text": "done"}])
-    agent = spawn("--model", f"scripted:{model}", "--mode", "auto")
+    agent = inproc("--model", f"scripted:{model}", "--mode", "auto")
     agent.initialize()
     sid = agent.new_session(workspace)
     assert _ask(agent, sid, "go")[0] == "end_turn"
@@ -87,12 +87,12 @@ def test_every_built_in_tool_title_is_plain_text_without_markdown(spawn, tmp_pat
 
 
 # ---- command replies ------------------------------------------------------------------------------------------------
-def test_command_replies_render_as_markdown_with_their_lines_kept(spawn, tmp_path, workspace):
+def test_command_replies_render_as_markdown_with_their_lines_kept(inproc, tmp_path, workspace):
     model = write_script(tmp_path / "m.json", [
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "n\n"}}]},
         {"text": "ok"}])
     always = {"outcome": {"outcome": "selected", "optionId": "allow_always"}}
-    agent = spawn("--model", f"scripted:{model}", responder=lambda msg: always)
+    agent = inproc("--model", f"scripted:{model}", responder=lambda msg: always)
     agent.initialize()
     sid = agent.new_session(workspace)
     _ask(agent, sid, "write")  # leaves a remembered rule, so /permissions has a list to show
@@ -106,8 +106,8 @@ def test_command_replies_render_as_markdown_with_their_lines_kept(spawn, tmp_pat
     assert "\n\n- `" in replies["permissions"] and "allow" in replies["permissions"]
 
 
-def test_the_advertised_command_descriptions_and_hints_are_plain_text(spawn, workspace):
-    agent = spawn()
+def test_the_advertised_command_descriptions_and_hints_are_plain_text(inproc, workspace):
+    agent = inproc()
     agent.initialize()
     agent.new_session(workspace)
     update = agent.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate")
@@ -117,9 +117,9 @@ def test_the_advertised_command_descriptions_and_hints_are_plain_text(spawn, wor
 
 
 def test_an_unknown_command_is_answered_locally_with_the_real_ones_and_never_reaches_the_model(
-        spawn, tmp_path, workspace):
+        inproc, tmp_path, workspace):
     model = write_script(tmp_path / "m.json", [{"text": "the first model answer"}])
-    agent = spawn("--model", f"scripted:{model}")
+    agent = inproc("--model", f"scripted:{model}")
     agent.initialize()
     sid = agent.new_session(workspace)
     stop, text = _ask(agent, sid, "/deploy now please")
@@ -133,10 +133,10 @@ def test_an_unknown_command_is_answered_locally_with_the_real_ones_and_never_rea
     assert not _ask(agent, sid, "/etc/hosts looks wrong")[1].startswith("`/")
 
 
-def test_an_unknown_command_costs_no_provider_request(spawn, tmp_path, workspace):
+def test_an_unknown_command_costs_no_provider_request(inproc, tmp_path, workspace):
     with FakeProviders() as fp:
         fp.openai(Reply(frames=openai_stream("from the provider")))
-        agent = spawn("--model", "openai:gpt-test",
+        agent = inproc("--model", "openai:gpt-test",
                       env={"OPENAI_BASE_URL": fp.url + "/v1", "OPENAI_API_KEY": "sk-test"})
         agent.initialize()
         sid = agent.new_session(workspace)
@@ -150,9 +150,9 @@ def test_an_unknown_command_costs_no_provider_request(spawn, tmp_path, workspace
 @pytest.mark.parametrize("blocks", [[], [{"type": "text", "text": ""}], [{"type": "text", "text": "  \n "}],
                                     [{"type": "text", "text": ""}, {"type": "text", "text": " "}]],
                          ids=["no-blocks", "empty-text", "whitespace", "two-empty-blocks"])
-def test_an_empty_prompt_is_answered_without_a_model_call(spawn, tmp_path, workspace, blocks):
+def test_an_empty_prompt_is_answered_without_a_model_call(inproc, tmp_path, workspace, blocks):
     model = write_script(tmp_path / "m.json", [{"text": "the first model answer"}])
-    agent = spawn("--model", f"scripted:{model}")
+    agent = inproc("--model", f"scripted:{model}")
     agent.initialize()
     sid = agent.new_session(workspace)
     stop, text = _ask(agent, sid, blocks)
@@ -171,12 +171,12 @@ def _pick(kind_or_id: str):
     return responder
 
 
-def test_a_declined_call_shows_the_user_what_happened_and_the_model_gets_its_tool_error(spawn, tmp_path, workspace):
+def test_a_declined_call_shows_the_user_what_happened_and_the_model_gets_its_tool_error(inproc, tmp_path, workspace):
     with FakeProviders() as fp:
         fp.openai(Reply(frames=openai_stream(tool_calls=[("c1", "write_file", [json.dumps(
                       {"path": "n.txt", "content": "x\n"})])])),
                   Reply(frames=openai_stream("I will try another way.")))
-        agent = spawn("--model", "openai:gpt-test", responder=_pick("reject_continue"),
+        agent = inproc("--model", "openai:gpt-test", responder=_pick("reject_continue"),
                       env={"OPENAI_BASE_URL": fp.url + "/v1", "OPENAI_API_KEY": "sk-test"})
         agent.initialize()
         sid = agent.new_session(workspace)
@@ -193,12 +193,12 @@ def test_a_declined_call_shows_the_user_what_happened_and_the_model_gets_its_too
     assert not (workspace / "n.txt").exists()
 
 
-def test_a_rejected_call_and_a_read_only_refusal_are_worded_for_the_user(spawn, tmp_path, workspace):
+def test_a_rejected_call_and_a_read_only_refusal_are_worded_for_the_user(inproc, tmp_path, workspace):
     model = write_script(tmp_path / "m.json", [
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "x\n"}}]},
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "m.txt", "content": "x\n"}}]},
         {"text": "read-only, so I stopped"}])
-    agent = spawn("--model", f"scripted:{model}", responder=_pick("reject_once"))
+    agent = inproc("--model", f"scripted:{model}", responder=_pick("reject_once"))
     agent.initialize()
     sid = agent.new_session(workspace)
     stop, text = _ask(agent, sid, "write")
@@ -250,7 +250,7 @@ FS = {"fs": {"readTextFile": True, "writeTextFile": True}}
 
 
 @pytest.mark.parametrize(("mode", "reads"), [("auto", 1), ("safe", 2)])
-def test_one_edit_reads_the_file_once_through_the_editor(spawn, tmp_path, workspace, mode, reads):
+def test_one_edit_reads_the_file_once_through_the_editor(inproc, tmp_path, workspace, mode, reads):
     """Once per call; when a question was asked, once more after the answer, so the approval binds to the text the
     question showed (the user may type in the buffer while deciding)."""
     f = workspace / "a.py"
@@ -259,7 +259,7 @@ def test_one_edit_reads_the_file_once_through_the_editor(spawn, tmp_path, worksp
         {"tool_calls": [{"name": "edit", "arguments": {"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}}]},
         {"text": "edited"}])
     editor = EditorClient(workspace)
-    agent = spawn("--model", f"scripted:{model}", "--mode", mode, responder=editor)
+    agent = inproc("--model", f"scripted:{model}", "--mode", mode, responder=editor)
     agent.initialize(FS)
     sid = agent.new_session(workspace)
     assert _ask(agent, sid, "edit")[0] == "end_turn"
@@ -269,7 +269,7 @@ def test_one_edit_reads_the_file_once_through_the_editor(spawn, tmp_path, worksp
     assert editor.count("session/request_permission") == (1 if mode == "safe" else 0)
 
 
-def test_an_edit_over_typing_the_user_did_after_the_model_read_the_file_is_refused(spawn, tmp_path, workspace):
+def test_an_edit_over_typing_the_user_did_after_the_model_read_the_file_is_refused(inproc, tmp_path, workspace):
     f = workspace / "a.py"
     f.write_text("x = 1\n")
     key = str(f.resolve())
@@ -278,7 +278,7 @@ def test_an_edit_over_typing_the_user_did_after_the_model_read_the_file_is_refus
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
         {"tool_calls": [{"name": "edit", "arguments": {"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}}]},
         {"text": "the file changed; I will read it again"}])
-    agent = spawn("--model", f"scripted:{model}", responder=editor)
+    agent = inproc("--model", f"scripted:{model}", responder=editor)
     agent.initialize(FS)
     sid = agent.new_session(workspace)
     real_read = editor.__call__
@@ -300,7 +300,7 @@ def test_an_edit_over_typing_the_user_did_after_the_model_read_the_file_is_refus
     assert editor.buffers[key] == "x = 1  # the user typed this\n"
 
 
-def test_a_write_over_a_file_a_command_rewrote_since_the_model_read_it_is_refused(spawn, tmp_path, workspace):
+def test_a_write_over_a_file_a_command_rewrote_since_the_model_read_it_is_refused(inproc, tmp_path, workspace):
     f = workspace / "notes.txt"
     f.write_text("v1\n")
     model = write_script(tmp_path / "m.json", [
@@ -308,7 +308,7 @@ def test_a_write_over_a_file_a_command_rewrote_since_the_model_read_it_is_refuse
         {"tool_calls": [{"name": "bash", "arguments": {"command": "printf 'rewritten by a command\\n' > notes.txt"}}]},
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "v2\n"}}]},
         {"text": "stopped"}])
-    agent = spawn("--model", f"scripted:{model}", "--mode", "auto")
+    agent = inproc("--model", f"scripted:{model}", "--mode", "auto")
     agent.initialize()
     sid = agent.new_session(workspace)
     _ask(agent, sid, "update the notes")
@@ -317,7 +317,7 @@ def test_a_write_over_a_file_a_command_rewrote_since_the_model_read_it_is_refuse
     assert f.read_text() == "rewritten by a command\n"
 
 
-def test_an_unread_file_is_not_overwritten_blind_but_new_files_and_read_ones_are_written(spawn, tmp_path, workspace):
+def test_an_unread_file_is_not_overwritten_blind_but_new_files_and_read_ones_are_written(inproc, tmp_path, workspace):
     model = write_script(tmp_path / "m.json", [
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": "blind\n"}}]},
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "fresh.txt", "content": "new\n"}}]},
@@ -325,7 +325,7 @@ def test_an_unread_file_is_not_overwritten_blind_but_new_files_and_read_ones_are
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": "seen\n"}}]},
         {"text": "done"}])
     editor = EditorClient(workspace)
-    agent = spawn("--model", f"scripted:{model}", responder=editor)
+    agent = inproc("--model", f"scripted:{model}", responder=editor)
     agent.initialize()
     sid = agent.new_session(workspace)
     _ask(agent, sid, "write")
@@ -340,12 +340,12 @@ def test_an_unread_file_is_not_overwritten_blind_but_new_files_and_read_ones_are
     assert asked == ["Write fresh.txt", "Write README.md"]
 
 
-def test_no_title_or_label_in_a_session_carries_backticks_in_the_title_field(spawn, tmp_path, workspace):
+def test_no_title_or_label_in_a_session_carries_backticks_in_the_title_field(inproc, tmp_path, workspace):
     """The permission request's toolCall title is the same plain text as the tool_call's."""
     model = write_script(tmp_path / "m.json", [
         {"tool_calls": [{"name": "bash", "arguments": {"command": "touch made.txt"}}]}, {"text": "ok"}])
     editor = EditorClient(workspace)
-    agent = spawn("--model", f"scripted:{model}", responder=editor)
+    agent = inproc("--model", f"scripted:{model}", responder=editor)
     agent.initialize()
     sid = agent.new_session(workspace)
     _ask(agent, sid, "touch")

@@ -68,14 +68,14 @@ class PerSessionResponder:
 
 
 @pytest.mark.req("acp:permission:only-a-selected-offered-option-approves")
-def test_garbage_or_wrong_typed_permission_answers_are_never_an_approval(spawn, tmp_path):
+def test_garbage_or_wrong_typed_permission_answers_are_never_an_approval(inproc, tmp_path):
     """Each garbage answer, in its own session of one agent: the write is not executed, its tool call ends `failed`,
     the turn ends `end_turn`, and the agent keeps serving the next session."""
     script = write_script(tmp_path / "m.json", [
         {"tool_calls": [{"id": "call_w", "name": "write_file", "arguments": {"path": "pwned.txt", "content": "x"}}]},
         {"text": "the model must not be called again after a rejection"}])
     responder = PerSessionResponder()
-    agent = spawn("--model", f"scripted:{script}", "--mode", "safe", responder=responder)
+    agent = inproc("--model", f"scripted:{script}", "--mode", "safe", responder=responder)
     agent.initialize()
     for name, answer in GARBAGE.items():
         ws = tmp_path / name
@@ -93,7 +93,7 @@ def test_garbage_or_wrong_typed_permission_answers_are_never_an_approval(spawn, 
 
 
 @pytest.mark.req("acp:permission:only-a-selected-offered-option-approves")
-def test_a_second_late_answer_to_a_permission_question_changes_nothing(spawn, workspace, tmp_path):
+def test_a_second_late_answer_to_a_permission_question_changes_nothing(inproc, workspace, tmp_path):
     """JSON-RPC 2.0 §5 (one response per request) from the other side: a client that answers a permission question
     twice — reject, then allow — gets the first answer honoured; the late one is dropped."""
     script = write_script(tmp_path / "m.json", [
@@ -107,7 +107,7 @@ def test_a_second_late_answer_to_a_permission_question_changes_nothing(spawn, wo
                                                                              "optionId": reject}}})
         return {"outcome": {"outcome": "selected", "optionId": _allow(msg)}}
 
-    agent = spawn("--model", f"scripted:{script}", responder=reject_then_allow)
+    agent = inproc("--model", f"scripted:{script}", responder=reject_then_allow)
     agent_box.append(agent)
     agent.initialize()
     sid = agent.new_session(workspace)

@@ -1,5 +1,5 @@
-"""Subagents end to end through `gatewright acp --model scripted:PATH`: the editor is asked about a child's call on
-the parent's session, sees it linked to the delegate call through `_meta`, and a cancel reaches the child.
+"""Subagents through the ACP connection in process (`--model scripted:PATH`): the editor is asked about a child's
+call on the parent's session, sees it linked to the delegate call through `_meta`, and a cancel reaches the child.
 
 The child shares the session's scripted model: its model calls consume the next entries of the script, in order.
 Every frame is checked against the official ACP schema by the harness.
@@ -23,8 +23,8 @@ def child_write_script(tmp_path):
     ])
 
 
-def test_the_editor_approves_a_childs_write_linked_to_the_delegate_call(spawn, workspace, tmp_path):
-    agent = spawn("--model", f"scripted:{child_write_script(tmp_path)}")
+def test_the_editor_approves_a_childs_write_linked_to_the_delegate_call(inproc, workspace, tmp_path):
+    agent = inproc("--model", f"scripted:{child_write_script(tmp_path)}")
     agent.initialize()
     sid = agent.new_session(workspace)
     assert agent.prompt(sid, "go")["result"]["stopReason"] == "end_turn"
@@ -50,9 +50,9 @@ def test_the_editor_approves_a_childs_write_linked_to_the_delegate_call(spawn, w
     assert texts == "Done."
 
 
-def test_cancelling_while_a_child_waits_for_permission_ends_the_turn_and_nothing_asks_again(spawn, workspace,
+def test_cancelling_while_a_child_waits_for_permission_ends_the_turn_and_nothing_asks_again(inproc, workspace,
                                                                                              tmp_path):
-    agent = spawn("--model", f"scripted:{child_write_script(tmp_path)}", responder=never_answer)
+    agent = inproc("--model", f"scripted:{child_write_script(tmp_path)}", responder=never_answer)
     agent.initialize()
     sid = agent.new_session(workspace)
     rid = agent.start_prompt(sid, "go")
