@@ -161,7 +161,13 @@ def _max_frame() -> int:
 
 
 def _exit_before_serving(signum: int, frame: Any) -> None:
-    _kill_leftover_children()
+    # The signal may land in the middle of an import (the connection's modules load right after the initialize
+    # answer), so this imports nothing: importing `runtime.processes` here could meet a partly imported
+    # `runtime.sandbox` and fail. No process of ours runs before the event loop does, so with the module not loaded
+    # (or not fully) there is nothing to kill.
+    kill = getattr(sys.modules.get("runtime.processes"), "kill_all_process_groups", None)
+    if kill is not None:
+        kill()
     os._exit(0)
 
 
