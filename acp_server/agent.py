@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import acp_server  # lazy submodules: the method table and wire models load with the first session
+import runtime  # the runtime's lazy public API: `runtime.name` loads a name's module on first use
 from acp_server.errors import InvalidParams, ResourceNotFound
 from runtime.version import __version__
 
@@ -106,9 +108,8 @@ class GatewrightAgent:
         """The session store, opened on first use (never on the `initialize` path). If the state dir cannot be
         written, sessions live in an in-memory database for the life of the process (`runtime.open_store`)."""
         if self._store is None:
-            from runtime import open_store  # the store's modules and sqlite3 load with the first session
-
-            self._store = open_store(self.config.state_dir)
+            # the store's modules and sqlite3 load with the first session
+            self._store = runtime.open_store(self.config.state_dir)
         return self._store
 
     @property
@@ -137,10 +138,9 @@ class GatewrightAgent:
         user types the first prompt), so an editor that waits between steps does not wait at any of them."""
 
         def session() -> None:  # the runtime, tools, permissions, the session store (~100 ms)
-            import acp_server.dispatch  # noqa: F401  (the methods, the wire models, the ACP session)
-            from runtime import builtin_tools, store_new  # noqa: F401  (store_new: the journal, the store)
-
-            builtin_tools()  # imports the tool modules
+            _ = acp_server.dispatch  # the methods, the wire models, the ACP session
+            _ = runtime.store_new  # the journal, the store
+            runtime.builtin_tools()  # imports the tool modules
             _ = self.store
 
         def model() -> None:  # the default model's HTTP stack and client (~40 ms); no connection is opened
@@ -148,9 +148,7 @@ class GatewrightAgent:
                 self.config.model_factory.prepare_default()
 
         def sandbox() -> None:  # the sandbox helper (~45 ms of CPU, its own process): the first turn and the first
-            from runtime.sandbox import prestart  # command need not wait for it
-
-            prestart()
+            runtime.sandbox.prestart()  # command need not wait for it
 
         return [session, model, sandbox]  # (tool arguments need no warm-up: runtime.tools.argcheck)
 

@@ -2,21 +2,27 @@
 `gatewright` alone on a terminal), `run` (one prompt, scriptable), `demo`, `replay` (recorded transcripts), and the
 `permissions list|revoke` and `audit` views of the state dir (these print to stdout: they are not acp mode).
 
-Kept light on purpose: this module is on the start-up path of `gatewright acp`, so at module level it imports only the
-standard library, the `runtime` package (whose names load on first use: `runtime.ModelFactory`) and the version;
-everything else is imported by the subcommand that needs it.
+Kept light on purpose: this module is on the start-up path of `gatewright acp`, so it imports only the standard library,
+what `acp` needs to start (the config, the mode, the secrets filter) and the lazy places: each subcommand's own
+modules load when it runs (`acp_server.replay`, `runtime.run_prompt`, `permissions.store`, `lazy.sqlite3`).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import acp_server  # lazy submodules: each subcommand's modules load when it runs
+import permissions  # lazy submodules: the rule store, the audit log, their reports
 import runtime  # the runtime's lazy public API: `runtime.name` loads a name's module on first use
+from permissions.modes import parse_mode
+from runtime import lazy, secrets
+from runtime.config import load
 from runtime.version import __version__
 
 if TYPE_CHECKING:
@@ -116,8 +122,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(level: str) -> None:
-    from runtime import secrets
-
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(level).upper(), logging.WARNING),
                         format="gatewright %(levelname)s %(name)s: %(message)s")
     secrets.install_log_filter()  # no record reaches stderr with a secret in it (keys known now and registered later)
@@ -135,16 +139,11 @@ class Checked:
 def _check_options(args: argparse.Namespace) -> Checked | None:
     """Read the config file and validate model spec and mode; print a one-line error and return None on bad usage
     or configuration. The mode: --mode, else GATEWRIGHT_MODE, else the config's `[permissions] mode`, else safe."""
-    from permissions.modes import parse_mode
-    from runtime.config import load
-
     try:
         config = load()
         mode = parse_mode(args.mode or config.permissions.mode)
         factory = runtime.ModelFactory(runtime.parse_model_spec(args.model), config=config.models)
     except (ValueError, runtime.ScriptError) as exc:
-        from runtime import secrets
-
         sys.stderr.write(f"gatewright: {secrets.redact_text(str(exc))}\n")
         return None
     return Checked(factory, mode, config.permissions.rules)
@@ -155,10 +154,8 @@ def cmd_acp(args: argparse.Namespace) -> int:
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
-    from acp_server.server import serve_stdio
-
-    return serve_stdio(checked.factory, checked.mode, record=args.record,
-                       state_dir=args.state_dir, rules=checked.rules)
+    return acp_server.server.serve_stdio(checked.factory, checked.mode, record=args.record,
+                                         state_dir=args.state_dir, rules=checked.rules)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -178,9 +175,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not os.path.isdir(cwd):
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
-    from runtime.sandbox import harden_agent
-
-    harden_agent()
+    runtime.sandbox.harden_agent()
     return runtime.run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,
                       state_dir=args.state_dir, record=args.record, json_events=args.json,
                       rules=checked.rules)
@@ -195,9 +190,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         sys.stderr.write("gatewright: chat does not record transcripts yet; use `gatewright acp --record` or "
                          "`gatewright run --record`\n")
         return EXIT_USAGE
-    from runtime.sandbox import harden_agent
-
-    harden_agent()
+    runtime.sandbox.harden_agent()
     return runtime.run_chat(cwd=os.getcwd(), factory=checked.factory, mode=checked.mode,
                     state_dir=args.state_dir, resume=args.resume, continue_latest=args.continue_latest,
                     rules=checked.rules)
@@ -207,22 +200,15 @@ def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     if args.perm_command not in ("list", "revoke"):
         sys.stderr.write("gatewright: permissions needs an action: `permissions list` or `permissions revoke ID`\n")
         return EXIT_USAGE
-    import sqlite3
-
     try:
         return _permissions(args)
-    except (OSError, sqlite3.Error) as exc:
+    except (OSError, lazy.sqlite3.Error) as exc:
         sys.stderr.write(f"gatewright: cannot open the remembered rules in the state dir: {exc}\n")
         return EXIT_USAGE
 
 
 def _permissions(args: argparse.Namespace) -> int:
-    import json
-
-    from permissions.report import format_rules
-    from permissions.store import RulesUnreadable, rule_database
-
-    db = rule_database(args.state_dir)
+    db = permissions.store.rule_database(args.state_dir)
     try:
         if args.perm_command == "list":
             rules = db.rules_for(os.path.realpath(args.project)) if args.project else db.all()
@@ -232,7 +218,7 @@ def _permissions(args: argparse.Namespace) -> int:
                                                  "scope": r.scope, "match": r.match, "project": r.project,
                                                  "created_at": r.created_at}) + "\n")
             else:
-                sys.stdout.write(format_rules(rules) + "\n")
+                sys.stdout.write(permissions.report.format_rules(rules) + "\n")
             return EXIT_OK
         if args.perm_command == "revoke":
             if db.revoke(args.rule_id):
@@ -240,7 +226,7 @@ def _permissions(args: argparse.Namespace) -> int:
                 return EXIT_OK
             sys.stderr.write(f"gatewright: no remembered rule {args.rule_id!r} (see `gatewright permissions list`)\n")
             return 1
-    except RulesUnreadable as exc:
+    except permissions.store.RulesUnreadable as exc:
         sys.stderr.write(f"gatewright: the remembered rules cannot be read ({exc.reason}); until they can, every "
                          "tool call asks. Repair or remove the file.\n")
         return 1
@@ -248,37 +234,27 @@ def _permissions(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    import json
-
-    from permissions.audit import audit_log
-    from permissions.report import format_audit
-
-    log = audit_log(args.state_dir)
+    log = permissions.audit.audit_log(args.state_dir)
     try:
         entries = log.entries(limit=args.limit, session_id=args.session,
                               project=os.path.realpath(args.project) if args.project else None)
     except Exception as exc:  # a corrupt or unreadable file: one clear line, not a traceback
-        from permissions.shared_sqlite import describe_failure
-
-        sys.stderr.write(f"gatewright: the audit log {log.path} cannot be read ({describe_failure(exc)})\n")
+        sys.stderr.write(f"gatewright: the audit log {log.path} cannot be read "
+                         f"({permissions.shared_sqlite.describe_failure(exc)})\n")
         return 1
     if args.json:
         for e in entries:
             sys.stdout.write(json.dumps(e.as_dict()) + "\n")
     else:
-        sys.stdout.write(format_audit(entries) + "\n")
+        sys.stdout.write(permissions.report.format_audit(entries) + "\n")
     return EXIT_OK
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
     if args.check:
-        from acp_server.replay import run_check
-
-        return run_check(args.file, workspace=args.workspace, model=args.model, trust=args.trust,
-                         idle=max(0.1, args.timeout))
-    from acp_server.transcript_view import run_render
-
-    return run_render(args.file, color=args.color, full=args.full)
+        return acp_server.replay.run_check(args.file, workspace=args.workspace, model=args.model,
+                                           trust=args.trust, idle=max(0.1, args.timeout))
+    return acp_server.transcript_view.run_render(args.file, color=args.color, full=args.full)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -304,9 +280,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "replay":
         return cmd_replay(args)
     if args.command == "demo":
-        from acp_server.demo import run_demo
-
-        return run_demo()
+        return acp_server.demo.run_demo()
     parser.print_help(sys.stderr)
     return EXIT_USAGE
 

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import acp_server  # lazy submodules: the connection and the method table load after the initialize answer
+import runtime  # the runtime's lazy public API
 from acp_server import wire
 from acp_server.agent import AgentConfig, GatewrightAgent
 from acp_server.errors import RpcError, error_to_wire
-from acp_server.stdio import READ_CHUNK, guard_stdio
+from acp_server.stdio import READ_CHUNK, FdReader, FdWriter, guard_stdio
+from runtime import lazy  # anyio: the event loop starts after the initialize answer
 
 if TYPE_CHECKING:
     from permissions.rules import Rule
@@ -39,8 +43,6 @@ def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, 
         return 2
     max_frame = _max_frame()
     # Until the event loop installs its own handlers nothing is running yet, so termination is simply an exit.
-    import signal
-
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _exit_before_serving)
     try:
@@ -91,19 +93,9 @@ def _answer_first_initialize(agent: GatewrightAgent, read_fd: int, write_fd: int
 
 
 def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder: Any, max_frame: int) -> None:
-    import signal
-
-    import anyio
-
-    from acp_server.dispatch import AcpDispatcher  # the method table and the wire models it reads params into
-    from acp_server.rpc import JsonRpcConnection
-    from acp_server.stdio import FdReader, FdWriter
-
     # The agent is not dumpable from here on: no other process of the user (a sandboxed command above all) may ptrace
     # it or open its /proc/<pid>/fd, mem or environ. After the initialize answer: ctypes costs a few ms to import.
-    from runtime.sandbox import harden_agent
-
-    harden_agent()
+    runtime.sandbox.harden_agent()
 
     # The interpreter hands the GIL to a waiting thread after this long (default 5 ms). The protocol's reader and
     # writer are threads: while a turn streams on the event loop, a 5 ms wait would delay the first frames on the
@@ -112,14 +104,16 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
     sys.setswitchinterval(0.001)
 
     async def main() -> None:
-        conn = JsonRpcConnection(AcpDispatcher(agent), recorder=recorder, max_frame=max_frame)
+        # The method table and the wire models it reads params into load here.
+        conn = acp_server.rpc.JsonRpcConnection(acp_server.dispatch.AcpDispatcher(agent), recorder=recorder,
+                                                max_frame=max_frame)
         agent.attach(conn)
-        async with anyio.create_task_group() as tg:
+        async with lazy.anyio.create_task_group() as tg:
             async def on_signals() -> None:
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
+                with lazy.anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
                     async for _ in signals:
                         log.info("terminating on a signal")
-                        with anyio.CancelScope(shield=True), anyio.move_on_after(1.5):
+                        with lazy.anyio.CancelScope(shield=True), lazy.anyio.move_on_after(1.5):
                             await agent.shutdown()
                         tg.cancel_scope.cancel()
                         return
@@ -129,7 +123,7 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
             await conn.serve(FdReader(fds.read_fd), FdWriter(fds.write_fd), initial, eof)
             tg.cancel_scope.cancel()
 
-    anyio.run(main)
+    lazy.anyio.run(main)
 
 
 async def warm_up_when_idle(stages: Sequence[Callable[[], None]], busy: Callable[[], bool], *,
@@ -142,9 +136,7 @@ async def warm_up_when_idle(stages: Sequence[Callable[[], None]], busy: Callable
     prompt. A warm-up therefore never runs ahead of a request that is waiting (which loads what it needs itself, and
     only that); a stage that fails is logged, and the request that needs it meets (and reports) the same problem.
     """
-    import anyio
-
-    sleep = sleep or anyio.sleep
+    sleep = sleep or lazy.anyio.sleep
     for stage in stages:
         calm = 0.0
         while calm < quiet:
@@ -157,9 +149,8 @@ async def warm_up_when_idle(stages: Sequence[Callable[[], None]], busy: Callable
 
 
 def _recorder(record: str, factory: ModelFactory, mode: str, state_dir: str | None) -> Any:
-    from runtime.recording import TranscriptRecorder, transcript_meta
-
-    return TranscriptRecorder(record, transcript_meta(factory, mode, state_dir=state_dir))
+    return runtime.recording.TranscriptRecorder(record, runtime.recording.transcript_meta(factory, mode,
+                                                                                         state_dir=state_dir))
 
 
 def _max_frame() -> int:
@@ -170,11 +161,15 @@ def _max_frame() -> int:
 
 
 def _exit_before_serving(signum: int, frame: Any) -> None:
-    _kill_leftover_children()
+    # The signal may land in the middle of an import (the connection's modules load right after the initialize
+    # answer), so this imports nothing: importing `runtime.processes` here could meet a partly imported
+    # `runtime.sandbox` and fail. No process of ours runs before the event loop does, so with the module not loaded
+    # (or not fully) there is nothing to kill.
+    kill = getattr(sys.modules.get("runtime.processes"), "kill_all_process_groups", None)
+    if kill is not None:
+        kill()
     os._exit(0)
 
 
 def _kill_leftover_children() -> None:
-    from runtime import kill_all_process_groups
-
-    kill_all_process_groups()
+    runtime.kill_all_process_groups()

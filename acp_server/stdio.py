@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from runtime import lazy  # anyio: this module is on the path to answering `initialize`, the event loop is not
+
 READ_CHUNK = 1 << 20
 PIPE_SLOT = 4096  # PIPE_BUF on Linux: a write this size into a pipe with a free slot completes at once
 
@@ -76,10 +78,8 @@ class FdReader:
 
     async def read(self) -> bytes:
         """Read some bytes; b"" at EOF (or when the descriptor fails)."""
-        import anyio.to_thread  # not at module level: this module is on the path to answering `initialize`
-
         try:
-            return await anyio.to_thread.run_sync(os.read, self.fd, READ_CHUNK, abandon_on_cancel=True)
+            return await lazy.anyio_to_thread.run_sync(os.read, self.fd, READ_CHUNK, abandon_on_cancel=True)
         except OSError:
             return b""
 
@@ -116,6 +116,4 @@ class FdWriter:
                 view = view[os.write(self.fd, view[:PIPE_SLOT]):]
             if not view:
                 return
-        import anyio.to_thread
-
-        await anyio.to_thread.run_sync(self._write_all, view, abandon_on_cancel=True)
+        await lazy.anyio_to_thread.run_sync(self._write_all, view, abandon_on_cancel=True)

@@ -32,6 +32,7 @@ from acp_server.transcript import (
     load,
     update_kind,
 )
+from runtime import lazy  # rich: only to print in colour
 
 PREVIEW_LINES = 12  # of tool output, file contents and terminal output, unless --full
 STYLES = {
@@ -528,13 +529,10 @@ def _wants_colour(color: str, stream: Any) -> bool:
 def _print_rich(lines: list[Line], stream: Any, force: bool) -> bool:
     """Print with rich (colour, Markdown replies). False when rich is not installed."""
     try:
-        from rich.console import Console
-        from rich.markdown import Markdown
-        from rich.table import Table
-        from rich.text import Text
+        console_mod, markdown, table, text = lazy.rich_console, lazy.rich_markdown, lazy.rich_table, lazy.rich_text
     except ImportError:
         return False
-    console = Console(file=stream, force_terminal=force or None, highlight=False)
+    console = console_mod.Console(file=stream, force_terminal=force or None, highlight=False)
     i = 0
     while i < len(lines):
         if lines[i].markdown:  # a whole reply, as Markdown beside its glyph
@@ -543,14 +541,14 @@ def _print_rich(lines: list[Line], stream: Any, force: bool) -> bool:
                 j += 1
             head, _, first = lines[i].text.partition("🤖 ")
             body = "\n".join([first] + [ln.text[len(head) + 3:] for ln in lines[i + 1:j]])
-            grid = Table.grid(padding=(0, 1))
+            grid = table.Table.grid(padding=(0, 1))
             grid.add_column(no_wrap=True)
             grid.add_column()
-            grid.add_row(Text(head + "🤖"), Markdown(body))
+            grid.add_row(text.Text(head + "🤖"), markdown.Markdown(body))
             console.print(grid)
             i = j
             continue
-        console.print(Text(lines[i].text, style=STYLES.get(lines[i].style, "")))
+        console.print(text.Text(lines[i].text, style=STYLES.get(lines[i].style, "")))
         i += 1
     return True
 

@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Self
 
+from permissions import lazy  # sqlite3: a session object and the start-up path must not load it
+
 if TYPE_CHECKING:
     import sqlite3
 
@@ -35,14 +37,12 @@ def open_shared(path: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Co
     Raises:
         sqlite3.Error: the file cannot be opened, or stays locked beyond the busy timeout.
     """
-    import sqlite3
-
     if path != ":memory:":
         os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
         if not os.path.exists(path):
             fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
             os.close(fd)
-    conn = sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
+    conn = lazy.sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
     if path != ":memory:":
         deadline = time.monotonic() + busy_timeout_ms / 1000
@@ -50,7 +50,7 @@ def open_shared(path: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> sqlite3.Co
             try:
                 conn.execute("PRAGMA journal_mode = WAL").fetchone()
                 break
-            except sqlite3.OperationalError as exc:
+            except lazy.sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or time.monotonic() > deadline:
                     conn.close()
                     raise

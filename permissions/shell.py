@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from permissions import _shell_programs as programs
+from permissions import lazy  # tree-sitter: imported the first time a command is analysed
 from permissions._shell_programs import READ_ONLY_GIT_ENV, NamedPath, Word, read_only_git_env
 
 if TYPE_CHECKING:
@@ -148,12 +149,9 @@ def _parser() -> Parser:
     global _language
     parser: Parser | None = getattr(_local, "parser", None)
     if parser is None:
-        import tree_sitter_bash
-        from tree_sitter import Language, Parser
-
         if _language is None:
-            _language = Language(tree_sitter_bash.language())
-        parser = _local.parser = Parser(_language)
+            _language = lazy.tree_sitter.Language(lazy.tree_sitter_bash.language())
+        parser = _local.parser = lazy.tree_sitter.Parser(_language)
     return parser
 
 

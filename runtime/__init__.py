@@ -3,21 +3,22 @@
 This is the runtime's public API: hosts (`acp_server`, the terminal hosts) import these names from `runtime`, not from
 the modules that define them (besides the few modules that are an API of their own: `runtime.secrets`,
 `runtime.commands`, `runtime.config`, `runtime.sandbox`, `runtime.elicitation`, `runtime.recording` (the transcript
-format both hosts record), `runtime.version`). The names are loaded on first use (PEP 562 `__getattr__`), the one place
-the runtime defers its imports: `gatewright acp` imports this package on the way to answering `initialize`, which must
-not pay for the event loop, the tools or SQLite (tests/acp_server/test_startup_path.py holds that).
+format both hosts record), `runtime.version`). The names, and the submodules a host defers (`runtime.sandbox`,
+`runtime.recording`), are loaded on first use (`permissions.lazy`, the one deferral mechanism): `gatewright acp`
+imports this package on the way to answering `initialize`, which must not pay for the event loop, the tools or SQLite
+(tests/acp_server/test_startup_path.py holds that). Heavy libraries are deferred by `runtime.lazy`.
 """
 
 from __future__ import annotations
 
-import importlib
+from permissions.lazy import deferred
 
 # typing.TYPE_CHECKING without importing typing: the sandbox helper (`python -S`) imports this package, and typing
 # would be ~10 ms of its start.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
-
+    from runtime import recording as recording
+    from runtime import sandbox as sandbox
     from runtime.assembly import SessionRuntime, build_runtime
     from runtime.chat.app import run_chat
     from runtime.cli_host import run_prompt
@@ -125,15 +126,13 @@ __all__ = ["AgentRuntime", "AuthRequired", "CursorError", "EditorBridge", "Edito
            "revive", "run_chat", "run_prompt", "store_new"]
 
 
-def __getattr__(name: str) -> Any:
-    target = _EXPORTS.get(name)
-    if target is None:
-        # Not an export: `from runtime import secrets` then imports the submodule, as for any package.
-        raise AttributeError(f"module 'runtime' has no attribute {name!r}")
-    module, attr = target
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value  # the next look-up is a plain module attribute
-    return value
+# Submodules loaded on first use by the hosts that defer them (not re-exported names).
+_SUBMODULES = ("recording", "sandbox")
+
+_LAZY: dict[str, str | tuple[str, str]] = {**_EXPORTS, **{name: f"runtime.{name}" for name in _SUBMODULES}}
+
+if not TYPE_CHECKING:
+    __getattr__ = deferred(globals(), _LAZY)
 
 
 def __dir__() -> list[str]:

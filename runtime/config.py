@@ -15,8 +15,8 @@ that gatewright would still ask about in `auto` mode (it could not fully parse i
 deletes, sends data out…) is a `ConfigError` at start-up, never a rule silently dropped or widened. Deny beats
 allow.
 
-Checking `bash:` entries needs the shell parser (about 0.1 s to import), so it is only imported when the file has
-such entries.
+Checking `bash:` entries needs the shell parser and the bash tool (about 0.1 s to import), so they are lazy
+attributes (`permissions.shell`, `lazy.bash_tool`), only imported when the file has such entries.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+import permissions  # lazy submodules: the rules and the shell parser load for a file with rules
+from permissions.modes import parse_mode
+from runtime import lazy
 from runtime.models.config import ConfigError, ModelsConfig, apply_env, parse_config, read_document
 
 if TYPE_CHECKING:
@@ -66,8 +69,6 @@ def parse_permissions(table: Any, where: str) -> PermissionSettings:
                           f"(expected {', '.join(sorted(_PERMISSION_KEYS))})")
     mode = table.get("mode")
     if mode is not None:
-        from permissions.modes import parse_mode
-
         if not isinstance(mode, str):
             raise ConfigError(f"{where}: permissions.mode must be a string")
         try:
@@ -88,30 +89,23 @@ def _entries(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 
 def _rule(action: Literal["allow", "deny"], index: int, entry: str, where: str) -> Rule:
-    from permissions.rules import Rule
-
     at = f"{where}: permissions.{action}[{index}] {entry!r}"
     rule_id = f"config-{action}-{index + 1}"
     kind, sep, rest = entry.partition(":")
     if kind == "bash" and sep:
         key, label = _bash_key(action, rest, at)
-        return Rule(rule_id, action, "bash", key, f"{label} (config file)", "global", "exact")
+        return permissions.rules.Rule(rule_id, action, "bash", key, f"{label} (config file)", "global", "exact")
     raise ConfigError(f"{at}: not a rule gatewright can match exactly; write \"bash:COMMAND\" (that exact command "
                       "at the workspace root)")
 
 
 def _bash_key(action: str, command: str, at: str) -> tuple[str, str]:
-    from runtime.approval import WORKSPACE_PLACEHOLDER
-    from runtime.tools.builtin.bash import canonical_command, run_rule_key
-
     if not command.strip() or "\n" in command or "\x00" in command:
         raise ConfigError(f"{at}: the command must be one non-empty line")
     if action == "allow":
-        from permissions.shell import analyze_command, needs_approval_reasons
-
         try:
-            analysis = analyze_command(command)
-            reasons = tuple(needs_approval_reasons(analysis))
+            analysis = permissions.shell.analyze_command(command)
+            reasons = tuple(permissions.shell.needs_approval_reasons(analysis))
         except Exception:
             raise ConfigError(f"{at}: the command could not be analysed, so it cannot be allowed in advance") from None
         if not analysis.parsed:
@@ -120,5 +114,5 @@ def _bash_key(action: str, command: str, at: str) -> tuple[str, str]:
             raise ConfigError(f"{at}: gatewright always asks about this command ({reasons[0]}), so it cannot be "
                               "allowed in advance")
     # The identity the bash tool computes for a call (its canonical form), so the rule matches exactly that call.
-    canonical = canonical_command(command)
-    return run_rule_key(WORKSPACE_PLACEHOLDER, canonical), f"`{canonical}`"
+    canonical = lazy.bash_tool.canonical_command(command)
+    return lazy.bash_tool.run_rule_key(lazy.approval.WORKSPACE_PLACEHOLDER, canonical), f"`{canonical}`"

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from permissions.store import state_dir as resolve_state_dir
+from runtime import config
 from runtime import secrets as secret_registry
 from runtime.version import __version__
 
@@ -43,8 +45,6 @@ def transcript_meta(factory: ModelFactory, mode: str, *, host: str = "acp", cwd:
     if cwd is not None:
         meta["cwd"] = cwd
     try:
-        from permissions.store import state_dir as resolve_state_dir
-
         meta["state_dir"] = resolve_state_dir(state_dir)
     except Exception:  # noqa: S110 - informational only
         pass
@@ -63,9 +63,7 @@ def transcript_meta(factory: ModelFactory, mode: str, *, host: str = "acp", cwd:
 def _config_permissions() -> dict[str, list[str]]:
     """The config file's `[permissions]` allow/deny rules (they change what is asked); empty when there are none."""
     try:
-        from runtime.config import load
-
-        settings = load().permissions
+        settings = config.load().permissions
     except Exception:  # already checked at start-up; a file changed since is not worth failing the recording for
         return {}
     return {k: list(v) for k, v in (("allow", settings.allow), ("deny", settings.deny)) if v}

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import anyio
+from rich.text import Text
 
 from permissions.modes import parse_mode
 from permissions.store import state_dir as resolve_state_dir
@@ -206,8 +207,6 @@ class Chat:
 
 
 def _banner(view: ChatView, session: ChatSession, continued: bool) -> None:
-    from rich.text import Text
-
     what = "continuing" if continued else "new session"
     view.console.print(Text.assemble(("gatewright chat", "bold"), f" · {what} ", (session.id, "dim"),
                                      f" · {session.cwd}"))

@@ -13,6 +13,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from prompt_toolkit import PromptSession
+from prompt_toolkit.key_binding import KeyBindings
+from prompt_toolkit.keys import Keys
 from rich.text import Text
 
 from permissions.gateway import PermissionOutcome, PermissionRequest
@@ -88,10 +91,6 @@ class TerminalChooser:
 
 async def read_terminal_key(message: str, keys: list[str]) -> str:
     """One key from `keys` (or `CANCEL` for Ctrl-C), read with prompt_toolkit; every other key is ignored."""
-    from prompt_toolkit import PromptSession
-    from prompt_toolkit.key_binding import KeyBindings
-    from prompt_toolkit.keys import Keys
-
     kb = KeyBindings()
     for key in keys:
         def choose(event: KeyPressEvent, key: str = key) -> None:

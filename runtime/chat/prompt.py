@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import HTML
@@ -92,8 +93,6 @@ class ChatPrompt:
 
         @kb.add("c-t")
         def thoughts(event: KeyPressEvent) -> None:
-            from prompt_toolkit.application import run_in_terminal
-
             run_in_terminal(on_thoughts)
 
         self._toolbar = toolbar

@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 import anyio
 
+from runtime import lazy  # the MCP SDK and the HTTP client: over a second to import, done off the event loop
 from runtime.elicitation import Answer, CannotAsk, UserAsker, clean_form_schema, clip
 from runtime.mcp.config import HttpServer, ServerSpec, StdioServer, redact
 from runtime.mcp.stdio import StdioProcessTransport
@@ -90,10 +91,7 @@ _import_lock = threading.Lock()
 
 def _import_sdk() -> None:
     with _import_lock:  # several servers starting at once import once, not racing each other's module locks
-        import httpx2  # noqa: F401
-        import mcp.client.client
-        import mcp.client.sse
-        import mcp.client.streamable_http  # noqa: F401
+        _ = lazy.httpx2, lazy.mcp_client, lazy.mcp_sse, lazy.mcp_streamable_http, lazy.mcp_types  # imported now
 
 
 class ServerConnection:
@@ -179,9 +177,6 @@ class ServerConnection:
 
     async def _serve(self) -> None:
         await anyio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
-        import mcp_types
-        from mcp.client.client import Client
-
         async with contextlib.AsyncExitStack() as stack:
             transport = await self._open_transport(stack)
             self._transport = transport
@@ -190,8 +185,9 @@ class ServerConnection:
             # Without a way to say "no elicitation" while still answering, a server that may not ask is left to the
             # SDK's own refusal rather than told a capability the editor lacks.
             callback = self._on_elicit if modes or honest else None
-            client = Client(transport, cache=None, message_handler=self._on_message, elicitation_callback=callback,
-                            client_info=mcp_types.Implementation(name="gatewright", version=self.client_version))
+            client = lazy.mcp_client.Client(
+                transport, cache=None, message_handler=self._on_message, elicitation_callback=callback,
+                client_info=lazy.mcp_types.Implementation(name="gatewright", version=self.client_version))
             if honest:
                 _advertise_modes(client, modes)
             await stack.enter_async_context(client)
@@ -250,11 +246,9 @@ class ServerConnection:
 
     async def _on_elicit(self, context: Any, params: Any) -> Any:
         """The SDK's elicitation callback: always an `ElicitResult`, never an error, never a wait without end."""
-        import mcp_types
-
         answer = await self._elicit(params)
         content = dict(answer.content) if answer.action == "accept" and answer.content is not None else None
-        return mcp_types.ElicitResult(action=answer.action, content=content)
+        return lazy.mcp_types.ElicitResult(action=answer.action, content=content)
 
     async def _elicit(self, params: Any) -> Answer:
         mode = getattr(params, "mode", "form")
@@ -317,8 +311,6 @@ class ServerConnection:
             await self._relist_on_change(client)
 
     async def _listen_for_changes(self, client: Any) -> None:
-        from mcp.client.subscriptions import SubscriptionLost
-
         while True:
             try:
                 async with client.listen(tools_list_changed=True) as sub:
@@ -330,7 +322,8 @@ class ServerConnection:
                     async for _event in sub:
                         self._tools_changed.set()
                     return  # the server ended the stream gracefully
-            except SubscriptionLost as exc:  # the stream dropped: listen again (for as long as the connection lives)
+            except lazy.mcp_subscriptions.SubscriptionLost as exc:
+                # the stream dropped: listen again (for as long as the connection lives)
                 log.info("MCP server %s: tool-change subscription lost (%s); listening again", self.name,
                          self._clean(_one_line(_leaf(exc))))
             except Exception as exc:  # no listen before 2026-07-28 (such servers send notifications/tools/list_changed
@@ -363,18 +356,12 @@ class ServerConnection:
             return StdioProcessTransport(spec.name, spec.command, spec.args, env, self.cwd, self.secrets,
                                          spec.sandbox)
         assert isinstance(spec, HttpServer)
-        import httpx2
-
         headers = dict(spec.headers)
         if spec.transport == "sse":
-            from mcp.client.sse import sse_client
-
-            return sse_client(spec.url, headers=headers, timeout=30.0)
-        from mcp.client.streamable_http import streamable_http_client
-
-        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
+            return lazy.mcp_sse.sse_client(spec.url, headers=headers, timeout=30.0)
+        http = lazy.httpx2.AsyncClient(headers=headers, timeout=lazy.httpx2.Timeout(30.0, read=300.0))
         await stack.enter_async_context(http)
-        return streamable_http_client(spec.url, http_client=http)
+        return lazy.mcp_streamable_http.streamable_http_client(spec.url, http_client=http)
 
     # ---- calls ---------------------------------------------------------------------------------------------------
     async def call_tool(self, tool: str, arguments: dict[str, Any], progress: ProgressFn | None,
@@ -401,11 +388,9 @@ class ServerConnection:
                 self._call_ended(call_id)
 
     async def _call(self, client: Any, tool: str, arguments: dict[str, Any], progress: ProgressFn | None) -> Any:
-        from mcp.shared.exceptions import MCPError
-
         try:
             return await client.call_tool(tool, arguments, progress_callback=progress)
-        except MCPError as exc:
+        except lazy.mcp_exceptions.MCPError as exc:
             if _is_connection_closed(exc) or self._gone():
                 raise ToolFailure(f"MCP server {self.name} went away during the call"
                                   f"{await self._exit_note()}", "McpServerStopped") from None
@@ -475,11 +460,8 @@ class ServerConnection:
 
 def _can_advertise_modes() -> bool:
     """Whether this SDK lets us state the elicitation modes ourselves (see `_advertise_modes`)."""
-    from mcp.client.client import Client
-    from mcp.client.session import ClientSession
-
-    return callable(getattr(Client, "_build_session", None)) and \
-        callable(getattr(ClientSession, "_build_capabilities", None))
+    return callable(getattr(lazy.mcp_client.Client, "_build_session", None)) and \
+        callable(getattr(lazy.mcp_session.ClientSession, "_build_capabilities", None))
 
 
 def _advertise_modes(client: Any, modes: frozenset[str]) -> None:
@@ -490,12 +472,10 @@ def _advertise_modes(client: Any, modes: frozenset[str]) -> None:
     them (`_can_advertise_modes` checks they exist; tests/acp_server/test_elicitation_raw.py checks what a server
     receives).
     """
-    import mcp_types
-
     build = client._build_session
-    wanted = mcp_types.ElicitationCapability(
-        form=mcp_types.FormElicitationCapability() if "form" in modes else None,
-        url=mcp_types.UrlElicitationCapability() if "url" in modes else None) if modes else None
+    wanted = lazy.mcp_types.ElicitationCapability(
+        form=lazy.mcp_types.FormElicitationCapability() if "form" in modes else None,
+        url=lazy.mcp_types.UrlElicitationCapability() if "url" in modes else None) if modes else None
 
     async def build_session(stack: Any) -> Any:
         session = await build(stack)

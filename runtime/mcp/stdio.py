@@ -9,7 +9,8 @@ The sandbox (`server_spec`): a server may write the workspace and its own privat
 the directories its command and path arguments live in, and has the network. The entry's `_meta.gatewright.sandbox`
 widens it (`{"read": [...], "write": [...], "network": false}`, see `runtime.mcp.config` and the README).
 
-`import mcp` is slow; this module imports it only inside `__aenter__`, which runs in a session that has servers.
+`import mcp` is slow; this module uses it through `runtime.lazy`, first in `__aenter__`, which runs in a session that
+has servers.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import anyio
 import anyio.abc
 
 from permissions.confinement import Confinement
+from runtime import lazy
 from runtime.mcp.config import SandboxWidening, redact
 from runtime.processes import PIPE, FdStream, Spawned, spawn
 from runtime.sandbox import SandboxSpec, build_spec
@@ -114,9 +116,6 @@ class StdioProcessTransport:
         return self.process.poll() if self.process is not None else None
 
     async def __aenter__(self) -> tuple[Any, Any]:
-        import mcp_types
-        from mcp.shared.message import SessionMessage
-
         self._tmpdir = tempfile.mkdtemp(prefix=f"gatewright-mcp-{self.server[:20]}-")
         spec = server_spec(self.command, self.args, self.cwd, self.env, self._tmpdir, self.sandbox)
         read_fd, write_fd = os.pipe()
@@ -149,7 +148,8 @@ class StdioProcessTransport:
                             if not line.strip():
                                 continue
                             try:
-                                item: Any = SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line))
+                                item: Any = lazy.mcp_message.SessionMessage(
+                                    lazy.mcp_types.jsonrpc_message_adapter.validate_json(line))
                             except ValueError as exc:
                                 log.debug("MCP server %s wrote a line that is not JSON-RPC", self.server)
                                 item = exc

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from runtime import secrets
+from runtime import lazy, secrets  # lazy: the model clients load with the first session that needs one
 from runtime.models.config import ConfigError, ModelEntry, ModelsConfig, accepts_images, entry_for_spec, load_config
 from runtime.models.errors import ModelError, ModelNotConfigured
 
@@ -75,9 +75,7 @@ class ModelFactory:
         if spec is None and self.config.default_model:
             spec = parse_model_spec(self.config.default_model)
         if spec is not None and spec.provider == "scripted":
-            from runtime.models.scripted import load_script
-
-            self._script = load_script(spec.name)
+            self._script = lazy.scripted.load_script(spec.name)
             self.default_id = str(spec)
         elif spec is not None:
             entry = self._resolve(spec)
@@ -165,9 +163,7 @@ class ModelFactory:
         if model_id is None:
             return None
         if self._script is not None:
-            from runtime.models.scripted import ScriptedModel
-
-            return ScriptedModel(self._script)
+            return lazy.scripted.ScriptedModel(self._script)
         if model_id in self._clients:
             return self._clients[model_id]
         entry = self.entry(model_id)
@@ -178,12 +174,8 @@ class ModelFactory:
         key = self.env.get(settings.api_key_env) if settings.api_key_env else None
         client: ModelClient
         if settings.kind == "openai":
-            from runtime.models.openai_compat import OpenAIChatModel
-
-            client = OpenAIChatModel(entry, settings, key or None)
+            client = lazy.openai_compat.OpenAIChatModel(entry, settings, key or None)
         else:
-            from runtime.models.anthropic_messages import AnthropicModel
-
-            client = AnthropicModel(entry, settings, key or None)
+            client = lazy.anthropic_messages.AnthropicModel(entry, settings, key or None)
         self._clients[model_id] = client
         return client

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from runtime import lazy  # tomllib, only when there is a config file
+
 if TYPE_CHECKING:
     from runtime.models.base import Usage
 
@@ -167,11 +169,9 @@ def read_document(path: str | Path | None = None, env: Mapping[str, str] | None 
         return {}, None
     except OSError as exc:
         raise ConfigError(f"config file {p}: cannot be read ({exc.strerror or exc})") from None
-    import tomllib
-
     try:
-        return tomllib.loads(raw.decode("utf-8")), str(p)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return lazy.tomllib.loads(raw.decode("utf-8")), str(p)
+    except (lazy.tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {p}: not valid TOML ({exc})") from None
 
 

@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import orjson
 
+from runtime import lazy  # httpx2: imported with a provider's first client
 from runtime.models.retry import MalformedStream, ProviderHTTPError, ProviderStreamError
 
 if TYPE_CHECKING:
@@ -53,15 +54,13 @@ def make_client(url: str, headers: Mapping[str, str], *, connect_timeout: float,
                 ) -> httpx2.AsyncClient:
     """A pooled client for one provider endpoint. `idle_timeout` bounds every read (so the time between two
     chunks); the first-token deadline is the caller's."""
-    import httpx2
-
     verify: ssl.SSLContext | bool = True
     if urlsplit(url).scheme == "http":
         # Plain HTTP never needs the CA bundle, whose loading is ~25 ms of a fresh process's first model call. A
         # context that trusts nothing fails closed if TLS were ever attempted with it.
         verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    return httpx2.AsyncClient(headers=dict(headers), verify=verify, follow_redirects=False,
-                              timeout=httpx2.Timeout(idle_timeout or None, connect=connect_timeout or None))
+    return lazy.httpx2.AsyncClient(headers=dict(headers), verify=verify, follow_redirects=False,
+                                   timeout=lazy.httpx2.Timeout(idle_timeout or None, connect=connect_timeout or None))
 
 
 async def _close(resource: Any) -> None:
@@ -79,8 +78,6 @@ async def post_events(client: httpx2.AsyncClient, url: str, body: Mapping[str, A
     Closing this generator (or cancelling its consumer) closes the response, which drops the connection at once
     when the reply was not read to its end.
     """
-    import httpx2
-
     request = client.build_request("POST", url, content=orjson.dumps(body),
                                    headers={"content-type": "application/json", "accept": "text/event-stream"})
     response = await client.send(request, stream=True)
@@ -97,7 +94,7 @@ async def post_events(client: httpx2.AsyncClient, url: str, body: Mapping[str, A
                 if message:
                     raise ProviderStreamError(message, etype)
             raise MalformedStream(f"expected an event stream, got {ctype or 'no content type'}")
-        events = httpx2.EventSource(response, max_event_size=MAX_EVENT_BYTES).__aiter__()
+        events = lazy.httpx2.EventSource(response, max_event_size=MAX_EVENT_BYTES).__aiter__()
         try:
             async for sse in events:
                 yield sse.event, sse.data

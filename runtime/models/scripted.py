@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+# anyio and the conversation records are lazy: the CLI imports this module (ScriptError) on the way to answering
+# `initialize`, before they are needed.
+from runtime import lazy
 from runtime.models.errors import ModelError
 
 if TYPE_CHECKING:
@@ -130,23 +133,16 @@ class ScriptedModel:
         return f"scripted:{self.script.source}"
 
     async def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        # Imported here: the CLI imports this module (ScriptError) on the way to answering `initialize`, before
-        # anyio and the conversation records are needed.
-        import anyio
-        import anyio.lowlevel
-
-        from runtime.models.base import Finished, TextDelta, ThoughtDelta, ToolCallEvent, ToolCallRequest, Usage
-
         if self.position >= len(self.script.responses):
             self.position += 1
-            yield TextDelta(EXHAUSTED_TEXT)
-            yield Finished("end_turn")
+            yield lazy.model_base.TextDelta(EXHAUSTED_TEXT)
+            yield lazy.model_base.Finished("end_turn")
             return
         entry = self.script.responses[self.position]
         self.position += 1
         delay = entry.get("delay_ms")
         if delay:
-            await anyio.sleep(delay / 1000)
+            await lazy.anyio.sleep(delay / 1000)
         if "error" in entry:
             raise ModelError(entry["error"])
         # Like a provider's stream, which parses many deltas out of one network read, the pieces come in bursts:
@@ -154,22 +150,22 @@ class ScriptedModel:
         deadline = time.perf_counter() + SLICE_S
         if entry.get("thinking"):
             for piece in split_text(entry["thinking"], None):
-                yield ThoughtDelta(piece)
+                yield lazy.model_base.ThoughtDelta(piece)
                 if time.perf_counter() >= deadline:
-                    await anyio.lowlevel.checkpoint()
+                    await lazy.anyio_lowlevel.checkpoint()
                     deadline = time.perf_counter() + SLICE_S
         for piece in split_text(entry.get("text", ""), entry.get("chunks")):
-            yield TextDelta(piece)
+            yield lazy.model_base.TextDelta(piece)
             if time.perf_counter() >= deadline:
-                await anyio.lowlevel.checkpoint()
+                await lazy.anyio_lowlevel.checkpoint()
                 deadline = time.perf_counter() + SLICE_S
-        await anyio.lowlevel.checkpoint()
+        await lazy.anyio_lowlevel.checkpoint()
         calls = entry.get("tool_calls") or []
         for call in calls:
             args = call.get("arguments", {})
             raw = args if isinstance(args, str) else orjson.dumps(args).decode()
-            yield ToolCallEvent(ToolCallRequest(call.get("id"), call["name"], raw))
+            yield lazy.model_base.ToolCallEvent(lazy.model_base.ToolCallRequest(call.get("id"), call["name"], raw))
         u = entry.get("usage") or {}
-        usage = Usage(input_tokens=u.get("input_tokens", 0), output_tokens=u.get("output_tokens", 0))
+        usage = lazy.model_base.Usage(input_tokens=u.get("input_tokens", 0), output_tokens=u.get("output_tokens", 0))
         stop: ModelStop = entry.get("stop") or ("tool_use" if calls else "end_turn")  # checked by load_script
-        yield Finished(stop, usage)
+        yield lazy.model_base.Finished(stop, usage)

@@ -3,8 +3,8 @@
 Several gatewright processes (one per editor window) share one state dir, so the database runs in WAL mode with a
 busy timeout, and every writer takes the write lock up front with `BEGIN IMMEDIATE` (a deferred transaction that
 upgrades to a writer mid-way can fail with SQLITE_BUSY without waiting). Connections run in autocommit mode so that
-transactions are always explicit. `sqlite3` is imported here only, and this module is imported lazily: nothing on
-the `initialize` path touches the disk.
+transactions are always explicit. The store imports `sqlite3` here only, and this module loads with the first session
+(`runtime.open_store`, a lazy name): nothing on the `initialize` path touches the disk.
 """
 
 from __future__ import annotations

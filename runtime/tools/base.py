@@ -19,7 +19,7 @@ import anyio
 import orjson
 
 from permissions.confinement import Confinement
-from runtime import secrets
+from runtime import lazy, secrets  # lazy: jsonschema, for the first schema beyond argcheck's part of JSON Schema
 from runtime.tools import argcheck
 from runtime.workspace import PathError, Workspace
 
@@ -237,9 +237,7 @@ def _validator(name: str, schema_json: str) -> Any:
     schema = json.loads(schema_json)
     if argcheck.supported(schema):  # every built-in tool's schema: no jsonschema (~25 ms to import) at all
         return argcheck.Checker(schema)
-    import jsonschema  # heavy: imported for the first schema beyond argcheck's part of JSON Schema (MCP tools)
-
-    cls = jsonschema.validators.validator_for(schema)
+    cls = lazy.jsonschema.validators.validator_for(schema)
     return cls(schema)
 
 

@@ -1,7 +1,7 @@
 """The built-in tools. `builtin_tools()` gives a fresh instance of each for one session.
 
-Tool modules are imported here lazily, at session creation, never at import time of this package: start-up of
-`gatewright acp` does not pay for them.
+This package, and with it every tool module, loads at session creation (`runtime.builtin_tools`, a lazy name): start-up
+of `gatewright acp` does not pay for them.
 """
 
 from __future__ import annotations
