@@ -21,6 +21,9 @@ ANNOTATIONS = frozenset({"$schema", "$comment", "title", "description", "default
                          "readOnly", "writeOnly"})
 DRAFTS = frozenset({"https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#"})
 TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean", "null"})
+# The length keywords, with the kind of instance each one bounds (strings count characters, arrays items).
+_LOWER_BOUNDS: dict[str, type[str] | type[list[Any]]] = {"minLength": str, "minItems": list}
+_UPPER_BOUNDS: dict[str, type[str] | type[list[Any]]] = {"maxLength": str, "maxItems": list}
 
 
 class ArgumentError:
@@ -106,11 +109,11 @@ def _errors(schema: Mapping[str, Any], instance: Any, path: tuple[str | int, ...
         elif key == "enum":
             if all(not _equal(each, instance) for each in value):
                 yield ArgumentError(path, f"{instance!r} is not one of {value!r}")
-        elif key == "minLength":
-            if isinstance(instance, str) and len(instance) < value:
+        elif key in _LOWER_BOUNDS:
+            if isinstance(instance, _LOWER_BOUNDS[key]) and len(instance) < value:
                 yield ArgumentError(path, f"{instance!r} {'should be non-empty' if value == 1 else 'is too short'}")
-        elif key == "maxLength":
-            if isinstance(instance, str) and len(instance) > value:
+        elif key in _UPPER_BOUNDS:
+            if isinstance(instance, _UPPER_BOUNDS[key]) and len(instance) > value:
                 yield ArgumentError(path, f"{instance!r} {'is expected to be empty' if value == 0 else 'is too long'}")
         elif key == "minimum":
             if _is(instance, "number") and instance < value:
@@ -118,12 +121,6 @@ def _errors(schema: Mapping[str, Any], instance: Any, path: tuple[str | int, ...
         elif key == "maximum":
             if _is(instance, "number") and instance > value:
                 yield ArgumentError(path, f"{instance!r} is greater than the maximum of {value!r}")
-        elif key == "minItems":
-            if isinstance(instance, list) and len(instance) < value:
-                yield ArgumentError(path, f"{instance!r} {'should be non-empty' if value == 1 else 'is too short'}")
-        elif key == "maxItems":
-            if isinstance(instance, list) and len(instance) > value:
-                yield ArgumentError(path, f"{instance!r} {'is expected to be empty' if value == 0 else 'is too long'}")
         elif key == "uniqueItems":
             if value and isinstance(instance, list) and not _unique(instance):
                 yield ArgumentError(path, f"{instance!r} has non-unique elements")

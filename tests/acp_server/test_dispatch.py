@@ -5,7 +5,6 @@ typed params (params that do not fit get `-32602` with the schema path and no ha
 from __future__ import annotations
 
 import inspect
-import json
 from typing import Any
 
 import anyio
@@ -19,6 +18,7 @@ from acp_server.protocol import schema
 from acp_server.protocol.base import WireModel
 from acp_server.rpc import JsonRpcConnection, Route
 from runtime import secrets
+from tests.support.rpc_helpers import Pipe
 
 # In the stable schema, on the agent's side, and not served: said here so that a new method is a decision.
 NOT_SERVED = {"logout"}
@@ -65,23 +65,6 @@ def test_the_session_methods_advertised_are_the_session_methods_served():
     assert caps["loadSession"] is ("session/load" in REQUESTS)
 
 
-class _Pipe:
-    def __init__(self) -> None:
-        self.send, self.recv = anyio.create_memory_object_stream[bytes](100)
-        self.out: list[dict[str, Any]] = []
-        self.got = anyio.Event()
-
-    async def read(self) -> bytes:
-        try:
-            return await self.recv.receive()
-        except anyio.EndOfStream:
-            return b""
-
-    async def write(self, data: bytes) -> None:
-        self.out += [json.loads(line) for line in data.splitlines()]
-        self.got.set()
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("params", [{"sessionId": 5, "modeId": "auto"}, {"modeId": "auto"}, [1], {"sessionId": [1]}])
 async def test_a_handler_never_runs_for_params_that_do_not_fit(params):
@@ -93,18 +76,16 @@ async def test_a_handler_never_runs_for_params_that_do_not_fit(params):
     class Spy(AcpDispatcher):
         requests = {**REQUESTS, "session/set_mode": Route(REQUESTS["session/set_mode"].params, spy)}
 
-    pipe = _Pipe()
+    pipe = Pipe()
     conn = JsonRpcConnection(Spy(GatewrightAgent(AgentConfig())))
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(conn.serve, pipe, pipe)
-            await pipe.send.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/set_mode",
-                                             "params": params}).encode() + b"\n")
-            await pipe.send.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "session/set_mode",
-                                             "params": {"sessionId": "s", "modeId": "auto"}}).encode() + b"\n")
-            while len(pipe.out) < 2:
-                pipe.got = anyio.Event()
-                await pipe.got.wait()
+            await pipe.line({"jsonrpc": "2.0", "id": 1, "method": "session/set_mode", "params": params})
+            await pipe.line({"jsonrpc": "2.0", "id": 2, "method": "session/set_mode",
+                             "params": {"sessionId": "s", "modeId": "auto"}})
+            for request_id in (1, 2):
+                await pipe.wait(lambda m, i=request_id: m.get("id") == i)
             await pipe.send.aclose()
     first, second = sorted(pipe.out, key=lambda m: m["id"])
     assert first["error"]["code"] == -32602 and first["error"]["message"].startswith("Invalid params: ")

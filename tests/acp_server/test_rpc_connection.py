@@ -2,46 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anyio
 import pytest
 
 from acp_server.rpc import ClientError, JsonRpcConnection
-from tests.support.rpc_helpers import raw_notification_routes, raw_routes
-
-
-class Pipe:
-    """An in-memory client: feeds lines to the connection and collects what it writes."""
-
-    def __init__(self) -> None:
-        self.send, self.recv = anyio.create_memory_object_stream[bytes](100)
-        self.out: list[dict[str, Any]] = []
-        self.new = anyio.Event()
-
-    async def read(self) -> bytes:
-        try:
-            return await self.recv.receive()
-        except anyio.EndOfStream:
-            return b""
-
-    async def write(self, data: bytes) -> None:
-        for line in data.splitlines():
-            self.out.append(json.loads(line))
-        self.new.set()
-        self.new = anyio.Event()
-
-    async def line(self, obj: Any) -> None:
-        await self.send.send((json.dumps(obj) + "\n").encode())
-
-    async def wait(self, pred) -> dict[str, Any]:
-        with anyio.fail_after(5):
-            while True:
-                for m in self.out:
-                    if pred(m):
-                        return m
-                await self.new.wait()
+from tests.support.rpc_helpers import Pipe, raw_notification_routes, raw_routes
 
 
 class Dispatcher:
