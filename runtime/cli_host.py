@@ -44,6 +44,7 @@ from runtime.models import NO_MODEL_MESSAGE
 from runtime.models.base import TextPart
 from runtime.processes import kill_all_process_groups
 from runtime.recording import TranscriptRecorder, transcript_meta
+from runtime.tools.base import content_text
 from runtime.updates import event_to_update, pending_tool_call
 
 if TYPE_CHECKING:
@@ -85,6 +86,8 @@ class TerminalGateway:
         for c in request.content:
             if c.get("type") == "diff":
                 w(_short_diff(c.get("oldText"), c.get("newText") or "", c.get("path", "")))
+            elif text := content_text(c):  # e.g. the whole command, when the title cannot show all of it
+                w("".join(f"  {line}\n" for line in text.splitlines()))
         if not self.inp.isatty():
             w("  Tool call requires approval but no terminal is available: rejected.\n")
             self.out.flush()

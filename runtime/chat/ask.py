@@ -20,6 +20,7 @@ from rich.text import Text
 
 from permissions.gateway import PermissionOutcome, PermissionRequest
 from runtime.chat.view import ChatView, diffs_of
+from runtime.tools.base import content_text
 
 if TYPE_CHECKING:
     from prompt_toolkit.key_binding import KeyPressEvent
@@ -68,6 +69,9 @@ class TerminalChooser:
                                         (f"  ({request.tool})", "dim")))
             if request.reason:
                 console.print(Text(f"  {request.reason}", style="dim"))
+            for c in request.content:  # e.g. the whole command, when the title cannot show all of it
+                if text := content_text(c):
+                    console.print(Text(text, style="cyan"))
             diffs = diffs_of(request.content)
             for d in diffs:
                 console.print(d)

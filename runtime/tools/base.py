@@ -338,6 +338,17 @@ def cap_output(text: str, limit: int) -> str:
     return f"{text[:head]}\n[... {cut} characters truncated: output exceeded {limit} characters ...]\n{text[-tail:]}"
 
 
+def content_text(block: Any) -> str | None:
+    """The text of a tool-call content block of the `content` kind (`{"type": "content", "content": {"type":
+    "text", ...}}`), else None: what a terminal host prints of a question besides its diffs."""
+    if not isinstance(block, dict) or block.get("type") != "content":
+        return None
+    inner = block.get("content")
+    if isinstance(inner, dict) and inner.get("type") == "text" and isinstance(inner.get("text"), str):
+        return str(inner["text"])
+    return None
+
+
 def display_path(ws: Workspace, path: str) -> str:
     try:
         return ws.display(ws.resolve(path).path)

@@ -14,6 +14,9 @@ test cannot run `rm -rf ~`.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -25,7 +28,7 @@ from permissions.rules import RuleStore
 from runtime.approval import make_describer
 from runtime.tools.base import RoutingToolExecutor, ToolCall, ToolFailure, ToolRegistry, ToolResult, validate_arguments
 from runtime.tools.builtin import builtin_tools
-from tests.support.harness import write_script
+from tests.support.harness import REPO, write_script
 from tests.support.tools_helpers import TOOLS, make_ctx
 
 pytestmark = [pytest.mark.timeout(60)]
@@ -235,3 +238,44 @@ def test_tool_output_that_tries_to_change_the_mode_or_the_rules_has_no_effect(sp
     forged = [f for f in agent.frames if f.get("method") == "session/set_mode" or "outcome" in json.dumps(
         f.get("result", {}))]
     assert forged == []  # the forged frames stayed inside tool output, never on the wire as frames
+
+
+# A question must show what it approves: a first line, a long line or invisible characters must not hide the rest.
+HIDDEN = {
+    "a second line": "echo hello\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\n\ntouch PAYLOAD",
+    "a long line": "echo hello" + " " * 300 + "; touch PAYLOAD",
+    "a carriage return": "touch PAYLOAD\recho hello",
+    "an escape sequence that erases the line": "touch PAYLOAD; echo \x1b[2K\x1b[1Ghello",
+    "a bidirectional override": "touch PAYLOAD #\u202e olleh ohce",
+}
+
+
+@pytest.mark.parametrize("command", list(HIDDEN.values()), ids=list(HIDDEN))
+def test_a_question_about_a_command_shows_all_of_it_and_nothing_invisible(spawn, workspace, tmp_path, command):
+    """The editor gets the whole command as the question's content whenever its title cannot show it, with every
+    character that would not show as itself written as an escape; `gatewright run` prints the same under the
+    question (found by attacking the question itself: "Run echo hello…" hid `touch PAYLOAD`)."""
+    script = write_script(tmp_path / "m.json", [{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+                                                {"text": "done"}])
+    agent = spawn("--model", f"scripted:{script}", "--mode", "safe", cwd=workspace,
+                  responder=lambda _msg: {"outcome": {"outcome": "selected", "optionId": "reject_continue"}})
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    agent.prompt(sid, "go", timeout=30)
+    (question,) = [m for m in agent.agent_requests if m["method"] == "session/request_permission"]
+    tool_call = question["params"]["toolCall"]
+    shown = tool_call["title"] + "".join(c["content"]["text"] for c in tool_call.get("content") or []
+                                         if c.get("type") == "content")
+    assert "touch PAYLOAD" in shown.replace("\\x1b[2K\\x1b[1G", "")
+    assert not any(ch in shown for ch in "\r\x1b\u202e"), shown
+    assert not (workspace / "PAYLOAD").exists()
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWRIGHT_")}
+    env.update(PYTHONPATH=REPO, GATEWRIGHT_STATE_DIR=str(tmp_path / "state"))
+    run = subprocess.run([sys.executable, "-c", "from acp_server.cli import main; raise SystemExit(main())", "run",
+                          "--model", f"scripted:{script}", "go"],
+                         cwd=workspace, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 3, run.stderr  # no terminal: rejected
+    printed = run.stderr.replace("\\x1b[2K\\x1b[1G", "")
+    assert "touch PAYLOAD" in printed and not any(ch in run.stderr for ch in "\r\x1b\u202e"), run.stderr
+    assert not (workspace / "PAYLOAD").exists()

@@ -16,6 +16,7 @@ question in `safe` mode, and "allow always" binds to the canonical command and w
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -96,12 +97,34 @@ def run_rule_key(where: str, canonical: str) -> str:
     return f"bash:run:{where}:{digest(canonical)}"
 
 
+# Characters a terminal or an editor would not show as themselves: C0/C1 controls (an escape sequence can erase the
+# line a question is printed on), zero-width characters and bidirectional overrides (text that reads backwards).
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """`text` with every character that would not show as itself written as an escape (`\\x1b`, `\\u202e`)."""
+    return _INVISIBLE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
 def _short(command: str, limit: int = 80) -> str:
-    first = command.strip().splitlines()[0] if command.strip() else command
-    more = first != command.strip()
+    shown = visible(command).strip()
+    first = shown.splitlines()[0] if shown else shown
+    more = first != shown
     if len(first) > limit:
         first, more = first[: limit - 1], True
     return first + ("…" if more else "")
+
+
+def command_block(command: str) -> tuple[dict[str, Any], ...]:
+    """The whole command as the question's content, when its title cannot show all of it (a second line, a long
+    line, characters made visible): what is approved is what the user saw, never a first line hiding the rest."""
+    shown = visible(command).strip()
+    if _short(command) == shown and shown == command.strip():
+        return ()
+    longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return ({"type": "content", "content": {"type": "text", "text": f"{fence}sh\n{shown}\n{fence}"}},)
 
 
 def _sandbox_notes(exit_code: int | None, stderr: str, notes: list[str]) -> list[str]:
@@ -165,6 +188,11 @@ class BashTool(Tool):
         return {"status": f"Check process {pid}", "logs": f"Read output of process {pid}",
                 "write": f"Send input to process {pid}", "stop": f"Stop process {pid}",
                 "list": "List background processes"}.get(action, f"bash {action}")
+
+    async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> tuple[dict[str, Any], ...]:
+        if self._action(args) in ("exec", "start") and isinstance(args.get("command"), str):
+            return command_block(args["command"])
+        return ()
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
         action = self._action(args)
