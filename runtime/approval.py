@@ -13,7 +13,7 @@ from types import ModuleType
 import runtime.sandbox
 from permissions.decorator import ApprovalSubject
 from permissions.policy import CallFacts, PathFact
-from runtime.tools.base import ToolCall, ToolContext, ToolRegistry, clear_call_scratch
+from runtime.tools.base import ToolCall, ToolContext, ToolRegistry, clear_call_scratch, visible
 from runtime.workspace import PathError
 
 
@@ -53,10 +53,11 @@ def make_describer(registry: ToolRegistry) -> Callable[[ToolCall, ToolContext], 
         content = await tool.preview(call.arguments, ctx)
         return ApprovalSubject(
             facts=facts,
-            title=tool.title(call.arguments, ws),
+            # Model-made text: what a terminal or an editor would not show as itself is written as an escape.
+            title=visible(tool.title(call.arguments, ws)),
             kind=tool.kind_for(call.arguments),
             raw_input=call.arguments,
-            summary=tool.summary(call.arguments, ws),
+            summary=visible(tool.summary(call.arguments, ws)),
             content=content,
             locations=tuple(tool.locations(call.arguments, ws)),
             call_id=call.id,

@@ -62,6 +62,7 @@ from runtime.tools.base import (
     ToolResult,
     cap_output,
     clear_call_scratch,
+    visible,
 )
 from runtime.tracing import META_KEY, CallRecord, check_output, find_trace, jsonable_trace, new_operation_id, wire_meta
 from runtime.workspace import PathError, Workspace
@@ -375,7 +376,7 @@ class AgentRuntime:
             kind = tool.kind
             try:
                 kind = tool.kind_for(args if isinstance(args, dict) else {})
-                title = tool.title(args if isinstance(args, dict) else {}, self.env.workspace)
+                title = visible(tool.title(args if isinstance(args, dict) else {}, self.env.workspace))
                 locations = tuple(tool.locations(args, self.env.workspace)) if isinstance(item, ToolCall) else ()
             except Exception:  # a title must never break a turn
                 log.debug("title failed for %s", call.name, exc_info=True)

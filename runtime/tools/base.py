@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -336,6 +337,16 @@ def cap_output(text: str, limit: int) -> str:
     tail = limit - head
     cut = len(text) - head - tail
     return f"{text[:head]}\n[... {cut} characters truncated: output exceeded {limit} characters ...]\n{text[-tail:]}"
+
+
+# Characters a terminal or an editor would not show as themselves: C0/C1 controls (an escape sequence can erase the
+# line a question is printed on), zero-width characters and bidirectional overrides (text that reads backwards).
+_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+
+
+def visible(text: str) -> str:
+    """`text` with every character that would not show as itself written as an escape (`\\x1b`, `\\u202e`)."""
+    return _INVISIBLE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
 def content_text(block: Any) -> str | None:

@@ -279,3 +279,12 @@ def test_a_question_about_a_command_shows_all_of_it_and_nothing_invisible(spawn,
     printed = run.stderr.replace("\\x1b[2K\\x1b[1G", "")
     assert "touch PAYLOAD" in printed and not any(ch in run.stderr for ch in "\r\x1b\u202e"), run.stderr
     assert not (workspace / "PAYLOAD").exists()
+
+
+@pytest.mark.anyio
+async def test_a_file_name_with_an_escape_sequence_is_shown_escaped_in_the_question(tmp_path):
+    """Every tool's title is model-made text: a path carrying an escape sequence cannot rewrite a terminal's line."""
+    registry = ToolRegistry(builtin_tools())
+    call = ToolCall("c1", "write_file", {"path": "a\x1b[2K\x1b[1Gsafe.txt", "content": "x"}, "{}")
+    subject = await make_describer(registry)(call, make_ctx(tmp_path))
+    assert "\x1b" not in subject.title and "\\x1b[2K" in subject.title, subject.title

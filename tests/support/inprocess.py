@@ -264,13 +264,17 @@ def agents(tmp_path: Path) -> Iterator[Any]:
         started.append(agent)
         return agent
 
+    environ = dict(os.environ)
     yield _start
     failures: list[str] = []
-    for agent in started:
+    for agent in reversed(started):  # last in, first out: each puts back the environment it found
         try:
             agent.close()
         except AssertionError as exc:
             failures.append(str(exc))
+    # And whatever the order the test closed them in, the next test starts from the environment this one found.
+    os.environ.clear()
+    os.environ.update(environ)
     for agent in started:
         agent.assert_clean()
     assert not failures, failures

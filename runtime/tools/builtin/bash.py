@@ -37,6 +37,7 @@ from runtime.tools.base import (
     digest,
     display_path,
     environ_without_secrets,
+    visible,
 )
 from runtime.tools.builtin import textio
 from runtime.workspace import PathError, ResolvedPath, Workspace
@@ -95,16 +96,6 @@ def canonical_command(command: str) -> str:
 def run_rule_key(where: str, canonical: str) -> str:
     """The rule key of running a command (canonical form) in directory `where` (resolved, or a placeholder)."""
     return f"bash:run:{where}:{digest(canonical)}"
-
-
-# Characters a terminal or an editor would not show as themselves: C0/C1 controls (an escape sequence can erase the
-# line a question is printed on), zero-width characters and bidirectional overrides (text that reads backwards).
-_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-
-
-def visible(text: str) -> str:
-    """`text` with every character that would not show as itself written as an escape (`\\x1b`, `\\u202e`)."""
-    return _INVISIBLE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
 def _short(command: str, limit: int = 80) -> str:
