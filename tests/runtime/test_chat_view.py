@@ -14,6 +14,7 @@ from runtime.chat.ask import CANCEL, TerminalChooser, option_keys
 from runtime.chat.view import LIVE_CHARS, ChatView, live_tail, stable_split
 from runtime.events import NoticeEvent, PlanUpdated, TextChunk, ThoughtChunk, ToolCallProgress, ToolCallStarted
 from runtime.models.base import Usage
+from runtime.tools.builtin.bash import command_block
 
 
 def view() -> tuple[ChatView, io.StringIO]:
@@ -110,6 +111,23 @@ async def test_each_key_answers_its_option_and_ctrl_c_cancels_the_turn(key, outc
     assert screen.index("+hi") < screen.index("[y] Allow once")
     assert "[a] Always allow this write to “a.txt” in this session" in screen
 
+
+@pytest.mark.anyio
+async def test_a_command_the_title_cannot_show_is_printed_whole_under_the_question():
+    command = "echo hello" + " " * 200 + "; touch PAYLOAD"
+    facts = CallFacts("bash", "execute", "bash:x")
+    options = tuple(c.option for c in build_choices(facts, "`echo hello…`", persistent=False))
+    request = PermissionRequest("c1", "bash", "Run echo hello…", "execute", {"command": command}, options,
+                                "safe mode asks before execute actions", content=command_block(command))
+    v, out = view()
+
+    async def read_key(message, keys):
+        return "n"
+
+    chooser = TerminalChooser(v, lambda: None, read_key)
+    assert await chooser.request(request) == PermissionOutcome.selected("reject_once")
+    screen = out.getvalue()
+    assert "touch PAYLOAD" in screen and screen.index("touch PAYLOAD") < screen.index("[y] Allow once")
 
 
 def test_the_live_region_redraws_only_the_end_of_a_long_unfinished_block():
