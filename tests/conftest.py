@@ -61,6 +61,15 @@ def inproc(tmp_path: Path) -> Iterator:
     yield from inprocess.agents(tmp_path)
 
 
+@pytest.fixture
+def fp() -> Iterator:
+    """A fake OpenAI-compatible and Anthropic server on loopback (tests/support/fake_providers.py)."""
+    from tests.support.fake_providers import FakeProviders
+
+    with FakeProviders() as server:
+        yield server
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every async test runs under anyio's plugin: one without `pytest.mark.anyio` would not run its body."""
     unmarked = [item.nodeid for item in items if isinstance(item, pytest.Function)

@@ -56,12 +56,6 @@ class AskingEditor:
         return AcceptElicitationResponse(action="accept", content=self.content)
 
 
-@pytest.fixture
-def fp():
-    with FakeProviders() as server:
-        yield server
-
-
 async def run_turn(tmp_path: Path, fp: FakeProviders, editor: AskingEditor, caps: ClientCapabilities) -> None:
     env = agent_env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1", OPENAI_API_KEY=KEY,
                     GATEWRIGHT_STATE_DIR=str(tmp_path / "state"))

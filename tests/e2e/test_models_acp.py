@@ -20,7 +20,6 @@ from tests.support.fake_providers import (
     ANTHROPIC_PATH,
     OPENAI_PATH,
     Cut,
-    FakeProviders,
     Hang,
     Reply,
     anthropic_stream,
@@ -85,12 +84,6 @@ async def spawn(client: RecordingClient, env: dict[str, str], *args: str, cwd: P
                                    transport_kwargs={"stderr": None, "limit": 50 * 2**20}) as pair:
         yield pair
     check_recorded_frames(record)
-
-
-@pytest.fixture
-def fp():
-    with FakeProviders() as server:
-        yield server
 
 
 @pytest.mark.anyio

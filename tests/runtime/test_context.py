@@ -18,7 +18,7 @@ from runtime import instructions as ins
 from runtime.context import SessionContext, git_state
 from runtime.loop import DEFAULT_SYSTEM_PROMPT
 from tests.e2e.test_models_acp import OPENAI_KEY, RecordingClient, agent_env, spawn, start
-from tests.support.fake_providers import OPENAI_PATH, FakeProviders, Reply, openai_stream
+from tests.support.fake_providers import OPENAI_PATH, Reply, openai_stream
 
 
 def _git(cwd: Path, *args: str) -> None:
@@ -242,12 +242,6 @@ def test_the_system_prompt_covers_tools_errors_approvals_and_the_sandbox():
 
 
 # ---- end to end: the request the provider receives --------------------------------------------------------------
-@pytest.fixture
-def fp():
-    with FakeProviders() as server:
-        yield server
-
-
 def _system(body: dict) -> str:
     first = body["messages"][0]
     assert first["role"] == "system"

@@ -30,8 +30,8 @@ from runtime.models.base import (
 from runtime.models.config import ModelEntry, ProviderSettings
 from tests.support.fake_providers import (
     ANTHROPIC_PATH,
+    FAST_RETRIES,
     Cut,
-    FakeProviders,
     Hang,
     Reply,
     anthropic_stream,
@@ -45,18 +45,11 @@ TOOLS = (ToolSchema("read_file", "Read a file", {"type": "object", "properties":
 
 
 @pytest.fixture
-def fp():
-    with FakeProviders() as server:
-        yield server
-
-
-@pytest.fixture
 async def model(fp):
     made: list[AnthropicModel] = []
 
     def make(*, thinking: int | None = None, **settings: Any) -> AnthropicModel:
-        opts: dict[str, Any] = {"retry_base_delay": 0.01, "retry_max_delay": 0.05, "first_token_timeout": 5.0,
-                                "connect_timeout": 2.0, "idle_timeout": 5.0}
+        opts: dict[str, Any] = dict(FAST_RETRIES)
         opts.update(settings)
         provider = ProviderSettings("anthropic", "anthropic", base_url=fp.url, api_key_env="ANTHROPIC_API_KEY", **opts)
         entry = ModelEntry("anthropic:claude-test", "anthropic", "claude-test", "claude-test", thinking_budget=thinking)

@@ -29,6 +29,7 @@ from runtime.models.base import (
 from runtime.models.config import ModelEntry, ModelsConfig, ProviderSettings
 from runtime.models.openai_compat import OpenAIChatModel
 from tests.support.fake_providers import (
+    FAST_RETRIES,
     OPENAI_PATH,
     Cut,
     FakeProviders,
@@ -42,12 +43,6 @@ from tests.support.fake_providers import (
 
 KEY = "sk-test-0123456789abcdef"
 TOOLS = (ToolSchema("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),)
-
-
-@pytest.fixture
-def fp():
-    with FakeProviders() as server:
-        yield server
 
 
 @pytest.fixture
@@ -65,8 +60,7 @@ async def model(fp):
 
 
 def build(fp: FakeProviders, *, key: str | None = KEY, images: bool | None = None, **settings: Any) -> OpenAIChatModel:
-    opts: dict[str, Any] = {"retry_base_delay": 0.01, "retry_max_delay": 0.05, "first_token_timeout": 5.0,
-                            "connect_timeout": 2.0, "idle_timeout": 5.0}
+    opts: dict[str, Any] = dict(FAST_RETRIES)
     opts.update(settings)
     provider = ProviderSettings("openai", "openai", base_url=fp.url + "/v1", api_key_env="OPENAI_API_KEY", **opts)
     entry = ModelEntry("openai:test-model", "openai", "test-model", "test-model", images=images)

@@ -33,6 +33,7 @@ from runtime.models.openai_compat import OpenAIChatModel
 from runtime.models.provider import ProviderModel
 from tests.support.fake_providers import (
     ANTHROPIC_PATH,
+    FAST_RETRIES,
     OPENAI_PATH,
     FakeProviders,
     Pause,
@@ -53,19 +54,12 @@ PATHS = {"openai": OPENAI_PATH, "anthropic": ANTHROPIC_PATH}
 
 
 @pytest.fixture
-def fp():
-    with FakeProviders() as server:
-        yield server
-
-
-@pytest.fixture
 async def make(fp):
     """`make("openai" | "anthropic", **settings)`: a model on the fake server with millisecond retry delays."""
     made: list[ProviderModel] = []
 
     def build(api: str, *, key: str | None = KEY, base_url: str | None = None, **settings: Any) -> ProviderModel:
-        opts: dict[str, Any] = {"retry_base_delay": 0.01, "retry_max_delay": 0.05, "first_token_timeout": 5.0,
-                                "connect_timeout": 2.0, "idle_timeout": 5.0}
+        opts: dict[str, Any] = dict(FAST_RETRIES)
         opts.update(settings)
         url = base_url or (fp.url + "/v1" if api == "openai" else fp.url)
         provider = ProviderSettings(api, api, base_url=url, api_key_env=f"{api.upper()}_API_KEY", **opts)  # type: ignore[arg-type]

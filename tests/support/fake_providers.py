@@ -22,6 +22,9 @@ from typing import Any
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
+# Client settings for tests against this server: retries within milliseconds, timeouts short enough to fail fast.
+FAST_RETRIES = {"retry_base_delay": 0.01, "retry_max_delay": 0.05, "first_token_timeout": 5.0, "connect_timeout": 2.0,
+                "idle_timeout": 5.0}
 STREAMS = pathlib.Path(__file__).parents[1] / "fixtures" / "streams"
 
 
