@@ -213,8 +213,7 @@ class TerminalPrinter:
             self._shown.pop(ev.call_id, None)
             if ev.status == "failed" and ev.content:
                 for c in ev.content:
-                    text = c.get("content", {}).get("text") if c.get("type") == "content" else None
-                    if text:
+                    if text := content_text(c):
                         self.err.write(f"    {text.splitlines()[0][:300]}\n")
             self.waiting = ("thinking", time.monotonic())
         elif isinstance(ev, ToolCallProgress) and ev.content and isinstance(ev.raw_output, dict) \

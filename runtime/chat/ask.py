@@ -19,8 +19,7 @@ from prompt_toolkit.keys import Keys
 from rich.text import Text
 
 from permissions.gateway import PermissionOutcome, PermissionRequest
-from runtime.chat.view import ChatView, diffs_of
-from runtime.tools.base import content_text
+from runtime.chat.view import ChatView, diffs_of, texts_of
 
 if TYPE_CHECKING:
     from prompt_toolkit.key_binding import KeyPressEvent
@@ -69,9 +68,8 @@ class TerminalChooser:
                                         (f"  ({request.tool})", "dim")))
             if request.reason:
                 console.print(Text(f"  {request.reason}", style="dim"))
-            for c in request.content:  # e.g. the whole command, when the title cannot show all of it
-                if text := content_text(c):
-                    console.print(Text(text, style="cyan"))
+            for text in texts_of(request.content):  # e.g. the whole command, when the title cannot show all of it
+                console.print(Text(text, style="cyan"))
             diffs = diffs_of(request.content)
             for d in diffs:
                 console.print(d)

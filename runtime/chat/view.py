@@ -34,6 +34,7 @@ from runtime.events import (
     ToolCallStarted,
     UsageReported,
 )
+from runtime.tools.base import content_text
 
 if TYPE_CHECKING:
     from runtime.loop import TurnOutcome
@@ -94,13 +95,7 @@ def diffs_of(content: Any) -> list[Text]:
 
 
 def texts_of(content: Any) -> list[str]:
-    out = []
-    for c in content or ():
-        if isinstance(c, dict) and c.get("type") == "content":
-            inner = c.get("content")
-            if isinstance(inner, dict) and isinstance(inner.get("text"), str):
-                out.append(inner["text"])
-    return out
+    return [text for c in content or () if (text := content_text(c)) is not None]
 
 
 def elapsed(seconds: float) -> str:

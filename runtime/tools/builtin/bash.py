@@ -99,7 +99,8 @@ def run_rule_key(where: str, canonical: str) -> str:
 
 
 def _short(command: str, limit: int = 80) -> str:
-    shown = visible(command).strip()
+    """The command's first line, cut at `limit` (the describer and the loop escape what would not show)."""
+    shown = command.strip()
     first = shown.splitlines()[0] if shown else shown
     more = first != shown
     if len(first) > limit:
@@ -111,7 +112,7 @@ def command_block(command: str) -> tuple[dict[str, Any], ...]:
     """The whole command as the question's content, when its title cannot show all of it (a second line, a long
     line, characters made visible): what is approved is what the user saw, never a first line hiding the rest."""
     shown = visible(command).strip()
-    if _short(command) == shown and shown == command.strip():
+    if _short(command) == shown:  # one short line with nothing to escape: the title shows all of it
         return ()
     longest = max((len(run) for run in re.findall(r"`+", shown)), default=0)
     fence = "`" * max(3, longest + 1)
