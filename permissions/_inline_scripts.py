@@ -6,8 +6,9 @@ of `s` name files, its `e` command and `e` flag run a shell; awk redirects `prin
 The shell analysis sees only words, so without this a command like `sed -n 'w /outside/f' notes.txt` names no
 outside path at all.
 
-`script_effects(program, args)` returns the paths a script names (with their use) and whether it may touch paths
-nobody can know here (opaque). It fails closed: a script read from a file, built from an expansion, or written in a
+`script_effects(program, args)` returns the paths a sed script names (with their use), whether a script may touch
+paths nobody can know here (opaque), and awk's programs, whose string literals the caller reads as it reads any
+inline code (`python -c`). It fails closed: a script read from a file, built from an expansion, or written in a
 way this reader does not fully follow is opaque, so that where no sandbox holds, the policy asks.
 """
 
@@ -108,16 +109,16 @@ def _options(args: Sequence[_Word], sed: bool) -> tuple[list[str], bool, list[_W
     return scripts, opaque, operands
 
 
-def script_effects(program: str, args: Sequence[_Word]) -> tuple[list[tuple[str, str]], bool]:
-    """The paths the inline scripts of `sed`/`awk` name, and whether they may touch others (see the module doc)."""
+def script_effects(program: str, args: Sequence[_Word]) -> tuple[list[tuple[str, str]], bool, list[str]]:
+    """(paths a sed script names, whether a script may touch others, awk's program texts); see the module doc."""
     sed = program == "sed"
     scripts, opaque, _operands = _options(args, sed)
     paths: list[tuple[str, str]] = []
     for script in scripts:
-        found, unknown = _sed_script(script) if sed else _awk_program(script)
+        found, unknown = _sed_script(script) if sed else ([], bool(_AWK_REACHES.search(script)))
         paths += found
         opaque = opaque or unknown
-    return paths, opaque
+    return paths, opaque, [] if sed else scripts
 
 
 # ---- sed ---------------------------------------------------------------------------------------------------------
@@ -264,13 +265,3 @@ _AWK_REACHES = re.compile(r"[>|]|\bsystem\b|\bgetline\b|@|\bENVIRON\b|\bPROCINFO
 """An awk program with any of these may write or read files no word names, or run a program: `print > f`, `cmd |
 getline`, `system()`, gawk's `@include`/`@load`; ARGV can make awk read files the command line does not show. A
 comparison (`$3 > 10`) is caught too: the reader fails closed rather than parse awk."""
-_AWK_STRING = re.compile(r'"((?:\\.|[^"\\\n])*)"')
-
-
-def _awk_program(program: str) -> tuple[list[tuple[str, str]], bool]:
-    paths = [(m[1], WRITES) for m in _AWK_STRING.finditer(program) if _looks_like_path(m[1])]
-    return paths, bool(_AWK_REACHES.search(program))
-
-
-def _looks_like_path(text: str) -> bool:
-    return text.startswith(("/", "~", "./", "../")) or text in (".", "..") or "/" in text

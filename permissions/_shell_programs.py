@@ -1416,8 +1416,10 @@ def named_paths(words: Sequence[Word], unwrapped: Unwrapped, v: Verdict) -> tupl
         opaque = _find_paths(args, found) or opaque
     elif name in ("sed", "awk", "gawk", "mawk"):
         opaque = _scan_operands(name, args, BY_PROOF, found) or opaque
-        script_paths, script_opaque = script_effects("sed" if name == "sed" else "awk", args)
+        script_paths, script_opaque, programs = script_effects("sed" if name == "sed" else "awk", args)
         found.extend(script_paths)
+        for code in programs:  # `print > "/x"`: an awk program's literals, read as any inline code's
+            _code_paths(Word(code, True, True), found)
         opaque = opaque or script_opaque
     elif name in _NO_PATH_ARGS:
         opaque = opaque or any(a.splits for a in args)
