@@ -36,11 +36,17 @@ def run(argv: list[str], env: dict[str, str], **kw: object) -> subprocess.Comple
 
 
 def scripted(tmp: Path, name: str, target: str) -> Path:
-    script = {"responses": [
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "input.txt"}}]},
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": target, "content": "written by gatewright\n"}}]},
-        {"text": "Done."},
-    ]}
+    script = {
+        "responses": [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "input.txt"}}]},
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": target, "content": "written by gatewright\n"}}
+                ]
+            },
+            {"text": "Done."},
+        ]
+    }
     path = tmp / f"{name}.json"
     path.write_text(json.dumps(script), encoding="utf-8")
     return path
@@ -57,8 +63,15 @@ def workspace(tmp: Path, name: str) -> Path:
 def check_acp(exe: str, tmp: Path, env: dict[str, str]) -> None:
     ws = workspace(tmp, "acp-ws")
     script = scripted(tmp, "acp", "from-acp.txt")
-    proc = subprocess.Popen([exe, "acp", "--model", f"scripted:{script}", "--mode", "auto"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=tmp, text=True)
+    proc = subprocess.Popen(
+        [exe, "acp", "--model", f"scripted:{script}", "--mode", "auto"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp,
+        text=True,
+    )
     assert proc.stdin is not None and proc.stdout is not None
 
     def send(msg: dict[str, object]) -> None:
@@ -86,8 +99,14 @@ def check_acp(exe: str, tmp: Path, env: dict[str, str]) -> None:
         answer(1)
         send({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": str(ws), "mcpServers": []}})
         sid = answer(2)["sessionId"]
-        send({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
-              "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "copy the input"}]}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "session/prompt",
+                "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "copy the input"}]},
+            }
+        )
         result = answer(3)
         if result.get("stopReason") != "end_turn":
             fail(f"the ACP prompt ended {result}")
@@ -113,8 +132,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         (tmp / "config.toml").write_text("", encoding="utf-8")
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")
-               and not k.startswith("GATEWRIGHT_")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "VIRTUAL_ENV") and not k.startswith("GATEWRIGHT_")
+        }
         env.update(GATEWRIGHT_STATE_DIR=str(tmp / "state"), GATEWRIGHT_CONFIG=str(tmp / "config.toml"))
 
         out = run([exe, "--version"], env).stdout.strip()
@@ -124,14 +146,19 @@ def main() -> None:
 
         ws = workspace(tmp, "run-ws")
         script = scripted(tmp, "run", "from-run.txt")
-        res = run([exe, "run", "--model", f"scripted:{script}", "--mode", "auto", "--cwd", str(ws), "copy it"], env,
-                  cwd=tmp, stdin=subprocess.DEVNULL)
+        res = run(
+            [exe, "run", "--model", f"scripted:{script}", "--mode", "auto", "--cwd", str(ws), "copy it"],
+            env,
+            cwd=tmp,
+            stdin=subprocess.DEVNULL,
+        )
         if (ws / "from-run.txt").read_text(encoding="utf-8") != "written by gatewright\n" or "Done." not in res.stdout:
             fail(f"gatewright run did not do its read and write:\n{res.stdout}\n{res.stderr}")
 
         check_acp(exe, tmp, env)
-    sys.stdout.write(f"smoke_install: {out} from {exe}: --version, demo, run and acp sessions with read_file and "
-                     "write_file: ok\n")
+    sys.stdout.write(
+        f"smoke_install: {out} from {exe}: --version, demo, run and acp sessions with read_file and write_file: ok\n"
+    )
 
 
 if __name__ == "__main__":

@@ -92,8 +92,11 @@ class GatewrightAgent:
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": True,
-                "promptCapabilities": {"image": bool(factory and factory.any_accepts_images()), "audio": False,
-                                       "embeddedContext": True},
+                "promptCapabilities": {
+                    "image": bool(factory and factory.any_accepts_images()),
+                    "audio": False,
+                    "embeddedContext": True,
+                },
                 "mcpCapabilities": {"http": True, "sse": True},
                 # Each one works (acp_server.methods.sessions); `fork` is unstable, hence in the unstable schema only.
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}, "fork": {}},

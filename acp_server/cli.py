@@ -37,14 +37,26 @@ EXIT_INTERRUPTED = 130
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=os.environ.get("GATEWRIGHT_MODEL"),
-                   help="scripted:PATH, openai:MODEL or anthropic:MODEL (env GATEWRIGHT_MODEL)")
-    p.add_argument("--mode", default=os.environ.get("GATEWRIGHT_MODE"),
-                   help="approval mode: manual, safe (default), auto, read-only (env GATEWRIGHT_MODE)")
-    p.add_argument("--state-dir", default=os.environ.get("GATEWRIGHT_STATE_DIR"),
-                   help="where sessions, remembered rules and the audit log live (env GATEWRIGHT_STATE_DIR)")
-    p.add_argument("--record", default=os.environ.get("GATEWRIGHT_RECORD"),
-                   help="append every JSON-RPC frame to FILE as JSON lines (env GATEWRIGHT_RECORD)")
+    p.add_argument(
+        "--model",
+        default=os.environ.get("GATEWRIGHT_MODEL"),
+        help="scripted:PATH, openai:MODEL or anthropic:MODEL (env GATEWRIGHT_MODEL)",
+    )
+    p.add_argument(
+        "--mode",
+        default=os.environ.get("GATEWRIGHT_MODE"),
+        help="approval mode: manual, safe (default), auto, read-only (env GATEWRIGHT_MODE)",
+    )
+    p.add_argument(
+        "--state-dir",
+        default=os.environ.get("GATEWRIGHT_STATE_DIR"),
+        help="where sessions, remembered rules and the audit log live (env GATEWRIGHT_STATE_DIR)",
+    )
+    p.add_argument(
+        "--record",
+        default=os.environ.get("GATEWRIGHT_RECORD"),
+        help="append every JSON-RPC frame to FILE as JSON lines (env GATEWRIGHT_RECORD)",
+    )
     p.add_argument("--log-level", default=os.environ.get("GATEWRIGHT_LOG", "WARNING"), help=argparse.SUPPRESS)
 
 
@@ -57,18 +69,21 @@ class _VersionAction(argparse.Action):
     """`--version`: the metadata is read only when asked for (argparse's own action builds its text up front)."""
 
     def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kw: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
-                         help="print `gatewright X.Y.Z` and exit")
+        super().__init__(
+            option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print `gatewright X.Y.Z` and exit"
+        )
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: object, values: object,
-                 option_string: str | None = None) -> None:
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: object, values: object, option_string: str | None = None
+    ) -> None:
         sys.stdout.write(f"gatewright {version()}\n")
         parser.exit(EXIT_OK)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gatewright",
-                                     description="An ACP coding agent whose permissions you can trust.")
+    parser = argparse.ArgumentParser(
+        prog="gatewright", description="An ACP coding agent whose permissions you can trust."
+    )
     parser.add_argument("--version", action=_VersionAction)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     acp = sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (what an editor launches)")
@@ -78,30 +93,55 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--cwd", default=None, help="workspace directory (default: the current directory)")
     run.add_argument("--json", action="store_true", help="one JSON object per event on stdout")
     run.add_argument("prompt", nargs="+", help="the prompt; - reads it from stdin")
-    chat = sub.add_parser("chat", help="an interactive session in the current directory, on the same runtime and "
-                                       "session store as acp")
+    chat = sub.add_parser(
+        "chat", help="an interactive session in the current directory, on the same runtime and session store as acp"
+    )
     _add_common(chat)
     which = chat.add_mutually_exclusive_group()
-    which.add_argument("--continue", dest="continue_latest", action="store_true",
-                       help="resume the latest session of this directory")
+    which.add_argument(
+        "--continue", dest="continue_latest", action="store_true", help="resume the latest session of this directory"
+    )
     which.add_argument("--resume", metavar="ID", default=None, help="resume the session ID (as session/list shows)")
     replay = sub.add_parser("replay", help="show a `--record` transcript readably, or --check it against this agent")
     replay.add_argument("file", metavar="FILE", help="the transcript (`--record` output); - reads stdin")
-    replay.add_argument("--check", action="store_true",
-                        help="re-drive the recording against the current agent with its scripted model and report "
-                             "the first divergence (exit 0: none, 1: diverged, 2: not a transcript / cannot check)")
-    replay.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                        help="colour the output (auto: when stdout is a terminal)")
+    replay.add_argument(
+        "--check",
+        action="store_true",
+        help="re-drive the recording against the current agent with its scripted model and report "
+        "the first divergence (exit 0: none, 1: diverged, 2: not a transcript / cannot check)",
+    )
+    replay.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the output (auto: when stdout is a terminal)",
+    )
     replay.add_argument("--full", action="store_true", help="show tool output and file contents in full")
-    replay.add_argument("--workspace", metavar="DIR", default=None,
-                        help="(--check) start from a copy of DIR instead of an empty workspace")
-    replay.add_argument("--model", metavar="SPEC", default=None,
-                        help="(--check) scripted:FILE instead of the scripted model recorded in the transcript")
-    replay.add_argument("--trust", action="store_true",
-                        help="(--check) also re-run what acts outside the temporary workspace (commands, MCP "
-                             "servers, outside writes); without it such a transcript is refused")
-    replay.add_argument("--timeout", type=float, default=10.0, metavar="S",
-                        help="(--check) how long a silent agent is waited for (default 10 s)")
+    replay.add_argument(
+        "--workspace",
+        metavar="DIR",
+        default=None,
+        help="(--check) start from a copy of DIR instead of an empty workspace",
+    )
+    replay.add_argument(
+        "--model",
+        metavar="SPEC",
+        default=None,
+        help="(--check) scripted:FILE instead of the scripted model recorded in the transcript",
+    )
+    replay.add_argument(
+        "--trust",
+        action="store_true",
+        help="(--check) also re-run what acts outside the temporary workspace (commands, MCP "
+        "servers, outside writes); without it such a transcript is refused",
+    )
+    replay.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="(--check) how long a silent agent is waited for (default 10 s)",
+    )
     sub.add_parser("demo", help="offline showcase: drive `gatewright acp` with a scripted model as an editor would")
     perms = sub.add_parser("permissions", help="list or revoke remembered permission rules (project and global)")
     perms_sub = perms.add_subparsers(dest="perm_command", metavar="ACTION")
@@ -122,8 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(level: str) -> None:
-    logging.basicConfig(stream=sys.stderr, level=getattr(logging, str(level).upper(), logging.WARNING),
-                        format="gatewright %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=getattr(logging, str(level).upper(), logging.WARNING),
+        format="gatewright %(levelname)s %(name)s: %(message)s",
+    )
     secrets.install_log_filter()  # no record reaches stderr with a secret in it (keys known now and registered later)
 
 
@@ -154,8 +197,9 @@ def cmd_acp(args: argparse.Namespace) -> int:
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
-    return acp_server.server.serve_stdio(checked.factory, checked.mode, record=args.record,
-                                         state_dir=args.state_dir, rules=checked.rules)
+    return acp_server.server.serve_stdio(
+        checked.factory, checked.mode, record=args.record, state_dir=args.state_dir, rules=checked.rules
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -176,9 +220,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
     runtime.sandbox.harden_agent()
-    return runtime.run_prompt(prompt, cwd=cwd, factory=checked.factory, mode=checked.mode,
-                      state_dir=args.state_dir, record=args.record, json_events=args.json,
-                      rules=checked.rules)
+    return runtime.run_prompt(
+        prompt,
+        cwd=cwd,
+        factory=checked.factory,
+        mode=checked.mode,
+        state_dir=args.state_dir,
+        record=args.record,
+        json_events=args.json,
+        rules=checked.rules,
+    )
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
@@ -187,13 +238,21 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if checked is None:
         return EXIT_USAGE
     if args.record:
-        sys.stderr.write("gatewright: chat does not record transcripts yet; use `gatewright acp --record` or "
-                         "`gatewright run --record`\n")
+        sys.stderr.write(
+            "gatewright: chat does not record transcripts yet; use `gatewright acp --record` or "
+            "`gatewright run --record`\n"
+        )
         return EXIT_USAGE
     runtime.sandbox.harden_agent()
-    return runtime.run_chat(cwd=os.getcwd(), factory=checked.factory, mode=checked.mode,
-                    state_dir=args.state_dir, resume=args.resume, continue_latest=args.continue_latest,
-                    rules=checked.rules)
+    return runtime.run_chat(
+        cwd=os.getcwd(),
+        factory=checked.factory,
+        mode=checked.mode,
+        state_dir=args.state_dir,
+        resume=args.resume,
+        continue_latest=args.continue_latest,
+        rules=checked.rules,
+    )
 
 
 def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -214,9 +273,21 @@ def _permissions(args: argparse.Namespace) -> int:
             rules = db.rules_for(os.path.realpath(args.project)) if args.project else db.all()
             if args.json:
                 for r in rules:
-                    sys.stdout.write(json.dumps({"id": r.id, "action": r.action, "tool": r.tool, "label": r.label,
-                                                 "scope": r.scope, "match": r.match, "project": r.project,
-                                                 "created_at": r.created_at}) + "\n")
+                    sys.stdout.write(
+                        json.dumps(
+                            {
+                                "id": r.id,
+                                "action": r.action,
+                                "tool": r.tool,
+                                "label": r.label,
+                                "scope": r.scope,
+                                "match": r.match,
+                                "project": r.project,
+                                "created_at": r.created_at,
+                            }
+                        )
+                        + "\n"
+                    )
             else:
                 sys.stdout.write(permissions.report.format_rules(rules) + "\n")
             return EXIT_OK
@@ -227,8 +298,10 @@ def _permissions(args: argparse.Namespace) -> int:
             sys.stderr.write(f"gatewright: no remembered rule {args.rule_id!r} (see `gatewright permissions list`)\n")
             return 1
     except permissions.store.RulesUnreadable as exc:
-        sys.stderr.write(f"gatewright: the remembered rules cannot be read ({exc.reason}); until they can, every "
-                         "tool call asks. Repair or remove the file.\n")
+        sys.stderr.write(
+            f"gatewright: the remembered rules cannot be read ({exc.reason}); until they can, every "
+            "tool call asks. Repair or remove the file.\n"
+        )
         return 1
     return EXIT_USAGE
 
@@ -236,11 +309,13 @@ def _permissions(args: argparse.Namespace) -> int:
 def cmd_audit(args: argparse.Namespace) -> int:
     log = permissions.audit.audit_log(args.state_dir)
     try:
-        entries = log.entries(limit=args.limit, session_id=args.session,
-                              project=os.path.realpath(args.project) if args.project else None)
+        entries = log.entries(
+            limit=args.limit, session_id=args.session, project=os.path.realpath(args.project) if args.project else None
+        )
     except Exception as exc:  # a corrupt or unreadable file: one clear line, not a traceback
-        sys.stderr.write(f"gatewright: the audit log {log.path} cannot be read "
-                         f"({permissions.shared_sqlite.describe_failure(exc)})\n")
+        sys.stderr.write(
+            f"gatewright: the audit log {log.path} cannot be read ({permissions.shared_sqlite.describe_failure(exc)})\n"
+        )
         return 1
     if args.json:
         for e in entries:
@@ -252,8 +327,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     if args.check:
-        return acp_server.replay.run_check(args.file, workspace=args.workspace, model=args.model,
-                                           trust=args.trust, idle=max(0.1, args.timeout))
+        return acp_server.replay.run_check(
+            args.file, workspace=args.workspace, model=args.model, trust=args.trust, idle=max(0.1, args.timeout)
+        )
     return acp_server.transcript_view.run_render(args.file, color=args.color, full=args.full)
 
 

@@ -35,26 +35,31 @@ from acp_server.protocol.schema import (
 )
 from acp_server.rpc import NotificationRoute, Route
 
-REQUESTS: Final[Mapping[str, Route[GatewrightAgent, Any, Any]]] = MappingProxyType({
-    "initialize": Route(InitializeRequest.from_wire, lifecycle.initialize),
-    "authenticate": Route(lifecycle.authenticate_params, lifecycle.authenticate),
-    "session/new": Route(NewSessionRequest.from_wire, sessions.new_session),
-    "session/load": Route(LoadSessionRequest.from_wire, sessions.load_session),
-    "session/resume": Route(ResumeSessionRequest.from_wire, sessions.resume_session),
-    "session/fork": Route(ForkSessionRequest.from_wire, sessions.fork_session),
-    "session/list": Route(ListSessionsRequest.from_wire, sessions.list_sessions),
-    "session/close": Route(CloseSessionRequest.from_wire, sessions.close_session),
-    "session/delete": Route(DeleteSessionRequest.from_wire, sessions.delete_session),
-    "session/prompt": Route(PromptRequest.from_wire, prompt.prompt, received=prompt.received,
-                            cancel=prompt.cancel_request),
-    "session/set_mode": Route(SetSessionModeRequest.from_wire, config.set_mode),
-    "session/set_config_option": Route(set_session_config_option_request_from_wire, config.set_config_option),
-})
+REQUESTS: Final[Mapping[str, Route[GatewrightAgent, Any, Any]]] = MappingProxyType(
+    {
+        "initialize": Route(InitializeRequest.from_wire, lifecycle.initialize),
+        "authenticate": Route(lifecycle.authenticate_params, lifecycle.authenticate),
+        "session/new": Route(NewSessionRequest.from_wire, sessions.new_session),
+        "session/load": Route(LoadSessionRequest.from_wire, sessions.load_session),
+        "session/resume": Route(ResumeSessionRequest.from_wire, sessions.resume_session),
+        "session/fork": Route(ForkSessionRequest.from_wire, sessions.fork_session),
+        "session/list": Route(ListSessionsRequest.from_wire, sessions.list_sessions),
+        "session/close": Route(CloseSessionRequest.from_wire, sessions.close_session),
+        "session/delete": Route(DeleteSessionRequest.from_wire, sessions.delete_session),
+        "session/prompt": Route(
+            PromptRequest.from_wire, prompt.prompt, received=prompt.received, cancel=prompt.cancel_request
+        ),
+        "session/set_mode": Route(SetSessionModeRequest.from_wire, config.set_mode),
+        "session/set_config_option": Route(set_session_config_option_request_from_wire, config.set_config_option),
+    }
+)
 """Requests, by method."""
 
-NOTIFICATIONS: Final[Mapping[str, NotificationRoute[GatewrightAgent, Any]]] = MappingProxyType({
-    "session/cancel": NotificationRoute(CancelNotification.from_wire, prompt.cancel),
-})
+NOTIFICATIONS: Final[Mapping[str, NotificationRoute[GatewrightAgent, Any]]] = MappingProxyType(
+    {
+        "session/cancel": NotificationRoute(CancelNotification.from_wire, prompt.cancel),
+    }
+)
 """Notifications, by method (`$/cancel_request` is the connection's own)."""
 
 

@@ -35,8 +35,9 @@ if TYPE_CHECKING:
 
 
 class AcpEditorBridge:
-    def __init__(self, conn: JsonRpcConnection, session_id: str, *, can_read: bool, can_write: bool,
-                 can_terminal: bool) -> None:
+    def __init__(
+        self, conn: JsonRpcConnection, session_id: str, *, can_read: bool, can_write: bool, can_terminal: bool
+    ) -> None:
         self.conn = conn
         self.session_id = session_id
         self.can_read = can_read
@@ -44,8 +45,9 @@ class AcpEditorBridge:
         self.can_terminal = can_terminal
 
     @classmethod
-    def from_capabilities(cls, conn: JsonRpcConnection, session_id: str,
-                          caps: ClientCapabilities) -> AcpEditorBridge | None:
+    def from_capabilities(
+        cls, conn: JsonRpcConnection, session_id: str, caps: ClientCapabilities
+    ) -> AcpEditorBridge | None:
         """A bridge for what the client advertised, or None when it advertised none of it."""
         can_read, can_write, can_terminal = caps.fs.read_text_file, caps.fs.write_text_file, caps.terminal
         if not (can_read or can_write or can_terminal):
@@ -64,8 +66,9 @@ class AcpEditorBridge:
 
     # ---- fs ------------------------------------------------------------------------------------------------------
     async def read_text_file(self, path: str, line: int | None = None, limit: int | None = None) -> str:
-        params = ReadTextFileRequest(session_id=self.session_id, path=path,
-                                     line=line if line is not None and line > 1 else None, limit=limit)
+        params = ReadTextFileRequest(
+            session_id=self.session_id, path=path, line=line if line is not None and line > 1 else None, limit=limit
+        )
         answer = await self._call("fs/read_text_file", self.can_read, params)
         try:
             return ReadTextFileResponse.from_wire(answer, "result").content
@@ -73,15 +76,28 @@ class AcpEditorBridge:
             raise EditorError("fs/read_text_file answered without text content") from None
 
     async def write_text_file(self, path: str, content: str) -> None:
-        await self._call("fs/write_text_file", self.can_write,
-                         WriteTextFileRequest(session_id=self.session_id, path=path, content=content))
+        await self._call(
+            "fs/write_text_file",
+            self.can_write,
+            WriteTextFileRequest(session_id=self.session_id, path=path, content=content),
+        )
 
     # ---- terminals -----------------------------------------------------------------------------------------------
-    async def create_terminal(self, command: str, args: list[str], cwd: str, env: Mapping[str, str],
-                              output_byte_limit: int) -> str:
-        answer = await self._call("terminal/create", self.can_terminal, CreateTerminalRequest(
-            session_id=self.session_id, command=command, args=list(args), cwd=cwd,
-            env=[EnvVariable(name=k, value=v) for k, v in env.items()], output_byte_limit=output_byte_limit))
+    async def create_terminal(
+        self, command: str, args: list[str], cwd: str, env: Mapping[str, str], output_byte_limit: int
+    ) -> str:
+        answer = await self._call(
+            "terminal/create",
+            self.can_terminal,
+            CreateTerminalRequest(
+                session_id=self.session_id,
+                command=command,
+                args=list(args),
+                cwd=cwd,
+                env=[EnvVariable(name=k, value=v) for k, v in env.items()],
+                output_byte_limit=output_byte_limit,
+            ),
+        )
         try:
             tid = CreateTerminalResponse.from_wire(answer, "result").terminal_id
         except WireError:
@@ -91,19 +107,29 @@ class AcpEditorBridge:
         return tid
 
     async def terminal_output(self, terminal_id: str) -> dict[str, Any]:
-        answer = await self._call("terminal/output", self.can_terminal,
-                                  TerminalOutputRequest(session_id=self.session_id, terminal_id=terminal_id))
+        answer = await self._call(
+            "terminal/output",
+            self.can_terminal,
+            TerminalOutputRequest(session_id=self.session_id, terminal_id=terminal_id),
+        )
         return answer if isinstance(answer, dict) else {}
 
     async def wait_for_terminal_exit(self, terminal_id: str) -> dict[str, Any]:
-        answer = await self._call("terminal/wait_for_exit", self.can_terminal,
-                                  WaitForTerminalExitRequest(session_id=self.session_id, terminal_id=terminal_id))
+        answer = await self._call(
+            "terminal/wait_for_exit",
+            self.can_terminal,
+            WaitForTerminalExitRequest(session_id=self.session_id, terminal_id=terminal_id),
+        )
         return answer if isinstance(answer, dict) else {}
 
     async def kill_terminal(self, terminal_id: str) -> None:
-        await self._call("terminal/kill", self.can_terminal,
-                         KillTerminalRequest(session_id=self.session_id, terminal_id=terminal_id))
+        await self._call(
+            "terminal/kill", self.can_terminal, KillTerminalRequest(session_id=self.session_id, terminal_id=terminal_id)
+        )
 
     async def release_terminal(self, terminal_id: str) -> None:
-        await self._call("terminal/release", self.can_terminal,
-                         ReleaseTerminalRequest(session_id=self.session_id, terminal_id=terminal_id))
+        await self._call(
+            "terminal/release",
+            self.can_terminal,
+            ReleaseTerminalRequest(session_id=self.session_id, terminal_id=terminal_id),
+        )

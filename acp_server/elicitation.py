@@ -42,8 +42,9 @@ class AcpElicitor:
         self._open: set[anyio.CancelScope] = set()
 
     @classmethod
-    def from_capabilities(cls, conn: JsonRpcConnection, session_id: str,
-                          caps: ClientCapabilities) -> AcpElicitor | None:
+    def from_capabilities(
+        cls, conn: JsonRpcConnection, session_id: str, caps: ClientCapabilities
+    ) -> AcpElicitor | None:
         """An asker for the modes the client advertised, or None when it advertised none."""
         el = caps.elicitation
         form = el is not None and el.form is not None
@@ -84,8 +85,11 @@ class AcpElicitor:
             scope.cancel()
 
     def _params(self, mode: str, message: str, call_id: str | None, **extra: Any) -> dict[str, Any]:
-        params: dict[str, Any] = {"sessionId": self.session_id, "mode": mode,
-                                  "message": clip(message.strip() or "The agent has a question.")}
+        params: dict[str, Any] = {
+            "sessionId": self.session_id,
+            "mode": mode,
+            "message": clip(message.strip() or "The agent has a question."),
+        }
         if call_id:
             params["toolCallId"] = call_id
         params.update(extra)
@@ -101,8 +105,7 @@ class AcpElicitor:
                 return await self.conn.request("elicitation/create", params)
             return None
         except ClientError as exc:
-            raise CannotAsk(f"the editor could not show the question ({exc.message[:200]}, error {exc.code})") \
-                from None
+            raise CannotAsk(f"the editor could not show the question ({exc.message[:200]}, error {exc.code})") from None
         except ConnectionClosed:
             raise CannotAsk("the editor connection is closed") from None
         finally:

@@ -1,18 +1,18 @@
 """JSON-RPC and ACP error codes, and the one place that maps exceptions to wire errors.
 
-    RpcError
-    ├── ParseError        -32700  the line is not JSON
-    ├── InvalidRequest    -32600  JSON, but not a request object (or a frame over the size bound)
-    ├── MethodNotFound    -32601  unknown method (including unknown `_` extensions)
-    ├── InvalidParams     -32602  params do not fit the method: the model's `WireError` (a schema path and a fixed
-    │                             phrase, never a value), or the handler's own one-line reason
-    ├── InternalError     -32603  a handler crashed (details on stderr under a correlation id)
-    ├── RequestCancelled  -32800  the request was cancelled with `$/cancel_request`
-    ├── AuthRequired      -32000  the model provider needs credentials
-    └── ResourceNotFound  -32002  e.g. an unknown session id
+RpcError
+├── ParseError        -32700  the line is not JSON
+├── InvalidRequest    -32600  JSON, but not a request object (or a frame over the size bound)
+├── MethodNotFound    -32601  unknown method (including unknown `_` extensions)
+├── InvalidParams     -32602  params do not fit the method: the model's `WireError` (a schema path and a fixed
+│                             phrase, never a value), or the handler's own one-line reason
+├── InternalError     -32603  a handler crashed (details on stderr under a correlation id)
+├── RequestCancelled  -32800  the request was cancelled with `$/cancel_request`
+├── AuthRequired      -32000  the model provider needs credentials
+└── ResourceNotFound  -32002  e.g. an unknown session id
 
-    WireError             a JSON value does not fit its wire model (`acp_server.protocol`); for a request's params,
-                          the connection answers it with `invalid_params(exc)`
+WireError             a JSON value does not fit its wire model (`acp_server.protocol`); for a request's params,
+                      the connection answers it with `invalid_params(exc)`
 """
 
 from __future__ import annotations

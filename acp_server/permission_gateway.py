@@ -51,13 +51,13 @@ class AcpPermissionGateway:
 
     async def request(self, request: PermissionRequest) -> PermissionOutcome:
         try:
-            answer = await self.conn.request("session/request_permission",
-                                             updates.permission_request(self.session_id, request))
+            answer = await self.conn.request(
+                "session/request_permission", updates.permission_request(self.session_id, request)
+            )
         except ConnectionClosed:
             return PermissionOutcome.cancel()
         except ClientError as exc:
-            log.warning("the client answered session/request_permission with error %s; treating as rejected",
-                        exc.code)
+            log.warning("the client answered session/request_permission with error %s; treating as rejected", exc.code)
             return PermissionOutcome.selected("")
         return parse_permission_answer(answer, {o.option_id for o in request.options})
 

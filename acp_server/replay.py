@@ -65,16 +65,22 @@ from runtime.recording import redact
 DEFAULT_IDLE_S = 10.0
 """How long the check waits for an agent that has gone quiet before it calls the rest of the recording missing."""
 SETTLE_S = 0.05  # after the last expected frame: time for a frame the recording does not have to show up
-RUN_HOST_OMITS = frozenset({"available_commands_update", "session_info_update", "current_mode_update",
-                            "config_option_update"})
+RUN_HOST_OMITS = frozenset(
+    {"available_commands_update", "session_info_update", "current_mode_update", "config_option_update"}
+)
 MODES = ("manual", "safe", "auto", "read-only")
 SESSION_OPENERS = ("session/new", "session/load", "session/resume", "session/fork")
 PROCESS_FREE_BASH = ("status", "logs", "list", "stop")
 WRITERS = ("write_file", "edit")
 PATCH_HEADERS = ("*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:")
 PROVIDER_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")
-CLEARED_ENV = ("GATEWRIGHT_MODEL", "GATEWRIGHT_MODE", "GATEWRIGHT_RECORD", "GATEWRIGHT_PERMISSION_TIMEOUT",
-               *PROVIDER_ENV)
+CLEARED_ENV = (
+    "GATEWRIGHT_MODEL",
+    "GATEWRIGHT_MODE",
+    "GATEWRIGHT_RECORD",
+    "GATEWRIGHT_PERMISSION_TIMEOUT",
+    *PROVIDER_ENV,
+)
 
 
 class CheckError(Exception):
@@ -144,15 +150,24 @@ class _Agent:
     """`gatewright acp` on pipes: every frame it writes is kept, in order; nothing is answered automatically."""
 
     def __init__(self, argv: list[str], cwd: str, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     cwd=cwd, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
         self.frames: list[dict[str, Any]] = []
         self.eof = False
         self.last_frame_at = time.monotonic()
         self._stderr: list[bytes] = []
         self._cond = threading.Condition()
-        self._threads = [threading.Thread(target=self._read, daemon=True),
-                         threading.Thread(target=self._read_err, daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._read, daemon=True),
+            threading.Thread(target=self._read_err, daemon=True),
+        ]
         for t in self._threads:
             t.start()
 
@@ -260,7 +275,7 @@ def scripted_responses(meta: dict[str, Any]) -> list[dict[str, Any]]:
         raise TranscriptError("meta.scripted_model is not valid JSON") from None
     responses = doc.get("responses") if isinstance(doc, dict) else None
     if not isinstance(responses, list):
-        raise TranscriptError("meta.scripted_model has no \"responses\" list")
+        raise TranscriptError('meta.scripted_model has no "responses" list')
     return [r for r in responses if isinstance(r, dict)]
 
 
@@ -296,11 +311,15 @@ def untrusted_actions(transcript: Transcript, roots: list[str] | None = None) ->
 def _editor_runs_commands(seg: Segment) -> bool:
     """True when every `initialize` of the recording advertised `terminal`: then `bash` exec runs in the editor's
     terminal (`terminal/*`), which the check answers from the recording, so nothing runs here."""
-    caps = [e.msg.get("params", {}).get("clientCapabilities") for e in seg.entries
-            if e.dir == "in" and is_request(e.msg) and e.msg["method"] == "initialize"
-            and isinstance(e.msg.get("params"), dict)]
-    return seg.host != RUN_HOST and bool(caps) and all(isinstance(c, dict) and c.get("terminal") is True
-                                                       for c in caps)
+    caps = [
+        e.msg.get("params", {}).get("clientCapabilities")
+        for e in seg.entries
+        if e.dir == "in"
+        and is_request(e.msg)
+        and e.msg["method"] == "initialize"
+        and isinstance(e.msg.get("params"), dict)
+    ]
+    return seg.host != RUN_HOST and bool(caps) and all(isinstance(c, dict) and c.get("terminal") is True for c in caps)
 
 
 def _call_risk(call: dict[str, Any], roots: list[str], has_mcp: bool, in_editor: bool) -> str | None:
@@ -324,16 +343,29 @@ def _call_risk(call: dict[str, Any], roots: list[str], has_mcp: bool, in_editor:
     if name == "apply_patch" and isinstance(args.get("patch"), str):
         for line in args["patch"].splitlines():
             for header in PATCH_HEADERS:
-                if line.startswith(header) and _outside(line[len(header):].strip(), roots):
-                    return f"patches {line[len(header):].strip()!r}, outside the workspace"
+                if line.startswith(header) and _outside(line[len(header) :].strip(), roots):
+                    return f"patches {line[len(header) :].strip()!r}, outside the workspace"
         return None
     if isinstance(name, str) and has_mcp and name not in _BUILTIN_TOOLS:
         return f"calls the MCP tool {name!r}"
     return None
 
 
-_BUILTIN_TOOLS = frozenset({"bash", "read_file", "write_file", "apply_patch", "glob", "grep", "edit",
-                            "update_agents_md", "update_plan", "delegate_explore", "delegate_task"})
+_BUILTIN_TOOLS = frozenset(
+    {
+        "bash",
+        "read_file",
+        "write_file",
+        "apply_patch",
+        "glob",
+        "grep",
+        "edit",
+        "update_agents_md",
+        "update_plan",
+        "delegate_explore",
+        "delegate_task",
+    }
+)
 
 
 def _outside(path: Any, roots: list[str]) -> bool:
@@ -376,6 +408,7 @@ def recorded_roots(transcript: Transcript) -> list[str]:
 def _map_roots(roots: list[str], tmp: Path) -> dict[str, str]:
     """Recorded root → its temporary copy: `ws`, `ws1`, … for the roots not inside another one (in order of first
     appearance), and the same place inside that copy for a root nested in another."""
+
     def parent(root: str) -> str | None:
         return next((r for r in roots if r != root and r != WORKSPACE and root.startswith(r.rstrip("/") + "/")), None)
 
@@ -388,7 +421,7 @@ def _map_roots(roots: list[str], tmp: Path) -> dict[str, str]:
         while (up := parent(top)) is not None:
             top = up
         if root != top:
-            mapped[root] = mapped[top] + root[len(top.rstrip("/")):]
+            mapped[root] = mapped[top] + root[len(top.rstrip("/")) :]
     return {r: mapped[r] for r in roots}
 
 
@@ -414,8 +447,13 @@ def _prepare_workspace(transcript: Transcript, roots: dict[str, str], copy_from:
             raise TranscriptError("meta.workspace_files must map relative paths to file contents")
         for rel, content in files.items():
             norm = posixpath.normpath(rel) if isinstance(rel, str) else ""
-            if (not norm or posixpath.isabs(norm) or norm == ".." or norm.startswith("../")
-                    or not isinstance(content, str)):
+            if (
+                not norm
+                or posixpath.isabs(norm)
+                or norm == ".."
+                or norm.startswith("../")
+                or not isinstance(content, str)
+            ):
                 raise TranscriptError(f"meta.workspace_files: {rel!r} is not a relative path inside the workspace")
             target = Path(first) / norm
             if not target.exists():
@@ -439,9 +477,11 @@ def _agent_argv(seg: Segment, tmp: Path, n: int, model_override: str | None, liv
         path.write_text(json.dumps(live.to_live(script), ensure_ascii=False), encoding="utf-8")
         argv += ["--model", f"scripted:{path}"]
     elif seg.meta.get("model"):
-        raise CheckError(f"this recording was made with the model {seg.meta['model']!r} and carries no scripted "
-                         "model (meta.scripted_model); --check never calls a real model. Give one with "
-                         "--model scripted:FILE.")
+        raise CheckError(
+            f"this recording was made with the model {seg.meta['model']!r} and carries no scripted "
+            "model (meta.scripted_model); --check never calls a real model. Give one with "
+            "--model scripted:FILE."
+        )
     return argv
 
 
@@ -464,10 +504,12 @@ def _config_text(permissions: Any) -> str:
     asked), never the models or providers of this machine."""
     if not permissions:
         return ""
-    if not isinstance(permissions, dict) or not all(
-            isinstance(v, list) and all(isinstance(x, str) for x in v) for v in permissions.values()) or (
-            set(permissions) - {"allow", "deny"}):
-        raise TranscriptError("meta.permissions must be {\"allow\": [...], \"deny\": [...]} lists of rules")
+    if (
+        not isinstance(permissions, dict)
+        or not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in permissions.values())
+        or (set(permissions) - {"allow", "deny"})
+    ):
+        raise TranscriptError('meta.permissions must be {"allow": [...], "deny": [...]} lists of rules')
     lines = ["[permissions]"]
     for key in ("allow", "deny"):
         if permissions.get(key):
@@ -475,8 +517,15 @@ def _config_text(permissions: Any) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check(transcript: Transcript, *, workdir: str | Path | None = None, workspace: str | None = None,
-          model: str | None = None, trust: bool = False, idle: float = DEFAULT_IDLE_S) -> CheckResult:
+def check(
+    transcript: Transcript,
+    *,
+    workdir: str | Path | None = None,
+    workspace: str | None = None,
+    model: str | None = None,
+    trust: bool = False,
+    idle: float = DEFAULT_IDLE_S,
+) -> CheckResult:
     """Re-drive `transcript` against a fresh `gatewright acp` and compare. Raises `CheckError` (cannot be checked as
     it is) or `TranscriptError` (not a valid transcript) before anything runs."""
     if model is not None and not model.startswith("scripted:"):
@@ -491,9 +540,11 @@ def check(transcript: Transcript, *, workdir: str | Path | None = None, workspac
         if not trust:
             risky = untrusted_actions(transcript, roots)
             if risky:
-                raise CheckError("re-driving this transcript would act outside its temporary workspace:\n"
-                                 + "\n".join(f"  - {r}" for r in risky)
-                                 + "\nRead the transcript; if you trust it, run again with --trust.")
+                raise CheckError(
+                    "re-driving this transcript would act outside its temporary workspace:\n"
+                    + "\n".join(f"  - {r}" for r in risky)
+                    + "\nRead the transcript; if you trust it, run again with --trust."
+                )
         _prepare_workspace(transcript, live.roots, workspace)
         expected_frames: list[tuple[Any, int]] = []
         actual_frames: list[tuple[Any, int]] = []
@@ -526,14 +577,25 @@ def check(transcript: Transcript, *, workdir: str | Path | None = None, workspac
         secret_registry.register_environment()
         # The recording was redacted when written; the live frames get the same treatment before comparing.
         actual_frames = [(redact(f), line) for f, line in actual_frames]
-        recorded_paths = {**_placeholders(roots), **{s.meta["state_dir"]: STATE for s in transcript.segments
-                                                     if isinstance(s.meta.get("state_dir"), str)}}
+        recorded_paths = {
+            **_placeholders(roots),
+            **{s.meta["state_dir"]: STATE for s in transcript.segments if isinstance(s.meta.get("state_dir"), str)},
+        }
         live_paths = {**{live.roots[r]: ph for r, ph in _placeholders(roots).items()}, live.state_dir: STATE}
         expected = normalise(expected_frames, recorded_paths)
         actual = normalise(actual_frames, live_paths)
         methods = {**requests, **_recorded_requests(transcript)}
-        return CheckResult(transcript, expected, actual, all_frames, requests, "".join(stderr),
-                           compare(expected, actual, methods, stalled), stalled, time.monotonic() - started)
+        return CheckResult(
+            transcript,
+            expected,
+            actual,
+            all_frames,
+            requests,
+            "".join(stderr),
+            compare(expected, actual, methods, stalled),
+            stalled,
+            time.monotonic() - started,
+        )
     finally:
         if own_tmp:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -566,7 +628,7 @@ class _Tally:
         self.requests: dict[str, list[dict[str, Any]]] = {}
 
     def update(self, frames: list[dict[str, Any]]) -> None:
-        for f in frames[self.seen:]:
+        for f in frames[self.seen :]:
             if _counted(f) and self.keep(f):
                 self.paced += 1
             if is_request(f):
@@ -577,17 +639,18 @@ class _Tally:
         def done(frames: list[dict[str, Any]]) -> bool:
             self.update(frames)
             return self.paced >= count
+
         return done
 
     def asked(self, method: str, n: int) -> Any:
         def done(frames: list[dict[str, Any]]) -> bool:
             self.update(frames)
             return len(self.requests.get(method, ())) > n
+
         return done
 
 
-def _drive(seg: Segment, agent: _Agent, live: _Live, idle: float,
-           requests: dict[str, str]) -> tuple[int, str | None]:
+def _drive(seg: Segment, agent: _Agent, live: _Live, idle: float, requests: dict[str, str]) -> tuple[int, str | None]:
     """Play the segment's client side. Returns where the compared frames start and why driving stopped early."""
     recorded_out = [e.msg for e in seg.entries if e.dir == "out"]
     agent_methods = {id_key(m["id"]): m["method"] for m in recorded_out if is_request(m)}
@@ -619,8 +682,9 @@ def _drive(seg: Segment, agent: _Agent, live: _Live, idle: float,
                 n = answered.get(method, 0)
                 answered[method] = n + 1
                 if not agent.wait(tally.asked(method, n), idle):
-                    return base, _stall_reason(agent, idle, f"for the agent's request #{n + 1} of {method}, "
-                                                            f"which line {e.line} answers")
+                    return base, _stall_reason(
+                        agent, idle, f"for the agent's request #{n + 1} of {method}, which line {e.line} answers"
+                    )
                 msg = {**msg, "id": tally.requests[method][n]["id"]}
         elif is_request(msg):
             requests[id_key(msg["id"])] = msg["method"]
@@ -636,11 +700,21 @@ def _open_run_session(seg: Segment, agent: _Agent, live: _Live, idle: float) -> 
     session id to it."""
     cwd = live.to_live(seg.meta.get("cwd")) if isinstance(seg.meta.get("cwd"), str) else None
     cwd = cwd or next(iter(live.roots.values()), None) or os.getcwd()
-    agent.send({"jsonrpc": "2.0", "id": "replay-init", "method": "initialize",
-                "params": {"protocolVersion": 1, "clientCapabilities": {},
-                           "clientInfo": {"name": "gatewright-replay", "version": "1"}}})
-    agent.send({"jsonrpc": "2.0", "id": "replay-new", "method": "session/new", "params": {"cwd": cwd,
-                                                                                        "mcpServers": []}})
+    agent.send(
+        {
+            "jsonrpc": "2.0",
+            "id": "replay-init",
+            "method": "initialize",
+            "params": {
+                "protocolVersion": 1,
+                "clientCapabilities": {},
+                "clientInfo": {"name": "gatewright-replay", "version": "1"},
+            },
+        }
+    )
+    agent.send(
+        {"jsonrpc": "2.0", "id": "replay-new", "method": "session/new", "params": {"cwd": cwd, "mcpServers": []}}
+    )
 
     def opened(frames: list[dict[str, Any]]) -> bool:
         return any(f.get("id") == "replay-new" and "method" not in f for f in frames)
@@ -651,9 +725,17 @@ def _open_run_session(seg: Segment, agent: _Agent, live: _Live, idle: float) -> 
     answer = agent.frames[at]
     if not isinstance(answer.get("result"), dict):
         return at + 1, f"the agent did not open a session: {json.dumps(answer)[:300]}"
-    recorded = next((e.msg["params"].get("sessionId") for e in seg.entries
-                     if e.dir == "in" and isinstance(e.msg, dict) and isinstance(e.msg.get("params"), dict)
-                     and e.msg["params"].get("sessionId")), None)
+    recorded = next(
+        (
+            e.msg["params"].get("sessionId")
+            for e in seg.entries
+            if e.dir == "in"
+            and isinstance(e.msg, dict)
+            and isinstance(e.msg.get("params"), dict)
+            and e.msg["params"].get("sessionId")
+        ),
+        None,
+    )
     if isinstance(recorded, str):
         live.recorded_sessions.append(recorded)
         live.live_sessions.append(answer["result"]["sessionId"])
@@ -662,8 +744,11 @@ def _open_run_session(seg: Segment, agent: _Agent, live: _Live, idle: float) -> 
 
 def _session_ids(frames: list[dict[str, Any]]) -> list[str]:
     """Session ids in the order the agent created them (answers carrying a `sessionId`: new, fork)."""
-    return [f["result"]["sessionId"] for f in frames
-            if is_response(f) and isinstance(f.get("result"), dict) and isinstance(f["result"].get("sessionId"), str)]
+    return [
+        f["result"]["sessionId"]
+        for f in frames
+        if is_response(f) and isinstance(f.get("result"), dict) and isinstance(f["result"].get("sessionId"), str)
+    ]
 
 
 def _raw_line(raw: str) -> tuple[bytes, int]:
@@ -686,8 +771,12 @@ def _stall_reason(agent: _Agent, idle: float, what: str) -> str:
 
 
 # ---- comparing ----------------------------------------------------------------------------------------------------
-def compare(expected: list[Normalised], actual: list[Normalised], methods: dict[str, str] | None = None,
-            stalled: str | None = None) -> Divergence | None:
+def compare(
+    expected: list[Normalised],
+    actual: list[Normalised],
+    methods: dict[str, str] | None = None,
+    stalled: str | None = None,
+) -> Divergence | None:
     """The first frame where the two sides differ, explained; None when they are the same."""
     methods = methods or {}
     for i in range(max(len(expected), len(actual))):
@@ -701,7 +790,7 @@ def compare(expected: list[Normalised], actual: list[Normalised], methods: dict[
             summary = f"{where}: the agent did not send {describe(e, methods)}"
             detail = _show("recorded", e)
         elif e is None:
-            summary = (f"frame {i + 1}: the agent sent {describe(a, methods)}, after the last recorded frame")
+            summary = f"frame {i + 1}: the agent sent {describe(a, methods)}, after the last recorded frame"
             detail = _show("agent now", a)
         elif i + 1 < len(actual) and actual[i + 1].msg == e:
             summary = f"{where}: the agent sent {describe(a, methods)}, which the recording does not have here"
@@ -769,8 +858,16 @@ def _json_diff(e: Any, a: Any) -> str:
 
 
 # ---- the command --------------------------------------------------------------------------------------------------
-def run_check(path: str, *, workspace: str | None = None, model: str | None = None, trust: bool = False,
-              idle: float = DEFAULT_IDLE_S, out: Any = None, err: Any = None) -> int:
+def run_check(
+    path: str,
+    *,
+    workspace: str | None = None,
+    model: str | None = None,
+    trust: bool = False,
+    idle: float = DEFAULT_IDLE_S,
+    out: Any = None,
+    err: Any = None,
+) -> int:
     """`gatewright replay --check FILE`: 0 when the agent answers as recorded, 1 at the first divergence, 2 when the
     file is not a transcript or cannot be checked."""
     out = out or sys.stdout
@@ -785,11 +882,14 @@ def run_check(path: str, *, workspace: str | None = None, model: str | None = No
         return 2
     name = path if path != "-" else "(stdin)"
     if result.divergence is None:
-        prompts = sum(1 for e in transcript.entries if e.dir == "in" and is_request(e.msg)
-                      and e.msg["method"] == "session/prompt")
-        out.write(f"{name}: no divergence: {len(result.expected)} frames match ({prompts} prompt"
-                  f"{'' if prompts == 1 else 's'}, {len(transcript.segments)} recording"
-                  f"{'' if len(transcript.segments) == 1 else 's'}) in {result.seconds:.1f} s\n")
+        prompts = sum(
+            1 for e in transcript.entries if e.dir == "in" and is_request(e.msg) and e.msg["method"] == "session/prompt"
+        )
+        out.write(
+            f"{name}: no divergence: {len(result.expected)} frames match ({prompts} prompt"
+            f"{'' if prompts == 1 else 's'}, {len(transcript.segments)} recording"
+            f"{'' if len(transcript.segments) == 1 else 's'}) in {result.seconds:.1f} s\n"
+        )
         return 0
     d = result.divergence
     out.write(f"{name}: diverged at {d.summary}\n")
@@ -798,8 +898,10 @@ def run_check(path: str, *, workspace: str | None = None, model: str | None = No
         out.write(f"  (frames 1–{d.index} matched; the last: {last})\n")
     out.write(d.detail.rstrip("\n") + "\n")
     if workspace is None and not any(seg.meta.get("workspace_files") for seg in transcript.segments):
-        out.write("note: the check started from an empty workspace (the transcript carries no files); if the "
-                  "recording read or changed files, give a copy of them with --workspace DIR\n")
+        out.write(
+            "note: the check started from an empty workspace (the transcript carries no files); if the "
+            "recording read or changed files, give a copy of them with --workspace DIR\n"
+        )
     tail = [ln for ln in result.stderr.splitlines() if ln.strip()][-15:]
     if tail:
         out.write("agent stderr (last lines):\n" + "\n".join("  " + ln for ln in tail) + "\n")

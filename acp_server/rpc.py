@@ -201,8 +201,9 @@ def _carried_out(frame: dict[str, Any]) -> bool:
 
 
 class JsonRpcConnection:
-    def __init__(self, dispatcher: Dispatcher[Any], *, max_frame: int = wire.DEFAULT_MAX_FRAME,
-                 recorder: Recorder | None = None) -> None:
+    def __init__(
+        self, dispatcher: Dispatcher[Any], *, max_frame: int = wire.DEFAULT_MAX_FRAME, recorder: Recorder | None = None
+    ) -> None:
         self.dispatcher = dispatcher
         self.max_frame = max_frame
         self.recorder = recorder
@@ -386,8 +387,9 @@ class JsonRpcConnection:
         if isinstance(line, wire.Oversized):
             if self.recorder is not None:
                 self.recorder.record("in", None, raw=f"<{line.size} bytes dropped>".encode())
-            err = InvalidRequest(f"Invalid request: frame of {line.size} bytes exceeds the "
-                                 f"{self.max_frame // (1024 * 1024)} MiB limit")
+            err = InvalidRequest(
+                f"Invalid request: frame of {line.size} bytes exceeds the {self.max_frame // (1024 * 1024)} MiB limit"
+            )
             await self._emit(wire.error_response(None, err.to_wire()))
             return
         frame = wire.classify(line)
@@ -451,8 +453,9 @@ class JsonRpcConnection:
     async def _on_request(self, frame: wire.Request) -> None:
         route = self.dispatcher.requests.get(frame.method)
         if route is None:
-            await self._emit(wire.error_response(frame.id, MethodNotFound(f"Method not found: {frame.method}")
-                                                 .to_wire()))
+            await self._emit(
+                wire.error_response(frame.id, MethodNotFound(f"Method not found: {frame.method}").to_wire())
+            )
             return
         if sum(len(v) for v in self._inbound.values()) >= MAX_INFLIGHT:
             await self._emit(wire.error_response(frame.id, InternalError("Too many requests in flight").to_wire()))

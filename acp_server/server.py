@@ -33,8 +33,14 @@ WARM_UP_AFTER_S = 0.05  # how long no request must be in flight before a warm-up
 _IDLE_POLL_S = 0.01
 
 
-def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, state_dir: str | None = None,
-                rules: tuple[Rule, ...] = ()) -> int:
+def serve_stdio(
+    factory: ModelFactory,
+    mode: str,
+    *,
+    record: str | None = None,
+    state_dir: str | None = None,
+    rules: tuple[Rule, ...] = (),
+) -> int:
     agent = GatewrightAgent(AgentConfig(mode=mode, model_factory=factory, state_dir=state_dir, rules=rules))
     try:
         recorder = _recorder(record, factory, mode, state_dir) if record else None
@@ -58,8 +64,9 @@ def serve_stdio(factory: ModelFactory, mode: str, *, record: str | None = None, 
     os._exit(0)
 
 
-def _answer_first_initialize(agent: GatewrightAgent, read_fd: int, write_fd: int, recorder: Any,
-                             max_frame: int) -> tuple[bytes, bool]:
+def _answer_first_initialize(
+    agent: GatewrightAgent, read_fd: int, write_fd: int, recorder: Any, max_frame: int
+) -> tuple[bytes, bool]:
     try:
         data = os.read(read_fd, READ_CHUNK)
     except OSError:
@@ -86,10 +93,10 @@ def _answer_first_initialize(agent: GatewrightAgent, read_fd: int, write_fd: int
     out = memoryview(wire.encode(answer))
     try:
         while out:
-            out = out[os.write(write_fd, out):]
+            out = out[os.write(write_fd, out) :]
     except OSError:
         return b"", True
-    return data[nl + 1:], False
+    return data[nl + 1 :], False
 
 
 def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder: Any, max_frame: int) -> None:
@@ -105,10 +112,12 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
 
     async def main() -> None:
         # The method table and the wire models it reads params into load here.
-        conn = acp_server.rpc.JsonRpcConnection(acp_server.dispatch.AcpDispatcher(agent), recorder=recorder,
-                                                max_frame=max_frame)
+        conn = acp_server.rpc.JsonRpcConnection(
+            acp_server.dispatch.AcpDispatcher(agent), recorder=recorder, max_frame=max_frame
+        )
         agent.attach(conn)
         async with lazy.anyio.create_task_group() as tg:
+
             async def on_signals() -> None:
                 with lazy.anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP) as signals:
                     async for _ in signals:
@@ -126,9 +135,14 @@ def _serve(agent: GatewrightAgent, fds: Any, initial: bytes, eof: bool, recorder
     lazy.anyio.run(main)
 
 
-async def warm_up_when_idle(stages: Sequence[Callable[[], None]], busy: Callable[[], bool], *,
-                            quiet: float = WARM_UP_AFTER_S, poll: float = _IDLE_POLL_S,
-                            sleep: Callable[[float], Awaitable[None]] | None = None) -> None:
+async def warm_up_when_idle(
+    stages: Sequence[Callable[[], None]],
+    busy: Callable[[], bool],
+    *,
+    quiet: float = WARM_UP_AFTER_S,
+    poll: float = _IDLE_POLL_S,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
+) -> None:
     """Run each warm-up stage once no request has been in flight for `quiet` seconds.
 
     What the first session/new and the first prompt need (the runtime, the model's HTTP stack, the tool-call path:
@@ -149,8 +163,9 @@ async def warm_up_when_idle(stages: Sequence[Callable[[], None]], busy: Callable
 
 
 def _recorder(record: str, factory: ModelFactory, mode: str, state_dir: str | None) -> Any:
-    return runtime.recording.TranscriptRecorder(record, runtime.recording.transcript_meta(factory, mode,
-                                                                                         state_dir=state_dir))
+    return runtime.recording.TranscriptRecorder(
+        record, runtime.recording.transcript_meta(factory, mode, state_dir=state_dir)
+    )
 
 
 def _max_frame() -> int:

@@ -84,8 +84,12 @@ class AcpSession(Session):
             prefix = self._chunk_prefixes.get(update_kind)
             if prefix is None:
                 prefix = self._chunk_prefixes[update_kind] = (
-                    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":' + orjson.dumps(self.id)
-                    + b',"update":{"sessionUpdate":"' + update_kind.encode() + b'","content":{"type":"text","text":')
+                    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":'
+                    + orjson.dumps(self.id)
+                    + b',"update":{"sessionUpdate":"'
+                    + update_kind.encode()
+                    + b'","content":{"type":"text","text":'
+                )
             data = prefix + orjson.dumps(text) + b"}}}}\n"
             if not self.conn.emit_encoded_nowait(data, self._chunk_frame, update_kind, text):
                 await self.conn.emit_encoded(data, self._chunk_frame, update_kind, text)
@@ -98,8 +102,9 @@ class AcpSession(Session):
 
     def _chunk_frame(self, update_kind: str, text: str) -> dict[str, Any]:
         """The object form of a fast-path chunk frame, for a transcript recorder."""
-        return updates.session_update(self.id, {"sessionUpdate": update_kind,
-                                                "content": {"type": "text", "text": text}})
+        return updates.session_update(
+            self.id, {"sessionUpdate": update_kind, "content": {"type": "text", "text": text}}
+        )
 
     async def deliver(self, update: dict[str, Any]) -> None:
         await self.conn.emit_frame(updates.session_update(self.id, update))

@@ -113,7 +113,7 @@ class FdWriter:
         view = memoryview(data)
         if self._poll is not None:
             while view and self._poll.poll(0):
-                view = view[os.write(self.fd, view[:PIPE_SLOT]):]
+                view = view[os.write(self.fd, view[:PIPE_SLOT]) :]
             if not view:
                 return
         await lazy.anyio_to_thread.run_sync(self._write_all, view, abandon_on_cancel=True)

@@ -89,7 +89,7 @@ def parse(text: str, source: str = "<transcript>") -> Transcript:
             continue
         direction, t = obj.get("dir"), obj.get("t", 0.0)
         if direction not in ("in", "out"):
-            raise TranscriptError(f"{source}: line {n}: `dir` must be \"in\" or \"out\"")
+            raise TranscriptError(f'{source}: line {n}: `dir` must be "in" or "out"')
         if "msg" not in obj:
             raise TranscriptError(f"{source}: line {n} has no `msg`")
         if not isinstance(t, int | float) or isinstance(t, bool):
@@ -239,8 +239,9 @@ class Normaliser:
         return self.value(msg)
 
 
-def normalise(frames: list[tuple[Any, int]], paths: dict[str, str],
-              normaliser: Normaliser | None = None) -> list[Normalised]:
+def normalise(
+    frames: list[tuple[Any, int]], paths: dict[str, str], normaliser: Normaliser | None = None
+) -> list[Normalised]:
     """The agent's frames `(msg, line)` ready to compare: placeholders for volatile values, optional frames dropped,
     consecutive text chunks of the same kind and session joined into one."""
     norm = normaliser or Normaliser(paths)
@@ -251,9 +252,12 @@ def normalise(frames: list[tuple[Any, int]], paths: dict[str, str],
         f = norm.frame(msg)
         if is_chunk(f) and out and is_chunk(out[-1].msg):
             prev, cur = out[-1].msg["params"], f["params"]
-            if (prev.get("sessionId") == cur.get("sessionId")
-                    and prev["update"]["sessionUpdate"] == cur["update"]["sessionUpdate"]
-                    and _chunk_text(prev) is not None and _chunk_text(cur) is not None):
+            if (
+                prev.get("sessionId") == cur.get("sessionId")
+                and prev["update"]["sessionUpdate"] == cur["update"]["sessionUpdate"]
+                and _chunk_text(prev) is not None
+                and _chunk_text(cur) is not None
+            ):
                 prev["update"]["content"]["text"] += cur["update"]["content"]["text"]
                 continue
         out.append(Normalised(f, line, index))

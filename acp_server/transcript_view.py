@@ -36,10 +36,25 @@ from runtime import lazy  # rich: only to print in colour
 
 PREVIEW_LINES = 12  # of tool output, file contents and terminal output, unless --full
 STYLES = {
-    "header": "bold", "meta": "dim", "client": "bold cyan", "prompt": "bold", "agent": "", "thought": "dim italic",
-    "tool": "yellow", "ok": "green", "failed": "red", "output": "dim", "added": "green", "removed": "red",
-    "hunk": "cyan", "question": "bold magenta", "answer": "magenta", "editor": "blue", "error": "bold red",
-    "info": "dim", "user": "cyan",
+    "header": "bold",
+    "meta": "dim",
+    "client": "bold cyan",
+    "prompt": "bold",
+    "agent": "",
+    "thought": "dim italic",
+    "tool": "yellow",
+    "ok": "green",
+    "failed": "red",
+    "output": "dim",
+    "added": "green",
+    "removed": "red",
+    "hunk": "cyan",
+    "question": "bold magenta",
+    "answer": "magenta",
+    "editor": "blue",
+    "error": "bold red",
+    "info": "dim",
+    "user": "cyan",
 }
 STATUS_MARK = {"pending": "…", "in_progress": "▸", "completed": "✓", "failed": "✗"}
 
@@ -70,7 +85,7 @@ class _View:
         if not text and (not self.lines or not self.lines[-1].text):
             return  # one blank line between parts is enough
         pad = " " * indent
-        for ln in (text.splitlines() or [""]):
+        for ln in text.splitlines() or [""]:
             self.lines.append(Line(pad + ln, style, markdown))
 
     def block(self, text: str, style: str, indent: int, prefix: str = "│ ") -> None:
@@ -87,7 +102,8 @@ class _View:
         (sid, kind), text = self._chunk, "".join(self._text)
         self._chunk, self._text = None, []
         glyph, style = {"agent_thought_chunk": ("💭 ", "thought"), "user_message_chunk": ("👤 ", "user")}.get(
-            kind, ("🤖 ", "agent"))
+            kind, ("🤖 ", "agent")
+        )
         body = text.strip("\n")
         if not body:
             return
@@ -235,8 +251,11 @@ class _View:
         elif method == "terminal/output":
             output = result.get("output")
             status = _exit_status(result.get("exitStatus"))
-            self.say("└ output" + (f" ({status})" if status else "") + (" (truncated)" if result.get("truncated")
-                                                                        else ""), "editor", 4)
+            self.say(
+                "└ output" + (f" ({status})" if status else "") + (" (truncated)" if result.get("truncated") else ""),
+                "editor",
+                4,
+            )
             if isinstance(output, str) and output:
                 self.block(output, "output", 6)
         elif method == "terminal/wait_for_exit":
@@ -261,8 +280,10 @@ class _View:
         result = _obj(msg.get("result"))
         if method == "initialize":
             info = _obj(result.get("agentInfo"))
-            self.say(f"← {info.get('name', 'agent')} {info.get('version', '')}, protocol "
-                     f"{result.get('protocolVersion')}", "info")
+            self.say(
+                f"← {info.get('name', 'agent')} {info.get('version', '')}, protocol {result.get('protocolVersion')}",
+                "info",
+            )
         elif method in ("session/new", "session/fork") or (method and "sessionId" in result):
             modes = _obj(result.get("modes"))
             mode = f" (mode {modes['currentModeId']})" if modes.get("currentModeId") else ""
@@ -275,8 +296,7 @@ class _View:
             self.say(f"← {len(sessions)} session{'s' if len(sessions) != 1 else ''}", "info")
             for s in sessions if isinstance(sessions, list) else []:
                 if isinstance(s, dict):
-                    self.say(f"{s.get('sessionId')}  {s.get('title') or ''}  {s.get('cwd') or ''}".rstrip(),
-                             "info", 4)
+                    self.say(f"{s.get('sessionId')}  {s.get('title') or ''}  {s.get('cwd') or ''}".rstrip(), "info", 4)
         elif not result:
             self.say("← ok", "info")
         elif isinstance(result.get("configOptions"), list):
@@ -304,8 +324,11 @@ class _View:
         elif method == "fs/write_text_file":
             content = _str(p.get("content"))
             n = len(content.splitlines())
-            self.say(f"⇄ {tag}the agent asks the editor to write {p.get('path')} ({n} line{'s' if n != 1 else ''})",
-                     "editor", 4)
+            self.say(
+                f"⇄ {tag}the agent asks the editor to write {p.get('path')} ({n} line{'s' if n != 1 else ''})",
+                "editor",
+                4,
+            )
             self.block(content, "output", 6)
         elif method == "terminal/create":
             cmd = " ".join([str(p.get("command", ""))] + [_shell_word(a) for a in p.get("args") or []])
@@ -351,8 +374,9 @@ class _View:
         elif kind == "current_mode_update":
             self.say(f"· {tag}mode is now {u.get('currentModeId')}", "info", 2)
         elif kind == "config_option_update":
-            values = [f"{o.get('id')}={o.get('currentValue')}" for o in u.get("configOptions") or []
-                      if isinstance(o, dict)]
+            values = [
+                f"{o.get('id')}={o.get('currentValue')}" for o in u.get("configOptions") or [] if isinstance(o, dict)
+            ]
             self.say(f"· {tag}settings: {', '.join(values)}", "info", 2)
         elif kind == "session_info_update":
             if u.get("title"):
@@ -410,10 +434,17 @@ class _View:
             self.say("│ (no change)", "output", indent)
         if not self.full and len(lines) > PREVIEW_LINES * 2:
             hidden = len(lines) - PREVIEW_LINES * 2
-            lines = [*lines[:PREVIEW_LINES * 2], f"… ({hidden} more diff lines; --full shows all)"]
+            lines = [*lines[: PREVIEW_LINES * 2], f"… ({hidden} more diff lines; --full shows all)"]
         for ln in lines:
-            style = ("added" if ln.startswith("+") else "removed" if ln.startswith("-")
-                     else "hunk" if ln.startswith("@@") else "output")
+            style = (
+                "added"
+                if ln.startswith("+")
+                else "removed"
+                if ln.startswith("-")
+                else "hunk"
+                if ln.startswith("@@")
+                else "output"
+            )
             self.say(f"│ {ln}", style, indent)
 
 
@@ -503,7 +534,7 @@ def _shell_word(word: Any) -> str:
 
 def _compact(value: Any, limit: int = 200) -> str:
     text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def render(transcript: Transcript, *, full: bool = False) -> list[Line]:
@@ -540,7 +571,7 @@ def _print_rich(lines: list[Line], stream: Any, force: bool) -> bool:
             while j < len(lines) and lines[j].markdown:
                 j += 1
             head, _, first = lines[i].text.partition("🤖 ")
-            body = "\n".join([first] + [ln.text[len(head) + 3:] for ln in lines[i + 1:j]])
+            body = "\n".join([first] + [ln.text[len(head) + 3 :] for ln in lines[i + 1 : j]])
             grid = table.Table.grid(padding=(0, 1))
             grid.add_column(no_wrap=True)
             grid.add_column()

@@ -48,30 +48,49 @@ def session_update(session_id: str, update: dict[str, Any]) -> dict[str, Any]:
 
 # ---- modes and config options --------------------------------------------------------------------------------------
 def modes_state(mode: str) -> SessionModeState:
-    return SessionModeState(current_mode_id=mode, available_modes=[
-        SessionMode(id=m.id, name=m.name, description=m.description) for m in MODES])
+    return SessionModeState(
+        current_mode_id=mode,
+        available_modes=[SessionMode(id=m.id, name=m.name, description=m.description) for m in MODES],
+    )
 
 
 def config_options(session: AcpSession) -> list[SessionConfigOption]:
     """The session's settings as the editor's config menu shows them: approval mode, model (when there is a choice),
     where "always" answers are remembered."""
-    out: list[SessionConfigOption] = [SelectSessionConfigOption(
-        id="mode", name="Approval mode", description="When gatewright asks before running a tool", category="mode",
-        current_value=session.mode,
-        options=[SessionConfigSelectOption(value=m.id, name=m.name, description=m.description) for m in MODES])]
+    out: list[SessionConfigOption] = [
+        SelectSessionConfigOption(
+            id="mode",
+            name="Approval mode",
+            description="When gatewright asks before running a tool",
+            category="mode",
+            current_value=session.mode,
+            options=[SessionConfigSelectOption(value=m.id, name=m.name, description=m.description) for m in MODES],
+        )
+    ]
     if session.model_choices and session.model_id:
-        out.append(SelectSessionConfigOption(
-            id="model", name="Model",
-            description="The model answering this session; a switch applies from the next model call",
-            category="model", current_value=session.model_id,
-            options=[SessionConfigSelectOption(value=m.id, name=m.name, description=m.description or m.spec)
-                     for m in session.model_choices]))
-    out.append(SelectSessionConfigOption(
-        id=REMEMBER_OPTION, name="Remember approvals in",
-        description="Where an “Always allow” or “Always reject” answer is remembered; each question's labels name "
-                    "the scope they use",
-        current_value=session.rules.remember,
-        options=[SessionConfigSelectOption(value=v, name=n, description=d) for v, n, d in REMEMBER_CHOICES]))
+        out.append(
+            SelectSessionConfigOption(
+                id="model",
+                name="Model",
+                description="The model answering this session; a switch applies from the next model call",
+                category="model",
+                current_value=session.model_id,
+                options=[
+                    SessionConfigSelectOption(value=m.id, name=m.name, description=m.description or m.spec)
+                    for m in session.model_choices
+                ],
+            )
+        )
+    out.append(
+        SelectSessionConfigOption(
+            id=REMEMBER_OPTION,
+            name="Remember approvals in",
+            description="Where an “Always allow” or “Always reject” answer is remembered; each question's labels name "
+            "the scope they use",
+            current_value=session.rules.remember,
+            options=[SessionConfigSelectOption(value=v, name=n, description=d) for v, n, d in REMEMBER_CHOICES],
+        )
+    )
     return out
 
 
@@ -86,10 +105,14 @@ def config_update(session: AcpSession) -> dict[str, Any]:
 # ---- commands, title ---------------------------------------------------------------------------------------------
 def commands_update(available: Sequence[commands.Command]) -> dict[str, Any]:
     """The `available_commands_update` the editor shows in its command menu (the commands: `runtime.commands`)."""
-    return AvailableCommandsUpdateSessionUpdate(available_commands=[
-        AvailableCommand(name=c.name, description=c.description,
-                         input=UnstructuredCommandInput(hint=c.hint) if c.hint else None)
-        for c in available]).to_wire()
+    return AvailableCommandsUpdateSessionUpdate(
+        available_commands=[
+            AvailableCommand(
+                name=c.name, description=c.description, input=UnstructuredCommandInput(hint=c.hint) if c.hint else None
+            )
+            for c in available
+        ]
+    ).to_wire()
 
 
 def title_update(title: str) -> dict[str, Any]:
@@ -103,8 +126,10 @@ def permission_request(session_id: str, request: PermissionRequest) -> dict[str,
     `toolCall` is the runtime's record of the pending call (the same one the `tool_call` update carried)."""
     return {
         "sessionId": session_id,
-        "toolCall": pending_tool_call(request.call_id, request.title, request.kind, request.raw_input,
-                                      request.content, request.locations),
-        "options": [PermissionOption(option_id=o.option_id, name=o.name, kind=o.kind).to_wire()
-                    for o in request.options],
+        "toolCall": pending_tool_call(
+            request.call_id, request.title, request.kind, request.raw_input, request.content, request.locations
+        ),
+        "options": [
+            PermissionOption(option_id=o.option_id, name=o.name, kind=o.kind).to_wire() for o in request.options
+        ],
     }

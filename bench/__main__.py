@@ -26,13 +26,34 @@ def startup(runs: int, peers: dict[str, list[str]]) -> list[Row]:
     samples = su.measure(runs, peers=peers)
     med = {k: statistics.median(v) for k, v in samples.items()}
     gw, bare, sdk = med[su.GW], med[su.BARE], med[su.SDK]
-    peer_rows = [Row(f"  vs peer: {name}", ms(gw), f"{name}: {ms(med[name])}", f"{med[name] / gw:.1f}× faster",
-                     "faster", verdict(med[name] > gw)) for name in peers]
+    peer_rows = [
+        Row(
+            f"  vs peer: {name}",
+            ms(gw),
+            f"{name}: {ms(med[name])}",
+            f"{med[name] / gw:.1f}× faster",
+            "faster",
+            verdict(med[name] > gw),
+        )
+        for name in peers
+    ]
     return [
-        Row("start-up: spawn → initialize answered", ms(gw), f"python -c pass: {ms(bare)}", f"{gw / bare:.2f}× bare",
-            "< 100 ms", verdict(gw < 0.100)),
-        Row("  vs the official SDK's echo agent", ms(gw), f"SDK echo: {ms(sdk)}", f"{sdk / gw:.1f}× faster",
-            "≥ 5× faster", verdict(sdk / gw >= 5)),
+        Row(
+            "start-up: spawn → initialize answered",
+            ms(gw),
+            f"python -c pass: {ms(bare)}",
+            f"{gw / bare:.2f}× bare",
+            "< 100 ms",
+            verdict(gw < 0.100),
+        ),
+        Row(
+            "  vs the official SDK's echo agent",
+            ms(gw),
+            f"SDK echo: {ms(sdk)}",
+            f"{sdk / gw:.1f}× faster",
+            "≥ 5× faster",
+            verdict(sdk / gw >= 5),
+        ),
         *peer_rows,
     ]
 
@@ -50,8 +71,16 @@ def search(files: int, runs: int) -> list[Row]:
 
     rows = []
     for name, a, b, ratio in bench_search.measure(files, runs):
-        rows.append(Row(f"{name} ({files // 1000}k files)", ms(a), f"rg: {ms(b)}", f"{ratio:.2f}× rg", "≤ 1.5× rg",
-                        verdict(ratio <= 1.5)))
+        rows.append(
+            Row(
+                f"{name} ({files // 1000}k files)",
+                ms(a),
+                f"rg: {ms(b)}",
+                f"{ratio:.2f}× rg",
+                "≤ 1.5× rg",
+                verdict(ratio <= 1.5),
+            )
+        )
     return rows
 
 
@@ -63,10 +92,22 @@ def sandbox(runs: int) -> list[Row]:
     box, off, direct = bs.p50(s["sandboxed"]), bs.p50(s["off"]), bs.p50(s["direct"])
     added = box - direct
     return [
-        Row("bash exec `true`, sandboxed: added p50", f"+{added * 1000:.1f} ms", f"direct spawn: {ms(direct)}",
-            f"{ms(box)} in all", "≤ 5 ms added", verdict(added <= 0.005)),
-        Row("  vs the same path with the sandbox off", ms(box), f"GATEWRIGHT_SANDBOX=off: {ms(off)}",
-            f"{(box - off) * 1000:+.1f} ms", "", ""),
+        Row(
+            "bash exec `true`, sandboxed: added p50",
+            f"+{added * 1000:.1f} ms",
+            f"direct spawn: {ms(direct)}",
+            f"{ms(box)} in all",
+            "≤ 5 ms added",
+            verdict(added <= 0.005),
+        ),
+        Row(
+            "  vs the same path with the sandbox off",
+            ms(box),
+            f"GATEWRIGHT_SANDBOX=off: {ms(off)}",
+            f"{(box - off) * 1000:+.1f} ms",
+            "",
+            "",
+        ),
         Row("  what this system offers", support().describe().removeprefix("sandbox: "), "", "", "", ""),
     ]
 
@@ -75,10 +116,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="fewer runs and a 5,000-file tree (a smoke run)")
     ap.add_argument("--only", default="", help="comma-separated figure names")
-    ap.add_argument("--peer", action="append", default=[], metavar="NAME=COMMAND",
-                    help="another ACP agent to measure at start-up, on the first prompt of a fresh process and "
-                         "in idle memory next to gatewright (repeatable), e.g. "
-                         "claude-code-acp=bench/.peers/node_modules/.bin/claude-code-acp")
+    ap.add_argument(
+        "--peer",
+        action="append",
+        default=[],
+        metavar="NAME=COMMAND",
+        help="another ACP agent to measure at start-up, on the first prompt of a fresh process and "
+        "in idle memory next to gatewright (repeatable), e.g. "
+        "claude-code-acp=bench/.peers/node_modules/.bin/claude-code-acp",
+    )
     opts = ap.parse_args()
     peers: dict[str, list[str]] = {}
     for spec in opts.peer:
@@ -120,21 +166,28 @@ def main() -> None:
         rows.extend(got)
     print_table(rows)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\n{platform.python_implementation()} {platform.python_version()}, {platform.system()} "
-          f"{platform.machine()}, {os.cpu_count()} CPUs, load average {load:.1f} at the end; "
-          f"{time.perf_counter() - t0:.0f} s{' (--quick)' if q else ''}. Medians of interleaved runs; "
-          "ratios are against the baseline measured in the same run.")
+    print(
+        f"\n{platform.python_implementation()} {platform.python_version()}, {platform.system()} "
+        f"{platform.machine()}, {os.cpu_count()} CPUs, load average {load:.1f} at the end; "
+        f"{time.perf_counter() - t0:.0f} s{' (--quick)' if q else ''}. Medians of interleaved runs; "
+        "ratios are against the baseline measured in the same run."
+    )
 
 
 def print_table(rows: list[Row]) -> None:
     head = Row("figure", "gatewright", "baseline (same run)", "ratio", "target", "")
-    cols = list(zip(*[(r.figure, r.value, r.baseline, r.ratio, r.target, r.verdict) for r in [head, *rows]],
-                    strict=True))
+    cols = list(
+        zip(*[(r.figure, r.value, r.baseline, r.ratio, r.target, r.verdict) for r in [head, *rows]], strict=True)
+    )
     widths = [max(len(x) for x in col) for col in cols]
     for i, r in enumerate([head, *rows]):
         cells = (r.figure, r.value, r.baseline, r.ratio, r.target, r.verdict)
-        print("  ".join(c.ljust(w) if j in (0, 2, 4, 5) else c.rjust(w)
-                        for j, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip())
+        print(
+            "  ".join(
+                c.ljust(w) if j in (0, 2, 4, 5) else c.rjust(w)
+                for j, (c, w) in enumerate(zip(cells, widths, strict=True))
+            ).rstrip()
+        )
         if i == 0:
             print("  ".join("-" * w for w in widths))
 

@@ -32,10 +32,23 @@ def rss_kb(pid: int) -> int:
 
 
 class Client:
-    def __init__(self, argv: list[str], *, cwd: str | Path, env: dict[str, str] | None = None,
-                 on_frame: Callable[[dict[str, Any], float], None] | None = None) -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, cwd=str(cwd), env=env, start_new_session=True)
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        cwd: str | Path,
+        env: dict[str, str] | None = None,
+        on_frame: Callable[[dict[str, Any], float], None] | None = None,
+    ) -> None:
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=str(cwd),
+            env=env,
+            start_new_session=True,
+        )
         self._next = 0
         self._cond = threading.Condition()
         self._answers: dict[Any, tuple[dict[str, Any], float]] = {}
@@ -70,8 +83,13 @@ class Client:
                 if "method" in msg:
                     if "id" in msg and msg["method"] == "session/request_permission":
                         oid = next(o["optionId"] for o in msg["params"]["options"] if o["kind"] == "allow_once")
-                        self.send({"jsonrpc": "2.0", "id": msg["id"],
-                                   "result": {"outcome": {"outcome": "selected", "optionId": oid}}})
+                        self.send(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": msg["id"],
+                                "result": {"outcome": {"outcome": "selected", "optionId": oid}},
+                            }
+                        )
                     if self.on_frame is not None:
                         self.on_frame(msg, now)
                 elif "id" in msg:
@@ -113,8 +131,13 @@ class Client:
         return answer, at - t
 
     def initialize(self) -> dict[str, Any]:
-        return self.request("initialize", {"protocolVersion": 1, "clientCapabilities": {
-            "fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}})[0]["result"]
+        return self.request(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False},
+            },
+        )[0]["result"]
 
     def close(self) -> None:
         self.close_with_usage()

@@ -45,8 +45,9 @@ def measure(runs: int) -> dict[str, list[float]]:
 
     async def direct() -> float:
         t = time.perf_counter()
-        proc = await anyio.open_process(["/bin/bash", "-c", "true"], stdin=subprocess.DEVNULL, cwd=str(ws),
-                                        start_new_session=True)
+        proc = await anyio.open_process(
+            ["/bin/bash", "-c", "true"], stdin=subprocess.DEVNULL, cwd=str(ws), start_new_session=True
+        )
         async with proc:
             await proc.wait()
         return time.perf_counter() - t

@@ -26,8 +26,26 @@ from runtime.tools.base import ToolContext
 from runtime.tools.builtin.search import GlobTool, GrepTool, rg_binary
 from runtime.workspace import Workspace
 
-WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu", "nu",
-         "xi", "omicron", "pi", "rho", "sigma"]
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "epsilon",
+    "zeta",
+    "eta",
+    "theta",
+    "iota",
+    "kappa",
+    "lambda",
+    "mu",
+    "nu",
+    "xi",
+    "omicron",
+    "pi",
+    "rho",
+    "sigma",
+]
 
 
 def generate(root: Path, n_files: int) -> None:
@@ -81,19 +99,26 @@ def measure(files: int, runs: int) -> list[tuple[str, float, float, float]]:
         # warm the page cache
         raw("needle")()
         cases = [
-            ("grep needle_function (100 hits)", tool(grep, {"pattern": "needle_function"}),
-             raw("needle_function")),
+            ("grep needle_function (100 hits)", tool(grep, {"pattern": "needle_function"}), raw("needle_function")),
             ("grep 'line 1 of' (capped at 100)", tool(grep, {"pattern": "line 1 of"}), raw("line 1 of")),
-            ("grep -i NEEDLE include *.py", tool(grep, {"pattern": "NEEDLE", "caseInsensitive": True,
-                                                        "include": "*.py"}),
-             raw("-i", "--glob", "*.py", "NEEDLE")),
+            (
+                "grep -i NEEDLE include *.py",
+                tool(grep, {"pattern": "NEEDLE", "caseInsensitive": True, "include": "*.py"}),
+                raw("-i", "--glob", "*.py", "NEEDLE"),
+            ),
             ("glob **/*.py", tool(glob, {"pattern": "**/*.py"}), raw("--files", "--glob", "*.py")),
-            ("glob pkg1/**/f1*.ts", tool(glob, {"pattern": "pkg1/**/f1*.ts"}), raw("--files", "--glob",
-                                                                                  "pkg1/**/f1*.ts")),
+            (
+                "glob pkg1/**/f1*.ts",
+                tool(glob, {"pattern": "pkg1/**/f1*.ts"}),
+                raw("--files", "--glob", "pkg1/**/f1*.ts"),
+            ),
             # The same listing against rg applying the same rules as the tool (.gitignore outside a git repository,
             # hidden files, a name filter that does not override ignores): what the tool adds around rg.
-            ("glob **/*.py vs rg with the tool's rules", tool(glob, {"pattern": "**/*.py"}),
-             raw("--files", "--hidden", "--no-require-git", "--type-add", "py:*.py", "--type", "py", "--null")),
+            (
+                "glob **/*.py vs rg with the tool's rules",
+                tool(glob, {"pattern": "**/*.py"}),
+                raw("--files", "--hidden", "--no-require-git", "--type-add", "py:*.py", "--type", "py", "--null"),
+            ),
         ]
         out = []
         for name, ours, theirs in cases:

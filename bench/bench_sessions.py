@@ -26,23 +26,59 @@ def fill(store: SessionStore, sid: str, cwd: str, turns: int) -> None:
     history = []
     for t in range(turns):
         cid = f"call_{t}"
-        store.append_events(sid, [
-            ("user_message_chunk", {"sessionUpdate": "user_message_chunk",
-                                    "content": {"type": "text", "text": f"prompt {t}: please look at the file"}}),
-            ("agent_thought_chunk", {"sessionUpdate": "agent_thought_chunk",
-                                     "content": {"type": "text", "text": "I should read it first. " * 4}}),
-            ("tool_call", {"sessionUpdate": "tool_call", "toolCallId": cid, "title": "Read `a.py`", "kind": "read",
-                           "status": "pending", "rawInput": {"path": "a.py"}}),
-            ("tool_call_update", {"sessionUpdate": "tool_call_update", "toolCallId": cid, "status": "in_progress"}),
-            ("tool_call_update", {"sessionUpdate": "tool_call_update", "toolCallId": cid, "status": "completed",
-                                  "content": [{"type": "content", "content": {"type": "text",
-                                                                              "text": "x = 1\n" * 100}}]}),
-            ("agent_message_chunk", {"sessionUpdate": "agent_message_chunk",
-                                     "content": {"type": "text", "text": "The file sets x to 1. " * 5}}),
-        ])
-        history += [UserMessage((TextPart(f"prompt {t}"),)),
-                    AssistantMessage("", "thinking", (ToolCallRequest(cid, "read_file", '{"path": "a.py"}'),)),
-                    ToolResultMessage(cid, "read_file", "x = 1\n" * 100), AssistantMessage("The file sets x to 1.")]
+        store.append_events(
+            sid,
+            [
+                (
+                    "user_message_chunk",
+                    {
+                        "sessionUpdate": "user_message_chunk",
+                        "content": {"type": "text", "text": f"prompt {t}: please look at the file"},
+                    },
+                ),
+                (
+                    "agent_thought_chunk",
+                    {
+                        "sessionUpdate": "agent_thought_chunk",
+                        "content": {"type": "text", "text": "I should read it first. " * 4},
+                    },
+                ),
+                (
+                    "tool_call",
+                    {
+                        "sessionUpdate": "tool_call",
+                        "toolCallId": cid,
+                        "title": "Read `a.py`",
+                        "kind": "read",
+                        "status": "pending",
+                        "rawInput": {"path": "a.py"},
+                    },
+                ),
+                ("tool_call_update", {"sessionUpdate": "tool_call_update", "toolCallId": cid, "status": "in_progress"}),
+                (
+                    "tool_call_update",
+                    {
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": cid,
+                        "status": "completed",
+                        "content": [{"type": "content", "content": {"type": "text", "text": "x = 1\n" * 100}}],
+                    },
+                ),
+                (
+                    "agent_message_chunk",
+                    {
+                        "sessionUpdate": "agent_message_chunk",
+                        "content": {"type": "text", "text": "The file sets x to 1. " * 5},
+                    },
+                ),
+            ],
+        )
+        history += [
+            UserMessage((TextPart(f"prompt {t}"),)),
+            AssistantMessage("", "thinking", (ToolCallRequest(cid, "read_file", '{"path": "a.py"}'),)),
+            ToolResultMessage(cid, "read_file", "x = 1\n" * 100),
+            AssistantMessage("The file sets x to 1."),
+        ]
     store.replace_context(sid, history, {"model_position": 0})
 
 
@@ -56,13 +92,18 @@ def measure(turns: int) -> float:
     model = write_script(tmp / "m.json", [])
     env = dict(os.environ, GATEWRIGHT_STATE_DIR=str(tmp / "state"))
     # A bare client (no schema checks, which would dominate the time): read lines until the load's answer.
-    proc = subprocess.Popen([sys.executable, "-m", "acp_server", "--model", f"scripted:{model}"], cwd=tmp, env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acp_server", "--model", f"scripted:{model}"],
+        cwd=tmp,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     assert proc.stdin is not None and proc.stdout is not None
 
     def call(rid: int, method: str, params: dict) -> int:
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode()
-                         + b"\n")
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode() + b"\n")
         proc.stdin.flush()
         for lines, line in enumerate(proc.stdout, 1):
             msg = json.loads(line)

@@ -72,8 +72,15 @@ def _new_session(c: Client, cwd: Path, mcp: list[dict[str, Any]] | None = None) 
 # ---- session/new with three MCP servers --------------------------------------------------------------------------
 def mcp_servers(n: int = 3, sleep_s: int = 30) -> list[dict[str, Any]]:
     """Tiny stdio "MCP servers" that never answer: if session/new waited for them, it would take `sleep_s`."""
-    return [{"name": f"slow{i}", "command": sys.executable,
-             "args": ["-c", f"import time; time.sleep({sleep_s})"], "env": []} for i in range(n)]
+    return [
+        {
+            "name": f"slow{i}",
+            "command": sys.executable,
+            "args": ["-c", f"import time; time.sleep({sleep_s})"],
+            "env": [],
+        }
+        for i in range(n)
+    ]
 
 
 def bench_session_new(runs: int) -> list[Row]:
@@ -116,12 +123,30 @@ def bench_session_new(runs: int) -> list[Row]:
             c.close()
         wm, wp, cm, cp = med(warm_mcp), med(warm_plain), med(cold_mcp), med(cold_plain)
         return [
-            Row("session/new, 3 stdio MCP servers", ms(wm), f"no MCP: {ms(wp)}", f"{wm / wp:.2f}×", "< 20 ms",
-                verdict(wm < 0.020)),
-            Row("  first session/new of a process, 3 MCP", ms(cm), f"no MCP: {ms(cp)}", f"{cm / cp:.2f}×",
-                "(informational)", ""),
-            Row("  first session/new 0.5 s after initialize", ms(med(idle_first)), f"at once: {ms(cp)}",
-                f"{med(idle_first) / cp:.2f}×", "(informational)", ""),
+            Row(
+                "session/new, 3 stdio MCP servers",
+                ms(wm),
+                f"no MCP: {ms(wp)}",
+                f"{wm / wp:.2f}×",
+                "< 20 ms",
+                verdict(wm < 0.020),
+            ),
+            Row(
+                "  first session/new of a process, 3 MCP",
+                ms(cm),
+                f"no MCP: {ms(cp)}",
+                f"{cm / cp:.2f}×",
+                "(informational)",
+                "",
+            ),
+            Row(
+                "  first session/new 0.5 s after initialize",
+                ms(med(idle_first)),
+                f"at once: {ms(cp)}",
+                f"{med(idle_first) / cp:.2f}×",
+                "(informational)",
+                "",
+            ),
         ]
     finally:
         wd.cleanup()
@@ -144,8 +169,10 @@ class _ChunkCounter:
         self.done.clear()
 
     def __call__(self, msg: dict[str, Any], now: float) -> None:
-        if msg.get("method") == "session/update" and msg["params"]["update"].get("sessionUpdate") == \
-                "agent_message_chunk":
+        if (
+            msg.get("method") == "session/update"
+            and msg["params"]["update"].get("sessionUpdate") == "agent_message_chunk"
+        ):
             self.count += 1
             if self.count == 1:
                 self.first = now
@@ -165,8 +192,9 @@ def bench_streaming(runs: int, chunks: int = 20_000) -> list[Row]:
         script = wd.script("s", [{"text": piece * chunks, "chunks": chunks}] * (runs + 1))
         gw_count, raw_count = _ChunkCounter(), _ChunkCounter()
         gw = wd.agent("--model", f"scripted:{script}", on_frame=gw_count)
-        raw = Client([sys.executable, str(HERE / "raw_writer.py")], cwd=ROOT, env=agent_env(str(wd.state)),
-                     on_frame=raw_count)
+        raw = Client(
+            [sys.executable, str(HERE / "raw_writer.py")], cwd=ROOT, env=agent_env(str(wd.state)), on_frame=raw_count
+        )
         try:
             gw.initialize()
 
@@ -207,8 +235,14 @@ def bench_streaming(runs: int, chunks: int = 20_000) -> list[Row]:
             raw.close()
         ratio = med([a / b for a, b in zip(g, r, strict=True)])
         return [
-            Row(f"streaming: agent_message_chunk frames/s ({chunks} chunks)", f"{med(g):,.0f}/s",
-                f"raw writer: {med(r):,.0f}/s", f"{ratio:.0%}", "≥ 50% of raw", verdict(ratio >= 0.5)),
+            Row(
+                f"streaming: agent_message_chunk frames/s ({chunks} chunks)",
+                f"{med(g):,.0f}/s",
+                f"raw writer: {med(r):,.0f}/s",
+                f"{ratio:.0%}",
+                "≥ 50% of raw",
+                verdict(ratio >= 0.5),
+            ),
             Row("  request sent → first chunk", ms(med(g_first)), f"raw writer: {ms(med(r_first))}", "", "", ""),
         ]
     finally:
@@ -226,8 +260,9 @@ def bench_approval(turns: int) -> list[Row]:
     try:
         responses: list[dict[str, Any]] = []
         for i in range(turns + 2):
-            responses.append({"tool_calls": [{"name": "write_file",
-                                               "arguments": {"path": f"out/f{i}.txt", "content": f"{i}\n"}}]})
+            responses.append(
+                {"tool_calls": [{"name": "write_file", "arguments": {"path": f"out/f{i}.txt", "content": f"{i}\n"}}]}
+            )
             responses.append({"text": "done"})
         script = wd.script("a", responses)
         asked = {"auto": 0, "safe": 0}
@@ -244,10 +279,13 @@ def bench_approval(turns: int) -> list[Row]:
                         marks[mode]["call"] = now
                     elif u["sessionUpdate"] == "tool_call_update" and u.get("status") == "in_progress":
                         marks[mode]["run"] = now
+
             return on_frame
 
-        agents = {m: wd.agent("--model", f"scripted:{script}", "--mode", m,
-                              state=wd.root / f"state-{m}", on_frame=watcher(m)) for m in ("auto", "safe")}
+        agents = {
+            m: wd.agent("--model", f"scripted:{script}", "--mode", m, state=wd.root / f"state-{m}", on_frame=watcher(m))
+            for m in ("auto", "safe")
+        }
         try:
             sids = {}
             for m, c in agents.items():
@@ -257,8 +295,9 @@ def bench_approval(turns: int) -> list[Row]:
 
             def turn(m: str) -> tuple[float, float]:
                 marks[m].clear()
-                dt = agents[m].request("session/prompt", {"sessionId": sids[m], "prompt": [
-                    {"type": "text", "text": "write"}]})[1]
+                dt = agents[m].request(
+                    "session/prompt", {"sessionId": sids[m], "prompt": [{"type": "text", "text": "write"}]}
+                )[1]
                 return marks[m]["run"] - marks[m]["call"], dt
 
             turn("auto"), turn("safe")  # warm-up: the first tool call imports the tool code
@@ -277,10 +316,22 @@ def bench_approval(turns: int) -> list[Row]:
         a, s = med(spans["auto"]), med(spans["safe"])
         added = s - a
         return [
-            Row("approval round trip: added latency p50", ms(added), f"auto: call→runs {ms(a)}",
-                f"safe: {ms(s)}", "< 2 ms", verdict(added < 0.002)),
-            Row("  whole turn with that call (auto / safe)", ms(med(whole["safe"])), f"auto: {ms(med(whole['auto']))}",
-                f"{med(whole['safe']) / med(whole['auto']):.2f}×", "(informational)", ""),
+            Row(
+                "approval round trip: added latency p50",
+                ms(added),
+                f"auto: call→runs {ms(a)}",
+                f"safe: {ms(s)}",
+                "< 2 ms",
+                verdict(added < 0.002),
+            ),
+            Row(
+                "  whole turn with that call (auto / safe)",
+                ms(med(whole["safe"])),
+                f"auto: {ms(med(whole['auto']))}",
+                f"{med(whole['safe']) / med(whole['auto']):.2f}×",
+                "(informational)",
+                "",
+            ),
         ]
     finally:
         wd.cleanup()
@@ -351,16 +402,34 @@ def bench_memory(runs: int, sessions: int = 20, peers: dict[str, list[str]] | No
                 finally:
                     peer.close()
         mi, m1, mm, mb, ms_ = (med(x) / 1024 for x in (idle, one, many, bare, sdk))
-        peer_rows = [Row(f"  vs peer: {name}", f"{mi:.1f} MB", f"{name}: {med(v) / 1024:.1f} MB",
-                         f"{med(v) / 1024 / mi:.2f}× ours", "smaller", verdict(mi < med(v) / 1024))
-                     for name, v in peer_idle.items()]
+        peer_rows = [
+            Row(
+                f"  vs peer: {name}",
+                f"{mi:.1f} MB",
+                f"{name}: {med(v) / 1024:.1f} MB",
+                f"{med(v) / 1024 / mi:.2f}× ours",
+                "smaller",
+                verdict(mi < med(v) / 1024),
+            )
+            for name, v in peer_idle.items()
+        ]
         return [
-            Row("memory: idle RSS (after initialize)", f"{mi:.1f} MB",
-                f"bare python: {mb:.1f} MB; SDK echo: {ms_:.1f} MB", f"{mi / mb:.2f}× bare", "< 60 MB",
-                verdict(mi < 60)),
-            Row(f"memory: {sessions} open sessions add", f"{mm - mi:.1f} MB",
-                f"of which the 1st: {m1 - mi:.1f} MB", f"{(mm - m1) / (sessions - 1) * 1024:.0f} KB/session after",
-                "< 40 MB", verdict(mm - mi < 40)),
+            Row(
+                "memory: idle RSS (after initialize)",
+                f"{mi:.1f} MB",
+                f"bare python: {mb:.1f} MB; SDK echo: {ms_:.1f} MB",
+                f"{mi / mb:.2f}× bare",
+                "< 60 MB",
+                verdict(mi < 60),
+            ),
+            Row(
+                f"memory: {sessions} open sessions add",
+                f"{mm - mi:.1f} MB",
+                f"of which the 1st: {m1 - mi:.1f} MB",
+                f"{(mm - m1) / (sessions - 1) * 1024:.0f} KB/session after",
+                "< 40 MB",
+                verdict(mm - mi < 40),
+            ),
             *peer_rows,
         ]
     finally:
@@ -374,8 +443,7 @@ def _turn_script(n: int) -> list[dict[str, Any]]:
     for i in range(n):
         if i % 2:
             out.append({"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]})
-        out.append({"text": f"Turn {i}: here is a reply of a few words, streamed in a handful of chunks.",
-                    "chunks": 6})
+        out.append({"text": f"Turn {i}: here is a reply of a few words, streamed in a handful of chunks.", "chunks": 6})
     return out
 
 
@@ -389,8 +457,16 @@ def bench_load(runs: int, sizes: tuple[int, ...] = (100, 1000)) -> list[Row]:
         finally:
             probe.close()
         if not caps.get("loadSession"):
-            return [Row("session/load, 1,000-turn session", "not available", "(agent has no loadSession yet)",
-                        "", "linear", "n/a")]
+            return [
+                Row(
+                    "session/load, 1,000-turn session",
+                    "not available",
+                    "(agent has no loadSession yet)",
+                    "",
+                    "linear",
+                    "n/a",
+                )
+            ]
         sids: dict[int, str] = {}
         build: dict[int, float] = {}
         for n in sizes:
@@ -423,12 +499,28 @@ def bench_load(runs: int, sizes: tuple[int, ...] = (100, 1000)) -> list[Row]:
         lo, hi = sizes[0], sizes[-1]
         tl, th = med(times[lo]), med(times[hi])
         growth = th / tl
-        rows = [Row(f"session/load, {n:,}-turn session", ms(med(times[n])), f"{frames[n]:,} frames replayed",
-                    f"{med(times[n]) / n * 1e6:.0f} µs/turn", "", "") for n in sizes]
+        rows = [
+            Row(
+                f"session/load, {n:,}-turn session",
+                ms(med(times[n])),
+                f"{frames[n]:,} frames replayed",
+                f"{med(times[n]) / n * 1e6:.0f} µs/turn",
+                "",
+                "",
+            )
+            for n in sizes
+        ]
         marginal = (th - tl) / (hi - lo)
-        rows.append(Row(f"  load growth {lo}→{hi} turns", f"{growth:.1f}×",
-                        f"turns: {hi / lo:.0f}×; {marginal * 1e6:.0f} µs per extra turn",
-                        f"{growth / (hi / lo):.2f}× linear", "linear (≤ 1.2×)", verdict(growth / (hi / lo) <= 1.2)))
+        rows.append(
+            Row(
+                f"  load growth {lo}→{hi} turns",
+                f"{growth:.1f}×",
+                f"turns: {hi / lo:.0f}×; {marginal * 1e6:.0f} µs per extra turn",
+                f"{growth / (hi / lo):.2f}× linear",
+                "linear (≤ 1.2×)",
+                verdict(growth / (hi / lo) <= 1.2),
+            )
+        )
         return rows
     finally:
         wd.cleanup()

@@ -127,16 +127,22 @@ def _task(c: Client, ws: Path, llm: MockLLM, pause: float) -> tuple[float, float
     if pause:
         time.sleep(pause)
     t_prompt = time.perf_counter()
-    answer, prompt_dt = c.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": TASK}]},
-                                  120)
+    answer, prompt_dt = c.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": TASK}]}, 120)
     seen = llm.reset()
     first = min((s.at for s in seen), default=None)
-    return (new_dt, None if first is None else first - t_prompt, prompt_dt, len(seen), answer["result"]["stopReason"],
-            first)
+    return (
+        new_dt,
+        None if first is None else first - t_prompt,
+        prompt_dt,
+        len(seen),
+        answer["result"]["stopReason"],
+        first,
+    )
 
 
-def one_run(argv: list[str], env: dict[str, str], ws: Path, llm: MockLLM, pause: float = 0.0,
-            again: bool = False) -> Run:
+def one_run(
+    argv: list[str], env: dict[str, str], ws: Path, llm: MockLLM, pause: float = 0.0, again: bool = False
+) -> Run:
     """One fresh process through the task. `pause`: seconds between the session/new answer and the prompt (a user
     typing), 0 for a client that sends everything at once. `again`: then the same task in a second session of the
     same process, whose timings are returned instead (the process's CPU and memory then count both tasks)."""
@@ -148,8 +154,13 @@ def one_run(argv: list[str], env: dict[str, str], ws: Path, llm: MockLLM, pause:
     sampler = threading.Thread(target=_sampler, args=(c.pid, stop, samples), daemon=True)
     sampler.start()
     try:
-        rid = c.start("initialize", {"protocolVersion": 1, "clientCapabilities": {
-            "fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}})
+        rid = c.start(
+            "initialize",
+            {
+                "protocolVersion": 1,
+                "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False},
+            },
+        )
         _, t_init = c.wait(rid, 60)
         task = _task(c, ws, llm, pause)
         if again:
@@ -164,8 +175,18 @@ def one_run(argv: list[str], env: dict[str, str], ws: Path, llm: MockLLM, pause:
     cpu = max(usage[0] if usage else 0.0, max((c for _, c in samples), default=0.0)) or None
     peak = max((r for r, _ in samples), default=0) or None
     new_dt, first, prompt_dt, requests, stop_reason, first_at = task
-    return Run(t_init - t0, new_dt, first, None if first_at is None else first_at - t0, prompt_dt, requests, cpu, peak,
-               done, stop_reason)
+    return Run(
+        t_init - t0,
+        new_dt,
+        first,
+        None if first_at is None else first_at - t0,
+        prompt_dt,
+        requests,
+        cpu,
+        peak,
+        done,
+        stop_reason,
+    )
 
 
 def bare_run() -> Run:
@@ -189,9 +210,11 @@ def floor_run(llm: MockLLM) -> tuple[Run, dict[str, float]]:
     """`bench/http_floor.py` against the mock: spawn → its request's arrival, and its own step durations."""
     llm.reset()
     t0 = time.perf_counter()
-    p = subprocess.Popen([sys.executable, str(Path(__file__).with_name("http_floor.py")),
-                          f"{llm.url}/v1/chat/completions"], stdout=subprocess.PIPE,
-                         env=agent_env(tempfile.gettempdir()))
+    p = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("http_floor.py")), f"{llm.url}/v1/chat/completions"],
+        stdout=subprocess.PIPE,
+        env=agent_env(tempfile.gettempdir()),
+    )
     assert p.stdout is not None
     out = p.stdout.read()
     _, status, ru = os.wait4(p.pid, 0)
@@ -200,8 +223,7 @@ def floor_run(llm: MockLLM) -> tuple[Run, dict[str, float]]:
         raise RuntimeError(f"bench/http_floor.py failed ({p.returncode})")
     seen = llm.reset()
     at = min(x.at for x in seen)
-    return (Run(0.0, None, None, at - t0, None, len(seen), ru.ru_utime + ru.ru_stime, None, True, ""),
-            json.loads(out))
+    return (Run(0.0, None, None, at - t0, None, len(seen), ru.ru_utime + ru.ru_stime, None, True, ""), json.loads(out))
 
 
 def _codex_home(root: Path, url: str) -> Path:
@@ -211,7 +233,9 @@ def _codex_home(root: Path, url: str) -> Path:
         'model = "mock"\nmodel_provider = "mock"\napproval_policy = "never"\nsandbox_mode = "danger-full-access"\n'
         'model_reasoning_effort = "none"\n\n[model_providers.mock]\nname = "mock"\n'
         f'base_url = "{url}/v1"\nenv_key = "OPENAI_API_KEY"\nwire_api = "responses"\n'
-        "request_max_retries = 0\nstream_max_retries = 0\n", encoding="utf-8")
+        "request_max_retries = 0\nstream_max_retries = 0\n",
+        encoding="utf-8",
+    )
     return home
 
 
@@ -225,12 +249,20 @@ def _vibe_home(root: Path, url: str) -> Path:
         "enable_connectors = false\n\n"
         f'[[providers]]\nname = "mock"\napi_base = "{url}/v1"\napi_key_env_var = "OPENAI_API_KEY"\n'
         'api_style = "openai"\nbackend = "generic"\n\n'
-        '[[models]]\nname = "mock"\nprovider = "mock"\nalias = "mock"\n', encoding="utf-8")
+        '[[models]]\nname = "mock"\nprovider = "mock"\nalias = "mock"\n',
+        encoding="utf-8",
+    )
     return home
 
 
-def measure(runs: int, peers: dict[str, list[str]] | None = None, *, typed: bool = True, ttft: float = 0.0,
-            per_chunk: float = 0.0) -> dict[str, Samples]:
+def measure(
+    runs: int,
+    peers: dict[str, list[str]] | None = None,
+    *,
+    typed: bool = True,
+    ttft: float = 0.0,
+    per_chunk: float = 0.0,
+) -> dict[str, Samples]:
     """Samples per subject: gatewright on both providers, gatewright's second session in one process (the
     "hundredth prompt" baseline), gatewright with a user's pause before the prompt (when `typed`), and each peer
     (name → argv). `ttft` and `per_chunk` (seconds) make the mock answer like a real provider."""
@@ -240,14 +272,22 @@ def measure(runs: int, peers: dict[str, list[str]] | None = None, *, typed: bool
     try:
         with MockLLM(str(ws), ttft=ttft, per_chunk=per_chunk) as llm:
             base = agent_env(str(root / "state"))
-            base.update(OPENAI_BASE_URL=f"{llm.url}/v1", OPENAI_API_KEY=KEY, ANTHROPIC_BASE_URL=llm.url,
-                        ANTHROPIC_API_KEY=KEY)
+            base.update(
+                OPENAI_BASE_URL=f"{llm.url}/v1", OPENAI_API_KEY=KEY, ANTHROPIC_BASE_URL=llm.url, ANTHROPIC_API_KEY=KEY
+            )
             for var in ("GATEWRIGHT_CONFIG", "XDG_CONFIG_HOME"):
                 base.pop(var, None)
-            peer_env = dict(base, IS_SANDBOX="1", HOME=str(root / "home"), CODEX_HOME=str(_codex_home(root, llm.url)),
-                            VIBE_HOME=str(_vibe_home(root, llm.url)),
-                            DISABLE_AUTOUPDATER="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-                            DISABLE_TELEMETRY="1", DO_NOT_TRACK="1")
+            peer_env = dict(
+                base,
+                IS_SANDBOX="1",
+                HOME=str(root / "home"),
+                CODEX_HOME=str(_codex_home(root, llm.url)),
+                VIBE_HOME=str(_vibe_home(root, llm.url)),
+                DISABLE_AUTOUPDATER="1",
+                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                DISABLE_TELEMETRY="1",
+                DO_NOT_TRACK="1",
+            )
             (root / "home").mkdir()
             openai, anthropic = gatewright_argv("--model", "openai:mock"), gatewright_argv("--model", "anthropic:mock")
             subjects: dict[str, tuple[list[str], dict[str, str], float, bool]] = {
@@ -303,57 +343,151 @@ def rows(samples: dict[str, Samples], peers: list[str]) -> list[Any]:
     later = m(GW_AGAIN, "first_request")
     for name, label in ((GW_OPENAI, "openai-compatible"), (GW_ANTHROPIC, "anthropic")):
         first = m(name, "first_request")
-        out.append(Row(f"first prompt in a fresh process → first LLM request ({label})", ms(first),
-                       f"second session, same process: {ms(later)}", delta(first - later), "≤ 30 ms",
-                       verdict(first <= 0.030)))
+        out.append(
+            Row(
+                f"first prompt in a fresh process → first LLM request ({label})",
+                ms(first),
+                f"second session, same process: {ms(later)}",
+                delta(first - later),
+                "≤ 30 ms",
+                verdict(first <= 0.030),
+            )
+        )
     if GW_TYPED in samples:
         typed, at_once = m(GW_TYPED, "first_request"), m(GW_OPENAI, "first_request")
-        out.append(Row(f"  the prompt typed {TYPING_S:g} s after session/new", ms(typed),
-                       f"sent at once: {ms(at_once)}", delta(typed - at_once),
-                       "(informational)", ""))
+        out.append(
+            Row(
+                f"  the prompt typed {TYPING_S:g} s after session/new",
+                ms(typed),
+                f"sent at once: {ms(at_once)}",
+                delta(typed - at_once),
+                "(informational)",
+                "",
+            )
+        )
     new, new_later = m(GW_OPENAI, "session_new"), m(GW_AGAIN, "session_new")
-    out.append(Row("  first session/new, sent as initialize is answered", ms(new),
-                   f"second session/new: {ms(new_later)}", delta(new - new_later), "≤ 30 ms",
-                   verdict(new <= 0.030)))
+    out.append(
+        Row(
+            "  first session/new, sent as initialize is answered",
+            ms(new),
+            f"second session/new: {ms(new_later)}",
+            delta(new - new_later),
+            "≤ 30 ms",
+            verdict(new <= 0.030),
+        )
+    )
     if samples[FLOOR].steps:
         # What the two 30 ms targets leave together, against what no agent on anyio + httpx2 can avoid.
-        both = statistics.median(r.session_new + r.first_request for r in samples[GW_OPENAI].runs
-                                 if r.session_new is not None and r.first_request is not None)
+        both = statistics.median(
+            r.session_new + r.first_request
+            for r in samples[GW_OPENAI].runs
+            if r.session_new is not None and r.first_request is not None
+        )
         loop = statistics.median(x["loop"] for x in samples[FLOOR].steps)
         http = statistics.median(x["http"] for x in samples[FLOOR].steps)
-        out.append(Row("  initialize answered → first LLM request, all at once", ms(both),
-                       f"floor: event loop {ms(loop)} + HTTP stack {ms(http)}", delta(both - loop - http),
-                       "≤ 60 ms (30 + 30)", verdict(both <= 0.060)))
+        out.append(
+            Row(
+                "  initialize answered → first LLM request, all at once",
+                ms(both),
+                f"floor: event loop {ms(loop)} + HTTP stack {ms(http)}",
+                delta(both - loop - http),
+                "≤ 60 ms (30 + 30)",
+                verdict(both <= 0.060),
+            )
+        )
         spawn, spawn_floor = m(GW_OPENAI, "spawn_request"), m(FLOOR, "spawn_request")
-        out.append(Row("  spawn → first LLM request, all at once", ms(spawn), f"floor, spawn → POST: {ms(spawn_floor)}",
-                       f"{spawn / spawn_floor:.2f}× floor", "(informational)", ""))
+        out.append(
+            Row(
+                "  spawn → first LLM request, all at once",
+                ms(spawn),
+                f"floor, spawn → POST: {ms(spawn_floor)}",
+                f"{spawn / spawn_floor:.2f}× floor",
+                "(informational)",
+                "",
+            )
+        )
     stop, stop_later = m(GW_OPENAI, "prompt"), m(GW_AGAIN, "prompt")
     peer_stops = {p: m(p, "prompt") for p in peers if samples[p].runs}
-    out.append(Row("3-step task, fresh process: prompt → stop", ms(stop), f"second session: {ms(stop_later)}",
-                   f"{stop / stop_later:.1f}×", "below every peer",
-                   verdict(all(stop < v for v in peer_stops.values())) if peer_stops else ""))
+    out.append(
+        Row(
+            "3-step task, fresh process: prompt → stop",
+            ms(stop),
+            f"second session: {ms(stop_later)}",
+            f"{stop / stop_later:.1f}×",
+            "below every peer",
+            verdict(all(stop < v for v in peer_stops.values())) if peer_stops else "",
+        )
+    )
     cpu, bare_cpu = m(GW_OPENAI, "cpu"), m(BARE, "cpu")
-    out.append(Row("  CPU, spawn → exit (user + system)", f"{cpu:.2f} s", f"python -c pass: {bare_cpu:.2f} s",
-                   f"{cpu / bare_cpu:.1f}× bare", "≤ 0.5 s", verdict(cpu <= 0.5)))
+    out.append(
+        Row(
+            "  CPU, spawn → exit (user + system)",
+            f"{cpu:.2f} s",
+            f"python -c pass: {bare_cpu:.2f} s",
+            f"{cpu / bare_cpu:.1f}× bare",
+            "≤ 0.5 s",
+            verdict(cpu <= 0.5),
+        )
+    )
     if samples[FLOOR].runs:
         floor_cpu = m(FLOOR, "cpu")
-        out.append(Row("  CPU of the floor alone (bench/http_floor.py)", f"{floor_cpu:.2f} s",
-                       f"python -c pass: {bare_cpu:.2f} s", f"ours: {cpu / floor_cpu:.1f}× it", "(informational)", ""))
+        out.append(
+            Row(
+                "  CPU of the floor alone (bench/http_floor.py)",
+                f"{floor_cpu:.2f} s",
+                f"python -c pass: {bare_cpu:.2f} s",
+                f"ours: {cpu / floor_cpu:.1f}× it",
+                "(informational)",
+                "",
+            )
+        )
     rss, bare_rss = m(GW_OPENAI, "peak_rss_kb"), m(BARE, "peak_rss_kb")
-    out.append(Row("  peak RSS", mib(rss), f"python -c pass: {mib(bare_rss)}", f"{rss / bare_rss:.1f}× bare",
-                   "≤ 50 MiB", verdict(rss <= 50 * 1024)))
+    out.append(
+        Row(
+            "  peak RSS",
+            mib(rss),
+            f"python -c pass: {mib(bare_rss)}",
+            f"{rss / bare_rss:.1f}× bare",
+            "≤ 50 MiB",
+            verdict(rss <= 50 * 1024),
+        )
+    )
     for p in peers:
         if not samples[p].runs:
             out.append(Row(f"  vs peer: {p}", "FAILED", (samples[p].failures or ["no run"])[0][:60], "", "", "n/a"))
             continue
         pc, pr = m(p, "cpu"), m(p, "peak_rss_kb")
-        out.append(Row(f"  vs peer: {p}, prompt → stop", ms(stop), f"{p}: {ms(peer_stops[p])}",
-                       f"{peer_stops[p] / stop:.1f}× faster", "faster", verdict(stop < peer_stops[p])))
+        out.append(
+            Row(
+                f"  vs peer: {p}, prompt → stop",
+                ms(stop),
+                f"{p}: {ms(peer_stops[p])}",
+                f"{peer_stops[p] / stop:.1f}× faster",
+                "faster",
+                verdict(stop < peer_stops[p]),
+            )
+        )
         codex = "codex" in p
-        out.append(Row(f"  vs peer: {p}, CPU", f"{cpu:.2f} s", f"{p}: {pc:.2f} s", f"{cpu / pc:.2f}× theirs",
-                       "≤ 0.7× theirs" if codex else "less", verdict(cpu <= 0.7 * pc if codex else cpu < pc)))
-        out.append(Row(f"  vs peer: {p}, peak RSS", mib(rss), f"{p}: {mib(pr)}", f"{rss / pr:.2f}× theirs",
-                       "smaller", verdict(rss < pr)))
+        out.append(
+            Row(
+                f"  vs peer: {p}, CPU",
+                f"{cpu:.2f} s",
+                f"{p}: {pc:.2f} s",
+                f"{cpu / pc:.2f}× theirs",
+                "≤ 0.7× theirs" if codex else "less",
+                verdict(cpu <= 0.7 * pc if codex else cpu < pc),
+            )
+        )
+        out.append(
+            Row(
+                f"  vs peer: {p}, peak RSS",
+                mib(rss),
+                f"{p}: {mib(pr)}",
+                f"{rss / pr:.2f}× theirs",
+                "smaller",
+                verdict(rss < pr),
+            )
+        )
     return out
 
 
@@ -362,8 +496,17 @@ def _ms(x: float | None) -> str:
 
 
 def table(samples: dict[str, Samples]) -> str:
-    head = ("agent", "spawn → initialize", "session/new", "prompt → first LLM request", "spawn → first LLM request",
-            "prompt → stop", "CPU s", "peak RSS MiB", "task done")
+    head = (
+        "agent",
+        "spawn → initialize",
+        "session/new",
+        "prompt → first LLM request",
+        "spawn → first LLM request",
+        "prompt → stop",
+        "CPU s",
+        "peak RSS MiB",
+        "task done",
+    )
     rows = [head]
     for name, s in samples.items():
         if not s.runs:
@@ -371,13 +514,24 @@ def table(samples: dict[str, Samples]) -> str:
             continue
         cpu, rss = s.med("cpu"), s.med("peak_rss_kb")
         done = sum(r.task_done for r in s.runs)
-        rows.append((name, _ms(s.med("initialize")) if name != FLOOR else "—", _ms(s.med("session_new")),
-                     _ms(s.med("first_request")), _ms(s.med("spawn_request")), _ms(s.med("prompt")),
-                     "—" if cpu is None else f"{cpu:.2f}", "—" if rss is None else f"{rss / 1024:.0f}",
-                     f"{done}/{len(s.runs)}"))
+        rows.append(
+            (
+                name,
+                _ms(s.med("initialize")) if name != FLOOR else "—",
+                _ms(s.med("session_new")),
+                _ms(s.med("first_request")),
+                _ms(s.med("spawn_request")),
+                _ms(s.med("prompt")),
+                "—" if cpu is None else f"{cpu:.2f}",
+                "—" if rss is None else f"{rss / 1024:.0f}",
+                f"{done}/{len(s.runs)}",
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths, strict=True)))
-             for r in rows]
+    lines = [
+        "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(r, widths, strict=True)))
+        for r in rows
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 

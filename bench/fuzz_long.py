@@ -34,8 +34,16 @@ def main() -> int:
     env = dict(os.environ, GW_FUZZ_SCALE=str(args.scale), PYTHONPATH=str(ROOT), GW_FUZZ_REPORT=str(report))
     if not args.no_jsonschema:
         env["GW_FUZZ_JSONSCHEMA"] = "1"
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--hypothesis-show-statistics",
-           *sorted(str(p) for p in (ROOT / "tests").glob("*/test_fuzz_*.py"))]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:randomly",
+        "--hypothesis-show-statistics",
+        *sorted(str(p) for p in (ROOT / "tests").glob("*/test_fuzz_*.py")),
+    ]
     if args.k:
         cmd += ["-k", args.k]
     start = time.monotonic()
@@ -64,8 +72,10 @@ def main() -> int:
         print(f"| {name.ljust(width)} | {n} |")
     print(f"| {'total'.ljust(width)} | {sum(counts.values())} |")
     jsonschema = "off" if args.no_jsonschema else "on"
-    print(f"\n{lines} lines sent to live agents; scale {args.scale}, hypothesis-jsonschema {jsonschema}, "
-          f"{elapsed:.0f} s, pytest exit {proc.returncode}")
+    print(
+        f"\n{lines} lines sent to live agents; scale {args.scale}, hypothesis-jsonschema {jsonschema}, "
+        f"{elapsed:.0f} s, pytest exit {proc.returncode}"
+    )
     if proc.returncode != 0:
         print(out[-20000:])
     return proc.returncode

@@ -97,8 +97,13 @@ class Client:
             elif msg["method"] == "session/request_permission" and "id" in msg:
                 self.permissions += 1
                 option = next(o["optionId"] for o in msg["params"]["options"] if o["kind"] == "allow_once")
-                await self.send({"jsonrpc": "2.0", "id": msg["id"],
-                                 "result": {"outcome": {"outcome": "selected", "optionId": option}}})
+                await self.send(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": msg["id"],
+                        "result": {"outcome": {"outcome": "selected", "optionId": option}},
+                    }
+                )
             elif "id" in msg:
                 await self.send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601, "message": "no"}})
 
@@ -115,8 +120,17 @@ def script(rounds: int, chunks: int) -> dict[str, Any]:
     responses: list[dict[str, Any]] = []
     for _ in range(rounds):
         responses += [{**turn[0], "tool_calls": turn[1]["tool_calls"]}, turn[2], turn[3]]
-    responses.append({"tool_calls": [{"id": "call_sleep", "name": "bash",
-                                      "arguments": {"command": "sleep 120; echo done", "timeoutMs": 600_000}}]})
+    responses.append(
+        {
+            "tool_calls": [
+                {
+                    "id": "call_sleep",
+                    "name": "bash",
+                    "arguments": {"command": "sleep 120; echo done", "timeoutMs": 600_000},
+                }
+            ]
+        }
+    )
     return {"responses": responses}
 
 
@@ -127,9 +141,22 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     env.pop("GATEWRIGHT_MODEL", None)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "acp_server", "--model", f"scripted:{model}", "--mode", "safe",
-        "--state-dir", str(tmp / "state"), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL, env=env, limit=64 * 1024 * 1024, start_new_session=True)
+        sys.executable,
+        "-m",
+        "acp_server",
+        "--model",
+        f"scripted:{model}",
+        "--mode",
+        "safe",
+        "--state-dir",
+        str(tmp / "state"),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        env=env,
+        limit=64 * 1024 * 1024,
+        start_new_session=True,
+    )
     client = Client(proc)
     reader = asyncio.create_task(client.reader())
     peak = 0
@@ -177,8 +204,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
     async def cancel_one(sid: str) -> None:
         client.running.setdefault(sid, asyncio.Event())
-        task = asyncio.create_task(client.request("session/prompt", {"sessionId": sid,
-                                                                     "prompt": [{"type": "text", "text": "wait"}]}))
+        task = asyncio.create_task(
+            client.request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "wait"}]})
+        )
         await asyncio.wait_for(client.running[sid].wait(), 60)
         start = time.perf_counter()
         await client.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}})
@@ -198,20 +226,28 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     await asyncio.wait_for(proc.wait(), 10)
     reader.cancel()
     return {
-        "sessions": args.sessions, "rounds": args.rounds, "chunks_per_message": args.chunks,
-        "turns": turns, "stream_seconds": round(stream_time, 3), "turns_per_s": round(turns / stream_time, 1),
-        "updates": updates, "updates_per_s": round(updates / stream_time),
+        "sessions": args.sessions,
+        "rounds": args.rounds,
+        "chunks_per_message": args.chunks,
+        "turns": turns,
+        "stream_seconds": round(stream_time, 3),
+        "turns_per_s": round(turns / stream_time, 1),
+        "updates": updates,
+        "updates_per_s": round(updates / stream_time),
         "update_mb_per_s": round(mbytes / stream_time, 2),
         "permissions_answered": client.permissions,
-        "prompt_p50_ms": round(pct(prompt_latency, 50) * 1000), "prompt_p99_ms": round(pct(prompt_latency, 99) * 1000),
+        "prompt_p50_ms": round(pct(prompt_latency, 50) * 1000),
+        "prompt_p99_ms": round(pct(prompt_latency, 99) * 1000),
         "cancel_p50_ms": round(pct(cancel_latency, 50) * 1000, 1),
         "cancel_p99_ms": round(pct(cancel_latency, 99) * 1000, 1),
         "cancel_max_ms": round(max(cancel_latency) * 1000, 1) if cancel_latency else None,
         "rss_start_mib": round(rss_start / 1024, 1),
         "rss_peak_mib": round(max(peak, rss_end.get("VmHWM", 0)) / 1024, 1),
         "rss_end_mib": round(rss_end["VmRSS"] / 1024, 1),
-        "cpu_seconds_stream": round(stream_cpu, 2), "cpu_seconds_total": round(total_cpu, 2),
-        "errors": client.errors[:5], "exit_code": proc.returncode,
+        "cpu_seconds_stream": round(stream_cpu, 2),
+        "cpu_seconds_total": round(total_cpu, 2),
+        "errors": client.errors[:5],
+        "exit_code": proc.returncode,
     }
 
 
@@ -224,8 +260,10 @@ def table(r: dict[str, Any]) -> str:
         ("throughput: update bytes", f"{r['update_mb_per_s']} MB/s"),
         ("permission requests answered", str(r["permissions_answered"])),
         ("prompt latency p50 / p99", f"{r['prompt_p50_ms']} / {r['prompt_p99_ms']} ms"),
-        ("session/cancel → cancelled p50 / p99 / max",
-         f"{r['cancel_p50_ms']} / {r['cancel_p99_ms']} / {r['cancel_max_ms']} ms"),
+        (
+            "session/cancel → cancelled p50 / p99 / max",
+            f"{r['cancel_p50_ms']} / {r['cancel_p99_ms']} / {r['cancel_max_ms']} ms",
+        ),
         ("agent RSS start / peak / end", f"{r['rss_start_mib']} / {r['rss_peak_mib']} / {r['rss_end_mib']} MiB"),
         ("agent CPU (stream phase / total)", f"{r['cpu_seconds_stream']} / {r['cpu_seconds_total']} s"),
         ("errors", str(len(r["errors"])) + (f" e.g. {r['errors'][0][:80]}" if r["errors"] else "")),

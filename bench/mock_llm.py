@@ -45,8 +45,11 @@ def _tool_results(body: dict[str, Any]) -> int:
         if isinstance(content, list):
             n += sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result")
     for item in body.get("input") or [] if isinstance(body.get("input"), list) else []:  # responses
-        if isinstance(item, dict) and item.get("type") in ("function_call_output", "custom_tool_call_output",
-                                                             "local_shell_call_output"):
+        if isinstance(item, dict) and item.get("type") in (
+            "function_call_output",
+            "custom_tool_call_output",
+            "local_shell_call_output",
+        ):
             n += 1
     return n
 
@@ -118,62 +121,182 @@ def _chat(body: dict[str, Any], call: tuple[str, dict[str, Any]] | None, step: i
         frames += [chunk({"content": w}) for w in _words(ANSWER)]
         frames.append(chunk({}, "stop"))
     else:
-        frames.append(chunk({"tool_calls": [{"index": 0, "id": f"call_{step}", "type": "function",
-                                             "function": {"name": call[0], "arguments": ""}}]}))
+        frames.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": f"call_{step}",
+                            "type": "function",
+                            "function": {"name": call[0], "arguments": ""},
+                        }
+                    ]
+                }
+            )
+        )
         frames.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": json.dumps(call[1])}}]}))
         frames.append(chunk({}, "tool_calls"))
-    frames.append(_sse({**base, "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 10,
-                                                         "total_tokens": 110}}))
+    frames.append(
+        _sse({**base, "choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
+    )
     frames.append(b"data: [DONE]\n\n")
     return frames
 
 
 def _messages(body: dict[str, Any], call: tuple[str, dict[str, Any]] | None, step: int) -> list[bytes]:
-    frames = [_sse({"type": "message_start", "message": {
-        "id": f"msg_{step}", "type": "message", "role": "assistant", "model": body.get("model", "mock"),
-        "content": [], "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": 100, "output_tokens": 1}}}, "message_start")]
+    frames = [
+        _sse(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": f"msg_{step}",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": body.get("model", "mock"),
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 100, "output_tokens": 1},
+                },
+            },
+            "message_start",
+        )
+    ]
     if call is None:
-        frames.append(_sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-                           "content_block_start"))
-        frames += [_sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": w}},
-                        "content_block_delta") for w in _words(ANSWER)]
+        frames.append(
+            _sse(
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                "content_block_start",
+            )
+        )
+        frames += [
+            _sse(
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": w}},
+                "content_block_delta",
+            )
+            for w in _words(ANSWER)
+        ]
     else:
-        frames.append(_sse({"type": "content_block_start", "index": 0, "content_block": {
-            "type": "tool_use", "id": f"toolu_{step}", "name": call[0], "input": {}}}, "content_block_start"))
-        frames.append(_sse({"type": "content_block_delta", "index": 0, "delta": {
-            "type": "input_json_delta", "partial_json": json.dumps(call[1])}}, "content_block_delta"))
+        frames.append(
+            _sse(
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "tool_use", "id": f"toolu_{step}", "name": call[0], "input": {}},
+                },
+                "content_block_start",
+            )
+        )
+        frames.append(
+            _sse(
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": json.dumps(call[1])},
+                },
+                "content_block_delta",
+            )
+        )
     frames.append(_sse({"type": "content_block_stop", "index": 0}, "content_block_stop"))
-    frames.append(_sse({"type": "message_delta", "delta": {"stop_reason": "end_turn" if call is None else "tool_use",
-                                                           "stop_sequence": None}, "usage": {"output_tokens": 10}},
-                       "message_delta"))
+    frames.append(
+        _sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn" if call is None else "tool_use", "stop_sequence": None},
+                "usage": {"output_tokens": 10},
+            },
+            "message_delta",
+        )
+    )
     frames.append(_sse({"type": "message_stop"}, "message_stop"))
     return frames
 
 
 def _responses(body: dict[str, Any], call: tuple[str, dict[str, Any]] | None, step: int) -> list[bytes]:
     rid = f"resp_{step}_{time.monotonic_ns()}"
-    response = {"id": rid, "object": "response", "created_at": 1, "status": "in_progress",
-                "model": body.get("model", "mock"), "output": []}
+    response = {
+        "id": rid,
+        "object": "response",
+        "created_at": 1,
+        "status": "in_progress",
+        "model": body.get("model", "mock"),
+        "output": [],
+    }
     frames = [_sse({"type": "response.created", "response": response}, "response.created")]
     if call is None:
-        item = {"type": "message", "id": f"msg_{step}", "status": "completed", "role": "assistant",
-                "content": [{"type": "output_text", "text": ANSWER, "annotations": []}]}
-        frames.append(_sse({"type": "response.output_item.added", "output_index": 0,
-                            "item": {**item, "status": "in_progress", "content": []}}, "response.output_item.added"))
-        frames += [_sse({"type": "response.output_text.delta", "item_id": item["id"], "output_index": 0,
-                         "content_index": 0, "delta": w}, "response.output_text.delta") for w in _words(ANSWER)]
+        item = {
+            "type": "message",
+            "id": f"msg_{step}",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": ANSWER, "annotations": []}],
+        }
+        frames.append(
+            _sse(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 0,
+                    "item": {**item, "status": "in_progress", "content": []},
+                },
+                "response.output_item.added",
+            )
+        )
+        frames += [
+            _sse(
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": 0,
+                    "content_index": 0,
+                    "delta": w,
+                },
+                "response.output_text.delta",
+            )
+            for w in _words(ANSWER)
+        ]
     else:
-        item = {"type": "function_call", "id": f"fc_{step}", "call_id": f"call_{step}", "name": call[0],
-                "arguments": json.dumps(call[1]), "status": "completed"}
-        frames.append(_sse({"type": "response.output_item.added", "output_index": 0,
-                            "item": {**item, "arguments": "", "status": "in_progress"}}, "response.output_item.added"))
-    frames.append(_sse({"type": "response.output_item.done", "output_index": 0, "item": item},
-                       "response.output_item.done"))
-    frames.append(_sse({"type": "response.completed", "response": {
-        **response, "status": "completed", "output": [item],
-        "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 10,
-                  "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 110}}}, "response.completed"))
+        item = {
+            "type": "function_call",
+            "id": f"fc_{step}",
+            "call_id": f"call_{step}",
+            "name": call[0],
+            "arguments": json.dumps(call[1]),
+            "status": "completed",
+        }
+        frames.append(
+            _sse(
+                {
+                    "type": "response.output_item.added",
+                    "output_index": 0,
+                    "item": {**item, "arguments": "", "status": "in_progress"},
+                },
+                "response.output_item.added",
+            )
+        )
+    frames.append(
+        _sse({"type": "response.output_item.done", "output_index": 0, "item": item}, "response.output_item.done")
+    )
+    frames.append(
+        _sse(
+            {
+                "type": "response.completed",
+                "response": {
+                    **response,
+                    "status": "completed",
+                    "output": [item],
+                    "usage": {
+                        "input_tokens": 100,
+                        "input_tokens_details": {"cached_tokens": 0},
+                        "output_tokens": 10,
+                        "output_tokens_details": {"reasoning_tokens": 0},
+                        "total_tokens": 110,
+                    },
+                },
+            },
+            "response.completed",
+        )
+    )
     return frames
 
 
@@ -234,8 +357,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/").endswith("/models"):
-            self._json(200, {"object": "list", "data": [{"id": "mock", "object": "model", "created": 1,
-                                                         "owned_by": "mock"}]})
+            self._json(
+                200, {"object": "list", "data": [{"id": "mock", "object": "model", "created": 1, "owned_by": "mock"}]}
+            )
         else:
             self._json(404, {"error": {"message": f"no such path {self.path}", "type": "not_found"}})
 

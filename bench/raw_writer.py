@@ -19,9 +19,22 @@ def main() -> None:
         buf: list[bytes] = []
         size = 0
         for text in pieces:
-            frame = orjson.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {
-                "sessionId": sid, "update": {"sessionUpdate": "agent_message_chunk",
-                                             "content": {"type": "text", "text": text}}}}) + b"\n"
+            frame = (
+                orjson.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "session/update",
+                        "params": {
+                            "sessionId": sid,
+                            "update": {
+                                "sessionUpdate": "agent_message_chunk",
+                                "content": {"type": "text", "text": text},
+                            },
+                        },
+                    }
+                )
+                + b"\n"
+            )
             buf.append(frame)
             size += len(frame)
             if size >= 65536:
@@ -34,7 +47,7 @@ def main() -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 if __name__ == "__main__":

@@ -22,14 +22,25 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-INIT = (json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                    "params": {"protocolVersion": 1, "clientCapabilities": {}}}) + "\n").encode()
+INIT = (
+    json.dumps(
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1, "clientCapabilities": {}}}
+    )
+    + "\n"
+).encode()
 
 
 def time_initialize(argv: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
-                         cwd=ROOT, start_new_session=True)
+    p = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+        start_new_session=True,
+    )
     assert p.stdin is not None and p.stdout is not None
     p.stdin.write(INIT)
     p.stdin.flush()
@@ -61,8 +72,9 @@ GW = "gatewright acp (python -m acp_server)"
 SDK = "SDK echo agent (agent-client-protocol)"
 
 
-def measure(runs: int, console_script: bool = False,
-            peers: dict[str, list[str]] | None = None) -> dict[str, list[float]]:
+def measure(
+    runs: int, console_script: bool = False, peers: dict[str, list[str]] | None = None
+) -> dict[str, list[float]]:
     """Samples (seconds) per subject, interleaved run by run. `peers`: other ACP agents (name → argv) measured the
     same way, e.g. Zed's Claude Code adapter installed from npm."""
     state = tempfile.mkdtemp()
@@ -104,8 +116,10 @@ def main() -> None:
         p90 = sorted(v)[int(len(v) * 0.9) - 1] * 1000
         print(f"{name:42} {med[name]:8.1f} {p90:8.1f} {med[name] / bare:8.2f} {sdk / med[name]:9.2f}")
     gw = med[GW]
-    print(f"\ntarget: < 100 ms → {gw:.1f} ms ({'met' if gw < 100 else 'NOT met'}); "
-          f"≥ 5× faster than the SDK agent → {sdk / gw:.1f}× ({'met' if sdk / gw >= 5 else 'NOT met'})")
+    print(
+        f"\ntarget: < 100 ms → {gw:.1f} ms ({'met' if gw < 100 else 'NOT met'}); "
+        f"≥ 5× faster than the SDK agent → {sdk / gw:.1f}× ({'met' if sdk / gw >= 5 else 'NOT met'})"
+    )
 
 
 if __name__ == "__main__":

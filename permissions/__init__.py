@@ -54,15 +54,34 @@ _EXPORTS = {
 }
 
 # A literal list, so that tools see the re-exports (tests/test_import_contract.py checks it matches _EXPORTS).
-__all__ = ["ApprovalCancelled", "ApprovalDenied", "ApprovalMode", "ApprovalRejected", "ApprovalSubject", "CallFacts",
-           "DEFAULT_MODE", "Decision", "MODES", "PathClass", "PermissionGateway", "PermissionOption",
-           "PermissionOutcome", "PermissionRequest", "RuleStore", "ToolApprovalDecorator", "decide", "parse_mode"]
+__all__ = [
+    "ApprovalCancelled",
+    "ApprovalDenied",
+    "ApprovalMode",
+    "ApprovalRejected",
+    "ApprovalSubject",
+    "CallFacts",
+    "DEFAULT_MODE",
+    "Decision",
+    "MODES",
+    "PathClass",
+    "PermissionGateway",
+    "PermissionOption",
+    "PermissionOutcome",
+    "PermissionRequest",
+    "RuleStore",
+    "ToolApprovalDecorator",
+    "decide",
+    "parse_mode",
+]
 
 # Submodules loaded on first use by the modules that defer them (not re-exported names).
 _SUBMODULES = ("audit", "report", "rules", "shared_sqlite", "shell", "store")
 
-_LAZY: dict[str, str | tuple[str, str]] = {**{name: (module, name) for name, module in _EXPORTS.items()},
-                                           **{name: f"permissions.{name}" for name in _SUBMODULES}}
+_LAZY: dict[str, str | tuple[str, str]] = {
+    **{name: (module, name) for name, module in _EXPORTS.items()},
+    **{name: f"permissions.{name}" for name in _SUBMODULES},
+}
 
 if not TYPE_CHECKING:
     __getattr__ = deferred(globals(), _LAZY)

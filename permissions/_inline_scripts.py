@@ -31,10 +31,22 @@ READS, WRITES = "read", "write"
 # sed: options taking a value (short letters; long names), the ones whose value is a script or a script file.
 _SED_VALUE_LETTERS = "efl"
 _SED_FLAG_LETTERS = "nrsuzEi"  # `-i` takes an optional glued suffix (`-i.bak`): the rest of the cluster
-_SED_LONG = {"--expression": "code", "--file": "file", "--line-length": "value", "--in-place": "flag",
-             "--quiet": "flag", "--silent": "flag", "--regexp-extended": "flag", "--separate": "flag",
-             "--unbuffered": "flag", "--null-data": "flag", "--posix": "flag", "--sandbox": "flag",
-             "--follow-symlinks": "flag", "--debug": "flag"}
+_SED_LONG = {
+    "--expression": "code",
+    "--file": "file",
+    "--line-length": "value",
+    "--in-place": "flag",
+    "--quiet": "flag",
+    "--silent": "flag",
+    "--regexp-extended": "flag",
+    "--separate": "flag",
+    "--unbuffered": "flag",
+    "--null-data": "flag",
+    "--posix": "flag",
+    "--sandbox": "flag",
+    "--follow-symlinks": "flag",
+    "--debug": "flag",
+}
 # awk: only the options every awk shares; anything else (gawk's -i/-l/-o/-p/-d/-E, --exec ...) is opaque.
 _AWK_VALUE_LETTERS = "fvFe"
 _AWK_LONG = {"--file": "file", "--assign": "value", "--field-separator": "value", "--source": "code"}

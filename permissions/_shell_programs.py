@@ -712,9 +712,13 @@ _GIT_DRIVERS = {
     "diff": "git diff runs diff and filter drivers the repository configures",
     "blame": "git blame runs textconv and filter drivers the repository configures",
 }
-_GIT_INSPECT = frozenset(_GIT_OPTIONS) | frozenset(_GIT_DRIVERS) | _names(
-    "rev-parse grep shortlog whatchanged diff-tree diff-files diff-index show-branch name-rev count-objects "
-    "check-ignore check-attr var help version verify-commit verify-tag cherry range-diff"
+_GIT_INSPECT = (
+    frozenset(_GIT_OPTIONS)
+    | frozenset(_GIT_DRIVERS)
+    | _names(
+        "rev-parse grep shortlog whatchanged diff-tree diff-files diff-index show-branch name-rev count-objects "
+        "check-ignore check-attr var help version verify-commit verify-tag cherry range-diff"
+    )
 )
 """Subcommands that never write the repository (whatever programs its configuration may make them run)."""
 _GIT_LISTINGS = {
@@ -1180,7 +1184,10 @@ _OPERANDS: dict[str, _Operands] = {
     "sed": _Operands(_names("-e --expression -l --line-length"), _names("-f --file"), True, _names("-e -f")),
     "awk": _Operands(_names("-v -F"), _names("-f"), True, _names("-f")),
     "jq": _Operands(
-        _names("--indent --tab"), _names("-f --from-file -L"), True, _names("-f --from-file"),
+        _names("--indent --tab"),
+        _names("-f --from-file -L"),
+        True,
+        _names("-f --from-file"),
         _names("--arg --argjson --slurpfile --rawfile"),
     ),
     "head": _Operands(_names("-n -c --lines --bytes")),

@@ -39,8 +39,22 @@ CREATE TABLE IF NOT EXISTS audit (
 );
 CREATE INDEX IF NOT EXISTS audit_by_session ON audit (session_id, seq);
 """
-_FIELDS = ("seq", "ts", "session_id", "call_id", "tool", "summary", "decision", "decided_by", "reason", "option",
-           "outcome", "ask_ms", "run_ms", "project")
+_FIELDS = (
+    "seq",
+    "ts",
+    "session_id",
+    "call_id",
+    "tool",
+    "summary",
+    "decision",
+    "decided_by",
+    "reason",
+    "option",
+    "outcome",
+    "ask_ms",
+    "run_ms",
+    "project",
+)
 
 
 def summarize_arguments(raw_input: Any, limit: int = 300) -> str:
@@ -57,8 +71,14 @@ def summarize_arguments(raw_input: Any, limit: int = 300) -> str:
 
     # File content is not needed to audit a decision and may itself hold secrets.
     if isinstance(raw_input, dict):
-        shown = {k: (f"<{len(v)} characters>" if k in ("content", "new_string", "old_string", "patch", "input")
-                     and isinstance(v, str) else short(v)) for k, v in raw_input.items()}
+        shown = {
+            k: (
+                f"<{len(v)} characters>"
+                if k in ("content", "new_string", "old_string", "patch", "input") and isinstance(v, str)
+                else short(v)
+            )
+            for k, v in raw_input.items()
+        }
     else:
         shown = short(raw_input)
     text = redact(json.dumps(shown, ensure_ascii=False, sort_keys=True))
@@ -97,16 +117,41 @@ class AuditLog(LazyDatabase):
     def __init__(self, directory: str) -> None:
         super().__init__(os.path.join(directory, AUDIT_FILE))
 
-    def begin(self, *, session_id: str, call_id: str, tool: str, summary: str, decision: str, decided_by: str,
-              reason: str, option: str | None = None, outcome: str = "pending", ask_ms: int | None = None,
-              project: str | None = None) -> int | None:
+    def begin(
+        self,
+        *,
+        session_id: str,
+        call_id: str,
+        tool: str,
+        summary: str,
+        decision: str,
+        decided_by: str,
+        reason: str,
+        option: str | None = None,
+        outcome: str = "pending",
+        ask_ms: int | None = None,
+        project: str | None = None,
+    ) -> int | None:
         try:
             with self._db() as db:
                 cur = db.execute(
                     "INSERT INTO audit (ts, session_id, call_id, tool, summary, decision, decided_by, reason, option,"
                     " outcome, ask_ms, project) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (time.time(), session_id, call_id, tool, redact(summary), decision, decided_by, redact(reason),
-                     option, outcome, ask_ms, project))
+                    (
+                        time.time(),
+                        session_id,
+                        call_id,
+                        tool,
+                        redact(summary),
+                        decision,
+                        decided_by,
+                        redact(reason),
+                        option,
+                        outcome,
+                        ask_ms,
+                        project,
+                    ),
+                )
                 seq = cur.lastrowid
         except Exception as exc:  # auditing never breaks a call; it says (once) that it is not recording
             self._failed(exc, NOT_WRITTEN)
@@ -123,8 +168,9 @@ class AuditLog(LazyDatabase):
         except Exception as exc:  # auditing never breaks a call; it says (once) that it is not recording
             self._failed(exc, NOT_WRITTEN)
 
-    def entries(self, *, limit: int = 50, session_id: str | None = None,
-                project: str | None = None) -> list[AuditEntry]:
+    def entries(
+        self, *, limit: int = 50, session_id: str | None = None, project: str | None = None
+    ) -> list[AuditEntry]:
         """The newest `limit` entries (oldest first), optionally of one session or one project."""
         where, args = [], []
         if session_id:
@@ -134,8 +180,7 @@ class AuditLog(LazyDatabase):
             where.append("project = ?")
             args.append(project)
         # Only fixed column conditions are joined here; every value is a bound parameter.
-        sql = "SELECT * FROM audit" + (" WHERE " + " AND ".join(where) if where else "") + \
-            " ORDER BY seq DESC LIMIT ?"  # noqa: S608
+        sql = "SELECT * FROM audit" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY seq DESC LIMIT ?"  # noqa: S608
         if not os.path.exists(self.path):
             return []
         with self._db() as db:

@@ -133,9 +133,21 @@ class Executor(Protocol[C_contra, X_contra, R_co]):
 class AuditSink(Protocol):
     """Where decisions are recorded (`permissions.audit.AuditLog`)."""
 
-    def begin(self, *, session_id: str, call_id: str, tool: str, summary: str, decision: str, decided_by: str,
-              reason: str, option: str | None = None, outcome: str = "pending", ask_ms: int | None = None,
-              project: str | None = None) -> int | None: ...
+    def begin(
+        self,
+        *,
+        session_id: str,
+        call_id: str,
+        tool: str,
+        summary: str,
+        decision: str,
+        decided_by: str,
+        reason: str,
+        option: str | None = None,
+        outcome: str = "pending",
+        ask_ms: int | None = None,
+        project: str | None = None,
+    ) -> int | None: ...
 
     def end(self, seq: int | None, outcome: str, run_ms: int | None = None) -> None: ...
 
@@ -242,8 +254,14 @@ class ToolApprovalDecorator(Generic[C, X, R]):
             self._refuse(decision)
         if approved is not None and approved.choice is not None:
             meta = _meta("ask", "user", approved.asked_reason, option=approved.choice.option.option_id)
-            seq = self._record(subject, ctx, Decision("ask", approved.asked_reason, by="user"), "running",
-                               option=approved.choice.option.option_id, ask_ms=approved.ask_ms)
+            seq = self._record(
+                subject,
+                ctx,
+                Decision("ask", approved.asked_reason, by="user"),
+                "running",
+                option=approved.choice.option.option_id,
+                ask_ms=approved.ask_ms,
+            )
         else:
             extra = {"rule": decision.rule_id} if decision.rule_id else {}
             meta = _meta(decision.action, decision.by, decision.reason, **extra)
@@ -323,23 +341,38 @@ class ToolApprovalDecorator(Generic[C, X, R]):
                 # An unknown option id is not an approval: fail closed.
                 oid = outcome.option_id or None
                 keep_going = choice is not None and choice.keep_going
-                self._record(subject, ctx, user, "declined" if keep_going else "rejected", option=oid,
-                             ask_ms=ask_ms)
+                self._record(subject, ctx, user, "declined" if keep_going else "rejected", option=oid, ask_ms=ask_ms)
                 meta = _meta("ask", "user", asked, option=oid)
                 if keep_going:
                     why = await self._reason(request)
                     said = f", saying: “{why}”" if why else ""
-                    raise ApprovalDeclined(f"the user declined {subject.title}{said}; do not retry it as it is, "
-                                           "try another way or ask the user", meta, why)
+                    raise ApprovalDeclined(
+                        f"the user declined {subject.title}{said}; do not retry it as it is, "
+                        "try another way or ask the user",
+                        meta,
+                        why,
+                    )
                 raise ApprovalRejected(f"you rejected {subject.title}", oid, meta)
             # Bind the approval to what was shown, and check the policy once more before running.
             fresh = await self.describe(call, ctx)
             final = decide(fresh.facts, self.mode(), self.rules)
             if final.action == "deny":
-                self._record(fresh, ctx, final, "refused" if final.rule_id else "denied",
-                             option=choice.option.option_id, ask_ms=ask_ms)
-                self._refuse(Decision("deny", f"not run: {final.reason} (decided while the question was open)",
-                                      final.rule_id, by=final.by))
+                self._record(
+                    fresh,
+                    ctx,
+                    final,
+                    "refused" if final.rule_id else "denied",
+                    option=choice.option.option_id,
+                    ask_ms=ask_ms,
+                )
+                self._refuse(
+                    Decision(
+                        "deny",
+                        f"not run: {final.reason} (decided while the question was open)",
+                        final.rule_id,
+                        by=final.by,
+                    )
+                )
             if fresh.facts == subject.facts and fresh.content == subject.content:
                 return _Approved(fresh, Decision("allow", "approved by the user", by="user"), choice, ask_ms, asked)
             if final.action == "allow":
@@ -355,8 +388,9 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         """How an open question about a call with these facts is decided again when a rule is remembered."""
         return lambda: decide(facts, self.mode(), self.rules)
 
-    async def _request(self, request: PermissionRequest,
-                       redecide: Callable[[], Decision]) -> PermissionOutcome | _NoAnswer:
+    async def _request(
+        self, request: PermissionRequest, redecide: Callable[[], Decision]
+    ) -> PermissionOutcome | _NoAnswer:
         """The gateway's answer, or why there is none (the question is then withdrawn)."""
         question = _OpenQuestion(redecide, anyio.CancelScope())
         _OPEN_QUESTIONS.add(question)
@@ -393,15 +427,31 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         return why[:MAX_REASON] or None
 
     # ---- audit ---------------------------------------------------------------------------------------------------
-    def _record(self, subject: ApprovalSubject, ctx: X, decision: Decision, outcome: str, *,
-                option: str | None = None, ask_ms: int | None = None) -> int | None:
+    def _record(
+        self,
+        subject: ApprovalSubject,
+        ctx: X,
+        decision: Decision,
+        outcome: str,
+        *,
+        option: str | None = None,
+        ask_ms: int | None = None,
+    ) -> int | None:
         if self.audit is None:
             return None
         return self.audit.begin(
-            session_id=ctx.session_id, call_id=subject.call_id, tool=subject.facts.tool,
-            summary=summarize_arguments(subject.raw_input), decision=decision.action,
-            decided_by=decision.by or "user", reason=decision.reason, option=option, outcome=outcome,
-            ask_ms=ask_ms, project=self.rules.project)
+            session_id=ctx.session_id,
+            call_id=subject.call_id,
+            tool=subject.facts.tool,
+            summary=summarize_arguments(subject.raw_input),
+            decision=decision.action,
+            decided_by=decision.by or "user",
+            reason=decision.reason,
+            option=option,
+            outcome=outcome,
+            ask_ms=ask_ms,
+            project=self.rules.project,
+        )
 
     def _end(self, seq: int | None, outcome: str, t0: float) -> None:
         if self.audit is not None:

@@ -33,17 +33,32 @@ REJECT_AND_CONTINUE = "reject_continue"
 # After "Reject, and let the agent try another way", a host that can show a form asks why (ACP has no field for it);
 # the answer reaches the model with the rejection. Skipping it, or a host that cannot ask, changes nothing else.
 REASON_QUESTION = "Tell the agent why (optional)"
-REASON_FORM = {"type": "object", "properties": {"reason": {
-    "type": "string", "title": "Why?", "maxLength": 1000,
-    "description": "Sent to the agent with the rejection, so it can try another way."}}}
+REASON_FORM = {
+    "type": "object",
+    "properties": {
+        "reason": {
+            "type": "string",
+            "title": "Why?",
+            "maxLength": 1000,
+            "description": "Sent to the agent with the rejection, so it can try another way.",
+        }
+    },
+}
 MAX_REASON = 1000
 
 REMEMBER_CHOICES: tuple[tuple[Scope, str, str], ...] = (
     ("session", "This session", "“Always allow” and “Always reject” answers last until this session ends."),
-    ("project", "This project", "“Always” answers are saved for this project (its workspace root) and apply to "
-                                "its later sessions too (gatewright permissions list shows them)."),
-    ("global", "Everywhere", "“Always” answers about a command are saved for every project; other answers are saved "
-                             "for this project."),
+    (
+        "project",
+        "This project",
+        "“Always” answers are saved for this project (its workspace root) and apply to "
+        "its later sessions too (gatewright permissions list shows them).",
+    ),
+    (
+        "global",
+        "Everywhere",
+        "“Always” answers about a command are saved for every project; other answers are saved for this project.",
+    ),
 )
 
 
@@ -68,7 +83,7 @@ def plain(summary: str) -> str:
     first, last = summary.find("`"), summary.rfind("`")
     if first < 0 or first == last:
         return summary
-    return f"{summary[:first]}“{summary[first + 1:last]}”{summary[last + 1:]}"
+    return f"{summary[:first]}“{summary[first + 1 : last]}”{summary[last + 1 :]}"
 
 
 def remember_scope(facts: CallFacts, wanted: Scope, persistent: bool) -> tuple[Scope, str]:
@@ -87,19 +102,21 @@ def remember_scope(facts: CallFacts, wanted: Scope, persistent: bool) -> tuple[S
     return scope, "everywhere" if scope == "global" else "in this project"
 
 
-def build_choices(facts: CallFacts, summary: str, persistent: bool,
-                  remember: Scope = "session") -> tuple[Choice, ...]:
+def build_choices(facts: CallFacts, summary: str, persistent: bool, remember: Scope = "session") -> tuple[Choice, ...]:
     """The options for one question. `persistent`: project (and global) rules can be stored now; `remember`: the
     session's "Remember approvals in" setting."""
     what = plain(summary)
     scope, where = remember_scope(facts, remember, persistent)
     return (
         Choice(PermissionOption("allow_once", "Allow once", "allow_once"), True),
-        Choice(PermissionOption("allow_always", f"Always allow {what} {where}", "allow_always"), True, scope,
-               summary),
+        Choice(PermissionOption("allow_always", f"Always allow {what} {where}", "allow_always"), True, scope, summary),
         Choice(PermissionOption("reject_once", "Reject once and stop", "reject_once"), False),
-        Choice(PermissionOption(REJECT_AND_CONTINUE, "Reject, and let the agent try another way", "reject_once"),
-               False, keep_going=True),
-        Choice(PermissionOption("reject_always", f"Always reject {what} {where}", "reject_always"), False, scope,
-               summary),
+        Choice(
+            PermissionOption(REJECT_AND_CONTINUE, "Reject, and let the agent try another way", "reject_once"),
+            False,
+            keep_going=True,
+        ),
+        Choice(
+            PermissionOption("reject_always", f"Always reject {what} {where}", "reject_always"), False, scope, summary
+        ),
     )

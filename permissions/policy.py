@@ -134,11 +134,13 @@ def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleSource | None
         else:
             remembered = found
     if remembered is not None and remembered.action == "deny":
-        return Decision("deny", f"rejected by a remembered rule: {remembered.describe()}", remembered.id,
-                        by=f"rule:{remembered.id}")
+        return Decision(
+            "deny", f"rejected by a remembered rule: {remembered.describe()}", remembered.id, by=f"rule:{remembered.id}"
+        )
     if remembered is not None and remembered.action == "allow":
-        return Decision("allow", f"allowed by a remembered rule: {remembered.describe()}", remembered.id,
-                        by=f"rule:{remembered.id}")
+        return Decision(
+            "allow", f"allowed by a remembered rule: {remembered.describe()}", remembered.id, by=f"rule:{remembered.id}"
+        )
 
     # 2. ask
     reasons: list[str] = []

@@ -22,8 +22,10 @@ _SECRET_PATTERNS = (
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
     re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}"),
     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)"),
-    re.compile(r"(?i)\b(\w*(?:api[_-]?key|secret|token|password|passwd|credential)\w*)(\s*[=:]\s*|\s+)"
-               r"(['\"]?)[^\s'\"]{4,}\3"),
+    re.compile(
+        r"(?i)\b(\w*(?:api[_-]?key|secret|token|password|passwd|credential)\w*)(\s*[=:]\s*|\s+)"
+        r"(['\"]?)[^\s'\"]{4,}\3"
+    ),
 )
 # Callables giving secret values known elsewhere in the process (see the module docstring).
 _SOURCES: list[Callable[[], Iterable[str]]] = []
@@ -41,8 +43,9 @@ def env_secret_values(environ: Mapping[str, str] | None = None) -> frozenset[str
     """Secret-looking environment values, and every value of the added secret sources (the host's secret registry:
     configured key variables, MCP values)."""
     env = os.environ if environ is None else environ
-    return frozenset(v for k, v in env.items() if len(v) >= 6 and any(m in k.upper() for m in _SECRET_NAMES)) \
-        | frozenset(v for values in _SOURCES for v in values())
+    return frozenset(
+        v for k, v in env.items() if len(v) >= 6 and any(m in k.upper() for m in _SECRET_NAMES)
+    ) | frozenset(v for values in _SOURCES for v in values())
 
 
 def redact(text: str, secrets: frozenset[str] | None = None) -> str:

@@ -34,9 +34,12 @@ def audit_line(e: AuditEntry) -> str:
     if e.run_ms is not None:
         timing.append(f"ran {e.run_ms} ms")
     chosen = f" option={e.option}" if e.option else ""
-    return (f"{_when(e.ts)}  {e.session_id[:13]:<13}  {e.call_id:<16}  {e.tool:<12}  {e.decision:<5} by {e.decided_by}"
-            f"{chosen} -> {e.outcome}" + (f" ({', '.join(timing)})" if timing else "")
-            + f"\n    {e.summary}\n    why: {e.reason}")
+    return (
+        f"{_when(e.ts)}  {e.session_id[:13]:<13}  {e.call_id:<16}  {e.tool:<12}  {e.decision:<5} by {e.decided_by}"
+        f"{chosen} -> {e.outcome}"
+        + (f" ({', '.join(timing)})" if timing else "")
+        + f"\n    {e.summary}\n    why: {e.reason}"
+    )
 
 
 def format_audit(entries: Iterable[AuditEntry]) -> str:

@@ -101,8 +101,13 @@ class RuleStore:
     command and of `gatewright permissions`.
     """
 
-    def __init__(self, database: RuleDatabase | None = None, project: str | None = None,
-                 remember: Scope = "session", configured: tuple[Rule, ...] = ()) -> None:
+    def __init__(
+        self,
+        database: RuleDatabase | None = None,
+        project: str | None = None,
+        remember: Scope = "session",
+        configured: tuple[Rule, ...] = (),
+    ) -> None:
         self._rules: dict[str, Rule] = {}
         self._given_blind: set[str] = set()  # ids of session approvals given while the persisted rules were unknown
         self._unknown = False
@@ -116,8 +121,13 @@ class RuleStore:
         """Whether project and global scopes are available now: a state dir and a workspace root are known, and the
         rules file can be read and written."""
         db = self.database
-        return db is not None and self.project is not None and db.can_save and not self._unknown and \
-            known_state_dir_problem(db.directory) is None
+        return (
+            db is not None
+            and self.project is not None
+            and db.can_save
+            and not self._unknown
+            and known_state_dir_problem(db.directory) is None
+        )
 
     @property
     def unknown(self) -> bool:
@@ -138,8 +148,17 @@ class RuleStore:
         (said once, see `RuleDatabase`)."""
         scope = effective_scope(facts, scope)
         key = facts.everywhere_key if scope == "global" else facts.rule_key
-        rule = Rule(f"s{next(_ids)}", action, facts.tool, key, redact(label), scope, "exact",
-                    self.project if scope == "project" else None, time.time())
+        rule = Rule(
+            f"s{next(_ids)}",
+            action,
+            facts.tool,
+            key,
+            redact(label),
+            scope,
+            "exact",
+            self.project if scope == "project" else None,
+            time.time(),
+        )
         if scope != "session":
             if self.database is not None and (scope == "global" or self.project is not None) and key:
                 try:

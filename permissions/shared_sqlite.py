@@ -153,8 +153,11 @@ def state_dir_problem(directory: str) -> str | None:
             os.unlink(probe)
         except OSError as exc:
             problem = f"the state dir {directory} cannot be written ({describe_failure(exc)})"
-            log.warning("%s: sessions last only while this process runs, approvals are remembered for the session "
-                        "only, and the audit log is not kept", problem)
+            log.warning(
+                "%s: sessions last only while this process runs, approvals are remembered for the session "
+                "only, and the audit log is not kept",
+                problem,
+            )
         _checked[directory] = problem
         return problem
 

@@ -834,7 +834,9 @@ def _analyze(command: str) -> ShellAnalysis:
         canonical=canonical,
         paths=tuple(NamedPath(t, not read_only if w is None else w) for t, w in walk.paths.items()),
         opaque_paths=walk.opaque or not walk.parsed,
-        read_only_when_confined=not read_only and walk.parsed and bool(walk.reasons)
+        read_only_when_confined=not read_only
+        and walk.parsed
+        and bool(walk.reasons)
         and all(programs.is_configured_program_reason(r) for r in walk.reasons),
     )
 

@@ -23,8 +23,16 @@ from permissions.shared_sqlite import LazyDatabase, known_state_dir_problem, sta
 if TYPE_CHECKING:
     pass
 
-__all__ = ["AUDIT_FILE", "RULES_FILE", "RuleDatabase", "RulesUnreadable", "known_state_dir_problem", "rule_database",
-           "state_dir", "state_dir_problem"]
+__all__ = [
+    "AUDIT_FILE",
+    "RULES_FILE",
+    "RuleDatabase",
+    "RulesUnreadable",
+    "known_state_dir_problem",
+    "rule_database",
+    "state_dir",
+    "state_dir_problem",
+]
 
 RULES_FILE = "permissions.db"
 AUDIT_FILE = "audit.db"
@@ -79,16 +87,27 @@ class RuleDatabase(LazyDatabase):
         """Persist a project or global rule, giving it a short id that is easy to type (`p-3fa9c2`)."""
         if rule.scope == "session":
             raise ValueError("session rules are not persisted")
-        stored = Rule(f"p-{secrets.token_hex(3)}", rule.action, rule.tool, rule.rule_key, rule.label, rule.scope,
-                      rule.match, rule.project if rule.scope == "project" else None, rule.created_at)
+        stored = Rule(
+            f"p-{secrets.token_hex(3)}",
+            rule.action,
+            rule.tool,
+            rule.rule_key,
+            rule.label,
+            rule.scope,
+            rule.match,
+            rule.project if rule.scope == "project" else None,
+            rule.created_at,
+        )
         try:
             with self._db() as db:
                 # Remembering the same thing twice keeps one rule: the newer decision replaces the older one.
                 db.execute("BEGIN IMMEDIATE")
                 try:
-                    db.execute("DELETE FROM rules WHERE tool = ? AND rule_key = ? AND scope = ? AND match = ? "
-                               "AND project IS ?", (stored.tool, stored.rule_key, stored.scope, stored.match,
-                                                    stored.project))
+                    db.execute(
+                        "DELETE FROM rules WHERE tool = ? AND rule_key = ? AND scope = ? AND match = ? "
+                        "AND project IS ?",
+                        (stored.tool, stored.rule_key, stored.scope, stored.match, stored.project),
+                    )
                     db.execute("INSERT INTO rules VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", _row(stored))
                     db.execute("COMMIT")
                 except BaseException:
@@ -106,8 +125,10 @@ class RuleDatabase(LazyDatabase):
         Raises:
             RulesUnreadable: the file exists (or may) but cannot be read.
         """
-        return self._read("SELECT * FROM rules WHERE scope = 'global' OR (scope = 'project' AND project = ?) "
-                          "ORDER BY created_at, id", (project,))
+        return self._read(
+            "SELECT * FROM rules WHERE scope = 'global' OR (scope = 'project' AND project = ?) ORDER BY created_at, id",
+            (project,),
+        )
 
     def all(self) -> list[Rule]:
         """Every rule (for `gatewright permissions list`).
@@ -154,13 +175,28 @@ def _row(r: Rule) -> tuple[Any, ...]:
 def _rule(row: tuple[Any, ...]) -> Rule:
     """A stored row as a rule; a row that does not make sense makes the whole file unreadable (fail closed)."""
     rid, action, tool, key, label, scope, match, project, created = row
-    if not (action in ("allow", "deny") and scope in ("project", "global") and match == "exact"
-            and all(isinstance(v, str) and v for v in (rid, tool, key)) and isinstance(label, str)
-            and (project is None or isinstance(project, str)) and (scope == "global" or project)
-            and isinstance(created, (int, float))):
+    if not (
+        action in ("allow", "deny")
+        and scope in ("project", "global")
+        and match == "exact"
+        and all(isinstance(v, str) and v for v in (rid, tool, key))
+        and isinstance(label, str)
+        and (project is None or isinstance(project, str))
+        and (scope == "global" or project)
+        and isinstance(created, (int, float))
+    ):
         raise ValueError(f"a stored rule does not make sense: {rid!r}")
-    return Rule(id=rid, action=action, tool=tool, rule_key=key, label=label, scope=scope, match=match,
-                project=project, created_at=float(created))
+    return Rule(
+        id=rid,
+        action=action,
+        tool=tool,
+        rule_key=key,
+        label=label,
+        scope=scope,
+        match=match,
+        project=project,
+        created_at=float(created),
+    )
 
 
 def _cannot_exist(path: str) -> bool:

@@ -129,11 +129,22 @@ def build_runtime(
     router: ToolExecutor = RoutingToolExecutor(registry, opts.tool_call_timeout_ms / 1000)
     if wrap_router is not None:
         router = wrap_router(router)
-    approval = ToolApprovalDecorator(RetryingExecutor(router, registry, retry), gateway, make_describer(registry), mode,
-                                     rules, audit, question_timeout=question_timeout)
-    runtime = AgentRuntime(model=model, registry=registry, executor=approval,
-                           environment=ToolEnvironment(session_id, workspace, editor=editor, asker=asker),
-                           options=opts,
-                           context=SessionContext(workspace.cwd, mode, sandbox) if context else None)
+    approval = ToolApprovalDecorator(
+        RetryingExecutor(router, registry, retry),
+        gateway,
+        make_describer(registry),
+        mode,
+        rules,
+        audit,
+        question_timeout=question_timeout,
+    )
+    runtime = AgentRuntime(
+        model=model,
+        registry=registry,
+        executor=approval,
+        environment=ToolEnvironment(session_id, workspace, editor=editor, asker=asker),
+        options=opts,
+        context=SessionContext(workspace.cwd, mode, sandbox) if context else None,
+    )
     delegates = install_delegation(runtime, subagents)
     return SessionRuntime(runtime, registry, workspace, rules, audit, approval, tuple(delegates))

@@ -201,8 +201,9 @@ class TerminalPrinter:
             self.waiting = (f"running {_clip(ev.title, 50)}", time.monotonic())
         elif isinstance(ev, PlanUpdated):
             marks = {"completed": "[x]", "in_progress": "[>]", "pending": "[ ]"}
-            self.err.write("• Plan\n" + "".join(f"  {marks.get(e['status'], '[ ]')} {e['content']}\n"
-                                                for e in ev.entries))
+            self.err.write(
+                "• Plan\n" + "".join(f"  {marks.get(e['status'], '[ ]')} {e['content']}\n" for e in ev.entries)
+            )
         elif isinstance(ev, NoticeEvent):
             if ev.title != MODEL_FAILED:  # the run's last line says that one, with the URL
                 mark = "⚠ " if ev.severity != "info" else ""
@@ -216,15 +217,19 @@ class TerminalPrinter:
                     if text := content_text(c):
                         self.err.write(f"    {text.splitlines()[0][:300]}\n")
             self.waiting = ("thinking", time.monotonic())
-        elif isinstance(ev, ToolCallProgress) and ev.content and isinstance(ev.raw_output, dict) \
-                and ev.raw_output.get("running"):
+        elif (
+            isinstance(ev, ToolCallProgress)
+            and ev.content
+            and isinstance(ev.raw_output, dict)
+            and ev.raw_output.get("running")
+        ):
             self._live_output(ev.call_id, str(ev.raw_output.get("output") or ""))
         self.err.flush()
 
     def _live_output(self, call_id: str, text: str) -> None:
         """A running command's output so far: print the complete lines not printed yet, indented."""
         shown = self._shown.get(call_id, "")
-        new = text[len(shown):] if text.startswith(shown) else text
+        new = text[len(shown) :] if text.startswith(shown) else text
         cut = new.rfind("\n") + 1
         if not cut:
             return
@@ -263,8 +268,16 @@ class JsonPrinter:
         pass
 
     def answer(self, request: PermissionRequest, outcome: PermissionOutcome | None) -> None:
-        self._write({"type": "permission", "toolCallId": request.call_id, "tool": request.tool,
-                     "title": request.title, "reason": request.reason, "answer": _answer_id(outcome)})
+        self._write(
+            {
+                "type": "permission",
+                "toolCallId": request.call_id,
+                "tool": request.tool,
+                "title": request.title,
+                "reason": request.reason,
+                "answer": _answer_id(outcome),
+            }
+        )
 
     def failed(self, message: str, url: str | None) -> None:
         self._write({"type": "error", "message": message, "url": url})
@@ -284,24 +297,50 @@ class RunRecorder:
         self._asking = 0  # the id of the open question (one at a time)
 
     def prompt(self, text: str) -> None:
-        self.rec.record("in", {"jsonrpc": "2.0", "id": "prompt", "method": "session/prompt", "params": {
-            "sessionId": SESSION_ID, "prompt": [{"type": "text", "text": text}]}})
+        self.rec.record(
+            "in",
+            {
+                "jsonrpc": "2.0",
+                "id": "prompt",
+                "method": "session/prompt",
+                "params": {"sessionId": SESSION_ID, "prompt": [{"type": "text", "text": text}]},
+            },
+        )
 
     async def __call__(self, ev: RuntimeEvent) -> None:
-        self.rec.record("out", {"jsonrpc": "2.0", "method": "session/update",
-                                "params": {"sessionId": SESSION_ID, "update": event_to_update(ev)}})
+        self.rec.record(
+            "out",
+            {
+                "jsonrpc": "2.0",
+                "method": "session/update",
+                "params": {"sessionId": SESSION_ID, "update": event_to_update(ev)},
+            },
+        )
 
     def question(self, request: PermissionRequest) -> None:
         request_id = self._next_id
         self._next_id += 1
         self._asking = request_id
-        self.rec.record("out", {"jsonrpc": "2.0", "id": request_id, "method": "session/request_permission",
-                                "params": {"sessionId": SESSION_ID,
-                                           "toolCall": pending_tool_call(request.call_id, request.title, request.kind,
-                                                                         request.raw_input, request.content,
-                                                                         request.locations),
-                                           "options": [{"optionId": o.option_id, "name": o.name, "kind": o.kind}
-                                                       for o in request.options]}})
+        self.rec.record(
+            "out",
+            {
+                "jsonrpc": "2.0",
+                "id": request_id,
+                "method": "session/request_permission",
+                "params": {
+                    "sessionId": SESSION_ID,
+                    "toolCall": pending_tool_call(
+                        request.call_id,
+                        request.title,
+                        request.kind,
+                        request.raw_input,
+                        request.content,
+                        request.locations,
+                    ),
+                    "options": [{"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in request.options],
+                },
+            },
+        )
 
     def answer(self, request: PermissionRequest, outcome: PermissionOutcome | None) -> None:
         oid = _answer_id(outcome)
@@ -313,11 +352,18 @@ class RunRecorder:
 
     def finished(self, stop_reason: str | None, code: int, auth_error: str | None = None) -> None:
         if auth_error is not None:
-            self.rec.record("out", {"jsonrpc": "2.0", "id": "prompt", "error": {
-                "code": -32000, "message": f"Authentication required: {auth_error}"}})
+            self.rec.record(
+                "out",
+                {
+                    "jsonrpc": "2.0",
+                    "id": "prompt",
+                    "error": {"code": -32000, "message": f"Authentication required: {auth_error}"},
+                },
+            )
         else:
-            self.rec.record("out", {"jsonrpc": "2.0", "id": "prompt",
-                                    "result": {"stopReason": stop_reason or "cancelled"}})
+            self.rec.record(
+                "out", {"jsonrpc": "2.0", "id": "prompt", "result": {"stopReason": stop_reason or "cancelled"}}
+            )
         self.rec.close()
 
 
@@ -353,8 +399,10 @@ def missing_key(factory: ModelFactory) -> str | None:
         return None
     var = settings.api_key_env
     url_env = f"{BASE_URL_ENV[settings.name]}, or " if settings.name in BASE_URL_ENV else ""
-    return (f"{var} is not set, and {spec} needs it: set {var} in the environment gatewright runs in, or, for a "
-            f"server that needs no key, set {url_env}base_url under [providers.{settings.name}] in the config file")
+    return (
+        f"{var} is not set, and {spec} needs it: set {var} in the environment gatewright runs in, or, for a "
+        f"server that needs no key, set {url_env}base_url under [providers.{settings.name}] in the config file"
+    )
 
 
 def endpoint(model: Any) -> str | None:
@@ -376,9 +424,17 @@ def _with_url(message: str, model: Any) -> tuple[str, str | None]:
     return message, url
 
 
-def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMode,
-               state_dir: str | None = None, record: str | None = None, json_events: bool = False,
-               rules: tuple[Rule, ...] = ()) -> int:
+def run_prompt(
+    prompt: str,
+    *,
+    cwd: str,
+    factory: ModelFactory,
+    mode: ApprovalMode,
+    state_dir: str | None = None,
+    record: str | None = None,
+    json_events: bool = False,
+    rules: tuple[Rule, ...] = (),
+) -> int:
     # Configuration first: nothing is called, asked or written before these are known to be right.
     problem = missing_key(factory)
     if problem is not None:
@@ -398,9 +454,15 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
     printer: Any = JsonPrinter() if json_events else TerminalPrinter()
     observers = tuple(o for o in (printer, recorder) if o is not None)
     # The one composition root, as in the ACP host; only the gateway (and the sink, per turn) are this host's.
-    runtime = build_runtime(session_id=SESSION_ID, cwd=cwd, model=model, gateway=TerminalGateway(observers=observers),
-                            mode=lambda: mode, state_dir=resolve_state_dir(state_dir),
-                            configured_rules=rules).runtime
+    runtime = build_runtime(
+        session_id=SESSION_ID,
+        cwd=cwd,
+        model=model,
+        gateway=TerminalGateway(observers=observers),
+        mode=lambda: mode,
+        state_dir=resolve_state_dir(state_dir),
+        configured_rules=rules,
+    ).runtime
     sink = _fanout(printer, recorder) if recorder is not None else printer
     if recorder is not None:
         recorder.prompt(prompt)
@@ -417,6 +479,7 @@ def run_prompt(prompt: str, *, cwd: str, factory: ModelFactory, mode: ApprovalMo
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
+
             async def on_sigint() -> None:
                 with anyio.open_signal_receiver(signal.SIGINT) as signals:
                     async for _ in signals:

@@ -47,9 +47,12 @@ BUILTINS: tuple[Command, ...] = (
     Command("help", "List the available commands"),
     Command("mode", "Show or switch the approval mode", "safe | manual | auto | read-only"),
     Command("model", "Show or switch the model of this session", "model id"),
-    Command("permissions", "List remembered approval rules; /permissions revoke ID forgets one; "
-                           "/permissions remember session|project|everywhere sets where answers are remembered",
-            "revoke RULE_ID | remember SCOPE"),
+    Command(
+        "permissions",
+        "List remembered approval rules; /permissions revoke ID forgets one; "
+        "/permissions remember session|project|everywhere sets where answers are remembered",
+        "revoke RULE_ID | remember SCOPE",
+    ),
     Command("compact", "Summarise the conversation so far into a checkpoint to free context"),
     Command("status", "Show this session: mode, model, context use and usage"),
 )
@@ -77,8 +80,9 @@ def project_commands(cwd: str) -> list[Command]:
             log.debug("skipping project command %s", filename, exc_info=True)
             continue
         description, template = _front_matter(text)
-        out.append(Command(name, description or f"Project command ({'/'.join(PROJECT_DIR)}/{filename})",
-                           "arguments", template))
+        out.append(
+            Command(name, description or f"Project command ({'/'.join(PROJECT_DIR)}/{filename})", "arguments", template)
+        )
     return out
 
 
@@ -91,7 +95,7 @@ def _front_matter(text: str) -> tuple[str | None, str]:
                 key, _, value = line.partition(":")
                 if key.strip() == "description":
                     description = value.strip().strip("\"'")
-            text = text[end + 4:].lstrip("\n")
+            text = text[end + 4 :].lstrip("\n")
     if description is None:
         first = next((ln.strip().lstrip("#").strip() for ln in text.splitlines() if ln.strip()), "")
         description = first[:100] or None
@@ -117,21 +121,23 @@ def parse(blocks: list[Any]) -> tuple[str, str] | None:
 
 def is_empty(blocks: list[Any]) -> bool:
     """A prompt with nothing in it: no blocks, or only text blocks that are empty or whitespace."""
-    return all(isinstance(b, dict) and b.get("type") == "text" and not str(b.get("text", "")).strip()
-               for b in blocks)
+    return all(isinstance(b, dict) and b.get("type") == "text" and not str(b.get("text", "")).strip() for b in blocks)
 
 
 def unknown_reply(name: str, commands: list[Command]) -> str:
     """The local answer to `/name` that is no command: the real ones, and how to send such text to the model."""
-    return (f"`/{name[:64]}` is not a command here, so nothing was sent to the model.\n\n**Commands**\n\n"
-            + command_list(commands)
-            + "\n\nTo ask the agent something that starts with a slash, put a word in front of it.")
+    return (
+        f"`/{name[:64]}` is not a command here, so nothing was sent to the model.\n\n**Commands**\n\n"
+        + command_list(commands)
+        + "\n\nTo ask the agent something that starts with a slash, put a word in front of it."
+    )
 
 
 def command_list(commands: list[Command]) -> str:
     """One Markdown list item per command, with its input hint (built-ins) in the same code span."""
-    return "\n".join(f"- `/{c.name}{' ' + c.hint if c.hint and c.template is None else ''}`: {c.description}"
-                     for c in commands)
+    return "\n".join(
+        f"- `/{c.name}{' ' + c.hint if c.hint and c.template is None else ''}`: {c.description}" for c in commands
+    )
 
 
 def markdown_list(head: str, items: list[str]) -> str:
@@ -164,8 +170,9 @@ async def run_builtin(session: Session, name: str, args: str) -> str:
         if not args:
             return f"Model: {session.model_id or 'none'}." + (f" Available: {', '.join(choices)}." if choices else "")
         if args not in choices or session.factory is None:
-            return f"Unknown model {args[:100]!r}." + (f" Available: {', '.join(choices)}." if choices else
-                                                         " This session cannot switch models.")
+            return f"Unknown model {args[:100]!r}." + (
+                f" Available: {', '.join(choices)}." if choices else " This session cannot switch models."
+            )
         session.set_model(args, session.factory.create(args))
         await session.announce(config=True)
         session.save_settings()
@@ -200,18 +207,24 @@ async def _permissions(session: Session, args: str) -> str:
         session.save_settings()
         return f"“Always” answers are now remembered {SCOPE_WORDS[scope]}."
     if verb:
-        return ("Usage: `/permissions` lists the remembered rules; `/permissions revoke RULE_ID` forgets one; "
-                "`/permissions remember session|project|everywhere` sets where “always” answers are remembered.")
+        return (
+            "Usage: `/permissions` lists the remembered rules; `/permissions revoke RULE_ID` forgets one; "
+            "`/permissions remember session|project|everywhere` sets where “always” answers are remembered."
+        )
     rules = session.rules.list()
     lines = [f"“Always” answers are remembered {SCOPE_WORDS[session.rules.remember]}."]
     if session.rules.unknown:
-        lines.append(f"⚠ The saved rules cannot be read ({session.rules.problem}): only this session's rules are "
-                     "shown, and every tool call asks.")
+        lines.append(
+            f"⚠ The saved rules cannot be read ({session.rules.problem}): only this session's rules are "
+            "shown, and every tool call asks."
+        )
     if not rules:
         lines.append("No remembered approval rules in this session.")
     else:
-        lines.append("**Remembered approval rules**\n\n" + "\n".join(
-            f"- `{r.id}` {r.action} {r.tool}: {r.label} ({r.scope})" for r in rules))
+        lines.append(
+            "**Remembered approval rules**\n\n"
+            + "\n".join(f"- `{r.id}` {r.action} {r.tool}: {r.label} ({r.scope})" for r in rules)
+        )
     return "\n\n".join(lines)  # paragraphs: a Markdown client joins single-newline lines into one
 
 
@@ -224,11 +237,15 @@ async def _compact(session: Session) -> str:
     result = await journal.compactor.compact(session.runtime)
     journal.sync()
     if result.method == "summary":
-        return (f"Compacted: {result.summarised} earlier messages summarised into a checkpoint "
-                f"(about {result.tokens_before} → {result.tokens_after} tokens).")
+        return (
+            f"Compacted: {result.summarised} earlier messages summarised into a checkpoint "
+            f"(about {result.tokens_before} → {result.tokens_after} tokens)."
+        )
     if result.method == "dropped_tool_outputs":
-        return (f"The summary failed ({result.error}); the oldest tool outputs were dropped instead "
-                f"(about {result.tokens_before} → {result.tokens_after} tokens).")
+        return (
+            f"The summary failed ({result.error}); the oldest tool outputs were dropped instead "
+            f"(about {result.tokens_before} → {result.tokens_after} tokens)."
+        )
     return f"Nothing was compacted: {result.error}."
 
 
@@ -241,11 +258,15 @@ def state_lines(session: Session) -> list[str]:
         return [f"⚠ {state}: approvals are remembered for this session only, and no audit log is kept."]
     out = []
     if session.rules.unknown:
-        out.append(f"⚠ Remembered rules cannot be read ({session.rules.problem}): every tool call asks until the "
-                   "file is repaired or removed.")
+        out.append(
+            f"⚠ Remembered rules cannot be read ({session.rules.problem}): every tool call asks until the "
+            "file is repaired or removed."
+        )
     elif session.rules.problem:
-        out.append(f"⚠ Remembered rules cannot be saved ({session.rules.problem}): “always” answers last for this "
-                   "session only.")
+        out.append(
+            f"⚠ Remembered rules cannot be saved ({session.rules.problem}): “always” answers last for this "
+            "session only."
+        )
     audit = getattr(session, "audit", None)
     if audit is not None and audit.problem:
         out.append(f"⚠ Audit log: not written ({audit.problem}).")

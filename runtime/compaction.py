@@ -43,8 +43,14 @@ log = logging.getLogger("gatewright.compaction")
 CHECKPOINT_HEADER = "[Checkpoint: a summary of the earlier part of this conversation]"
 DROPPED = "[tool output dropped to save context: {n} characters]"
 MAX_FAILURES = 3
-_SECTIONS = (("goal", "Goal"), ("constraints", "Constraints"), ("progress", "Progress"),
-             ("keyDecisions", "Key decisions"), ("nextSteps", "Next steps"), ("criticalContext", "Critical context"))
+_SECTIONS = (
+    ("goal", "Goal"),
+    ("constraints", "Constraints"),
+    ("progress", "Progress"),
+    ("keyDecisions", "Key decisions"),
+    ("nextSteps", "Next steps"),
+    ("criticalContext", "Critical context"),
+)
 
 SUMMARY_SYSTEM = (
     "You compress a coding agent's conversation into a checkpoint that lets the agent continue the work without the "
@@ -128,7 +134,7 @@ def render_checkpoint(summary: str) -> str:
     raw = summary.strip()
     if "{" in raw:
         with contextlib.suppress(orjson.JSONDecodeError):
-            doc = orjson.loads(raw[raw.index("{"): raw.rindex("}") + 1])
+            doc = orjson.loads(raw[raw.index("{") : raw.rindex("}") + 1])
     if not isinstance(doc, dict):
         return f"{CHECKPOINT_HEADER}\n\n{raw}"
     out = [CHECKPOINT_HEADER]
@@ -157,7 +163,8 @@ class Compactor:
 
     def overhead_chars(self, runtime: AgentRuntime) -> int:
         return len(runtime.current_system_prompt()) + sum(
-            len(t.description) + len(orjson.dumps(t.parameters)) for t in runtime.tool_schemas())
+            len(t.description) + len(orjson.dumps(t.parameters)) for t in runtime.tool_schemas()
+        )
 
     def tokens(self, runtime: AgentRuntime) -> int:
         return estimate_tokens(runtime.history, self.overhead_chars(runtime))
@@ -168,10 +175,18 @@ class Compactor:
             return None
         result = await self.compact(runtime, use_model=self.failures < MAX_FAILURES)
         if result.compacted:
-            what = (f"{result.summarised} earlier messages summarised into a checkpoint"
-                    if result.method == "summary" else "the oldest tool outputs were dropped")
-            await emit(NoticeEvent("info", "Context compacted",
-                                   f"{what} (about {result.tokens_before} → {result.tokens_after} tokens)."))
+            what = (
+                f"{result.summarised} earlier messages summarised into a checkpoint"
+                if result.method == "summary"
+                else "the oldest tool outputs were dropped"
+            )
+            await emit(
+                NoticeEvent(
+                    "info",
+                    "Context compacted",
+                    f"{what} (about {result.tokens_before} → {result.tokens_after} tokens).",
+                )
+            )
             await emit(UsageReported(0, 0, result.tokens_after, self.settings.context_window))
         return result
 
@@ -191,8 +206,11 @@ class Compactor:
                 self.failures = 0
                 checkpoint = UserMessage((TextPart(render_checkpoint(summary)),))
                 recent = history[cut:]
-                bridge = ([AssistantMessage("Understood; I will continue from this checkpoint.")]
-                          if isinstance(recent[0], UserMessage) else [])
+                bridge = (
+                    [AssistantMessage("Understood; I will continue from this checkpoint.")]
+                    if isinstance(recent[0], UserMessage)
+                    else []
+                )
                 history[:] = [checkpoint, *bridge, *recent]
                 return CompactionResult("summary", before, self.tokens(runtime), summarised=cut)
             error = error if error != "summaries paused after repeated failures" else "the summary was empty"
@@ -203,9 +221,12 @@ class Compactor:
     async def _summarise(self, runtime: AgentRuntime, old: list[Message]) -> str:
         assert runtime.model is not None
         transcript = render_transcript(old, max_chars=max(4_000, self.settings.threshold * 2))
-        request = ModelRequest(SUMMARY_SYSTEM, (UserMessage((TextPart(
-            "Write the checkpoint JSON for this conversation so far:\n\n" + transcript),)),), (),
-            runtime.env.session_id)
+        request = ModelRequest(
+            SUMMARY_SYSTEM,
+            (UserMessage((TextPart("Write the checkpoint JSON for this conversation so far:\n\n" + transcript),)),),
+            (),
+            runtime.env.session_id,
+        )
         parts: list[str] = []
         async with contextlib.aclosing(runtime.model.stream(request)) as stream:
             async for ev in stream:

@@ -65,8 +65,10 @@ def parse_permissions(table: Any, where: str) -> PermissionSettings:
         raise ConfigError(f"{where}: [permissions] must be a table")
     unknown = set(table) - _PERMISSION_KEYS
     if unknown:
-        raise ConfigError(f"{where}: permissions: unknown key(s): {', '.join(sorted(unknown))} "
-                          f"(expected {', '.join(sorted(_PERMISSION_KEYS))})")
+        raise ConfigError(
+            f"{where}: permissions: unknown key(s): {', '.join(sorted(unknown))} "
+            f"(expected {', '.join(sorted(_PERMISSION_KEYS))})"
+        )
     mode = table.get("mode")
     if mode is not None:
         if not isinstance(mode, str):
@@ -84,7 +86,7 @@ def parse_permissions(table: Any, where: str) -> PermissionSettings:
 def _entries(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
     value = table.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{where}: permissions.{key} must be a list of strings, e.g. [\"bash:npm test\"]")
+        raise ConfigError(f'{where}: permissions.{key} must be a list of strings, e.g. ["bash:npm test"]')
     return tuple(value)
 
 
@@ -95,8 +97,10 @@ def _rule(action: Literal["allow", "deny"], index: int, entry: str, where: str) 
     if kind == "bash" and sep:
         key, label = _bash_key(action, rest, at)
         return permissions.rules.Rule(rule_id, action, "bash", key, f"{label} (config file)", "global", "exact")
-    raise ConfigError(f"{at}: not a rule gatewright can match exactly; write \"bash:COMMAND\" (that exact command "
-                      "at the workspace root)")
+    raise ConfigError(
+        f'{at}: not a rule gatewright can match exactly; write "bash:COMMAND" (that exact command '
+        "at the workspace root)"
+    )
 
 
 def _bash_key(action: str, command: str, at: str) -> tuple[str, str]:
@@ -111,8 +115,9 @@ def _bash_key(action: str, command: str, at: str) -> tuple[str, str]:
         if not analysis.parsed:
             raise ConfigError(f"{at}: the command could not be fully parsed, so it cannot be allowed in advance")
         if reasons:
-            raise ConfigError(f"{at}: gatewright always asks about this command ({reasons[0]}), so it cannot be "
-                              "allowed in advance")
+            raise ConfigError(
+                f"{at}: gatewright always asks about this command ({reasons[0]}), so it cannot be allowed in advance"
+            )
     # The identity the bash tool computes for a call (its canonical form), so the rule matches exactly that call.
     canonical = lazy.bash_tool.canonical_command(command)
     return lazy.bash_tool.run_rule_key(lazy.approval.WORKSPACE_PLACEHOLDER, canonical), f"`{canonical}`"

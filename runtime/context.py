@@ -59,8 +59,7 @@ def os_description() -> str:
     text = f"{platform.system()} {platform.release()} ({platform.machine()})"
     try:
         with open("/etc/os-release", encoding="utf-8") as f:
-            pretty = next((ln.split("=", 1)[1].strip().strip('"') for ln in f if ln.startswith("PRETTY_NAME=")),
-                          None)
+            pretty = next((ln.split("=", 1)[1].strip().strip('"') for ln in f if ln.startswith("PRETTY_NAME=")), None)
         if pretty:
             text += f", {pretty}"
     except OSError:
@@ -77,9 +76,15 @@ def git_state(root: str) -> GitState:
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR")}
     env.update(LC_ALL="C", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
     try:
-        proc = subprocess.run(["git", "-c", "core.fsmonitor=false", "status", "--porcelain=v2", "--branch"],
-                              cwd=root, env=env, stdin=subprocess.DEVNULL, capture_output=True,
-                              timeout=GIT_TIMEOUT_S, check=False)
+        proc = subprocess.run(
+            ["git", "-c", "core.fsmonitor=false", "status", "--porcelain=v2", "--branch"],
+            cwd=root,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
     except FileNotFoundError:
         return GitState("unknown (git is not installed)")
     except subprocess.TimeoutExpired:
@@ -112,8 +117,10 @@ class _Look:
         self.started = time.monotonic()
         self.git: GitState | None = None
         self.nested: tuple[str, ...] | None = None
-        self._threads = [threading.Thread(target=self._git, args=(root, git), daemon=True, name="gw-look-git"),
-                         threading.Thread(target=self._nested, args=(root,), daemon=True, name="gw-look-nested")]
+        self._threads = [
+            threading.Thread(target=self._git, args=(root, git), daemon=True, name="gw-look-git"),
+            threading.Thread(target=self._nested, args=(root,), daemon=True, name="gw-look-nested"),
+        ]
         for t in self._threads:
             t.start()
 
@@ -136,8 +143,15 @@ class SessionContext:
     """The context of one session. `mode` is read at every model call; `sandbox` is the sandbox state's one-line
     description (a string, or a callable asked at every model call; None: not reported by this host)."""
 
-    def __init__(self, workspace_root: str, mode: Callable[[], str], sandbox: SandboxInfo = None,
-                 *, git: bool = True, today: Callable[[], datetime.date] = datetime.date.today) -> None:
+    def __init__(
+        self,
+        workspace_root: str,
+        mode: Callable[[], str],
+        sandbox: SandboxInfo = None,
+        *,
+        git: bool = True,
+        today: Callable[[], datetime.date] = datetime.date.today,
+    ) -> None:
         self.root = workspace_root
         self.mode = mode
         self.sandbox = sandbox
@@ -263,18 +277,25 @@ class SessionContext:
         if not self._chain:
             out.append("There is no AGENTS.md (nor CLAUDE.md or GEMINI.md) for the workspace root.")
         for f in self._chain:
-            scope = "the whole workspace" if f.directory == self.root else \
-                f"the whole project at {f.directory}, this workspace included"
+            scope = (
+                "the whole workspace"
+                if f.directory == self.root
+                else f"the whole project at {f.directory}, this workspace included"
+            )
             out.append(f"## {self.display(f.path)} (applies to {scope})\n\n{f.text}")
             if f.truncated:
-                out.append(f"[{self.display(f.path)} is longer than the {ins.MAX_CHAIN_BYTES // 1024} KiB shown here: "
-                           "read the rest with read_file before relying on it]")
+                out.append(
+                    f"[{self.display(f.path)} is longer than the {ins.MAX_CHAIN_BYTES // 1024} KiB shown here: "
+                    "read the rest with read_file before relying on it]"
+                )
         if self.nested:
-            shown = ", ".join(f"`{p}`" for p in self.nested[:ins.MAX_LISTED])
+            shown = ", ".join(f"`{p}`" for p in self.nested[: ins.MAX_LISTED])
             more = f" and {len(self.nested) - ins.MAX_LISTED} more" if len(self.nested) > ins.MAX_LISTED else ""
-            out.append("Nested instruction files, each for its own directory tree: " + shown + more + ". The text of "
-                       "one is attached to the result of your first tool call that touches a path under it; before "
-                       "working under one in another way (for example through bash), read it.")
+            out.append(
+                "Nested instruction files, each for its own directory tree: " + shown + more + ". The text of "
+                "one is attached to the result of your first tool call that touches a path under it; before "
+                "working under one in another way (for example through bash), read it."
+            )
         return "\n\n".join(out)
 
     def _environment_section(self) -> str:
@@ -306,11 +327,13 @@ class SessionContext:
         for f in found:
             rel = self.display(f.path)
             scope = self.display(f.directory) + "/"
-            cut = (f"\n[cut at {ins.MAX_FILE_BYTES // 1024} KiB: read {rel} for the rest]" if f.truncated else "")
+            cut = f"\n[cut at {ins.MAX_FILE_BYTES // 1024} KiB: read {rel} for the rest]" if f.truncated else ""
             text = secrets.redact_text(f.text)
-            parts.append(f"<project-instructions file=\"{rel}\">\nInstructions for files under {scope} (from {rel}; "
-                         f"they add to the workspace's instructions and win where they disagree):\n\n{text}{cut}\n"
-                         "</project-instructions>")
+            parts.append(
+                f'<project-instructions file="{rel}">\nInstructions for files under {scope} (from {rel}; '
+                f"they add to the workspace's instructions and win where they disagree):\n\n{text}{cut}\n"
+                "</project-instructions>"
+            )
         return ("\n\n" + "\n\n".join(parts)) if parts else ""
 
 

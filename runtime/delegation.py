@@ -120,8 +120,9 @@ EXPLORE = SubagentSpec(
         "your own context. Give a self-contained question; you get back its report."
     ),
     system_prompt=_child_prompt("explore"),
-    policy=HandoffPolicy(allowed_tools=frozenset({"read_file", "glob", "grep"}), timeout_millis=180_000,
-                         max_turn_requests=20),
+    policy=HandoffPolicy(
+        allowed_tools=frozenset({"read_file", "glob", "grep"}), timeout_millis=180_000, max_turn_requests=20
+    ),
 )
 
 TASK = SubagentSpec(
@@ -294,8 +295,9 @@ class DelegateTool(Tool):
             model=parent.model,
             registry=registry,
             executor=SubagentExecutor(self.root.executor, registry, prefix),
-            environment=ToolEnvironment(ctx.session_id, parent.env.workspace, editor=parent.env.editor,
-                                        state=parent.env.state),
+            environment=ToolEnvironment(
+                ctx.session_id, parent.env.workspace, editor=parent.env.editor, state=parent.env.state
+            ),
             options=replace(parent.options, max_turn_requests=policy.max_turn_requests),
             system_prompt=self.spec.system_prompt,
             context=parent.context,  # the same project instructions and environment as the session
@@ -319,8 +321,7 @@ class DelegateTool(Tool):
         if deadline.cancelled_caught:
             msg = f"the {self.spec.label} subagent did not finish within {policy.timeout_millis} ms and was stopped"
             if any(self._side_effecting(name, a) for name, a in sink.started):
-                msg += ("; some of its changes may have been applied: check the current state before repeating "
-                        "the task")
+                msg += "; some of its changes may have been applied: check the current state before repeating the task"
             return self._give_back(policy.on_error, "HandoffTimeout", msg, text, depth)
         if outcome is not None and outcome.blocked_by_approval:
             raise ApprovalRejected(f"a call of the {self.spec.label} subagent was rejected by the user")
@@ -329,8 +330,13 @@ class DelegateTool(Tool):
         if failure is None and outcome is not None and outcome.error:
             failure = f"the model call failed: {outcome.error}"
         if failure is not None or outcome is None:
-            return self._give_back(policy.on_error, "HandoffFailed", f"the {self.spec.label} subagent failed: "
-                                   f"{failure or 'no outcome'}", text, depth)
+            return self._give_back(
+                policy.on_error,
+                "HandoffFailed",
+                f"the {self.spec.label} subagent failed: {failure or 'no outcome'}",
+                text,
+                depth,
+            )
         return self._report(child, outcome, sink, depth)
 
     def _side_effecting(self, name: str, args: Any) -> bool:
@@ -341,25 +347,43 @@ class DelegateTool(Tool):
             return True
 
     def _report(self, child: AgentRuntime, outcome: TurnOutcome, sink: _ChildSink, depth: int) -> ToolResult:
-        answer = next((m.text for m in reversed(child.history) if isinstance(m, AssistantMessage) and m.text.strip()),
-                      "")
+        answer = next(
+            (m.text for m in reversed(child.history) if isinstance(m, AssistantMessage) and m.text.strip()), ""
+        )
         text = answer.strip() or "(the subagent gave no answer)"
         if outcome.stop_reason != "end_turn":
             text += f"\n\n(The subagent stopped early: {outcome.stop_reason}; its report may be incomplete.)"
         calls = sink.account()
-        raw = {"subagent": self.spec.label, "stopReason": outcome.stop_reason, "depth": depth,
-               "modelCalls": child.steps_taken, "toolCalls": len(calls)}
+        raw = {
+            "subagent": self.spec.label,
+            "stopReason": outcome.stop_reason,
+            "depth": depth,
+            "modelCalls": child.steps_taken,
+            "toolCalls": len(calls),
+        }
         u = child.total_usage
         trace = {**raw, "calls": calls, "usage": {"inputTokens": u.input_tokens, "outputTokens": u.output_tokens}}
-        return ToolResult(text, content=({"type": "content", "content": {"type": "text", "text": cap_output(
-            text, 20_000)}},), raw_output=raw, trace=trace)
+        return ToolResult(
+            text,
+            content=({"type": "content", "content": {"type": "text", "text": cap_output(text, 20_000)}},),
+            raw_output=raw,
+            trace=trace,
+        )
 
     def _give_back(self, on: OnFailure, error_type: str, reason: str, text: str, depth: int) -> ToolResult:
         if on == "fail":
             raise ToolFailure(reason, error_type)
         out = f"The {self.spec.label} subagent was not used ({reason}). Do the task yourself instead:\n{text}"
-        return ToolResult(out, raw_output={"subagent": self.spec.label, "fallback": True, "errorType": error_type,
-                                           "reason": reason, "depth": depth})
+        return ToolResult(
+            out,
+            raw_output={
+                "subagent": self.spec.label,
+                "fallback": True,
+                "errorType": error_type,
+                "reason": reason,
+                "depth": depth,
+            },
+        )
 
 
 def install_delegation(runtime: AgentRuntime, specs: tuple[SubagentSpec, ...] = DEFAULT_SUBAGENTS) -> list[Tool]:

@@ -125,8 +125,12 @@ def _clean_property(name: str, prop: Any) -> dict[str, Any]:
         if prop.get("enum") is not None:
             values = _strings(prop["enum"], f"the choices of {where}")
             labels = prop.get("enumNames")
-            if prop.get("oneOf") is None and isinstance(labels, list) and len(labels) == len(values) \
-                    and all(isinstance(s, str) for s in labels):
+            if (
+                prop.get("oneOf") is None
+                and isinstance(labels, list)
+                and len(labels) == len(values)
+                and all(isinstance(s, str) for s in labels)
+            ):
                 out["oneOf"] = [{"const": v, "title": t} for v, t in zip(values, labels, strict=True)]
             else:
                 out["enum"] = values
@@ -161,8 +165,9 @@ def _clean_property(name: str, prop: Any) -> dict[str, Any]:
             out["default"] = _strings(prop["default"], f"the default of {where}", allow_empty=True)
         return out
     shown = f"type {kind[:40]!r}" if isinstance(kind, str) else "no type"
-    raise CannotAsk(f"{where} has {shown}; ACP forms only hold strings, numbers, integers, booleans and multiple "
-                    "choices of strings")
+    raise CannotAsk(
+        f"{where} has {shown}; ACP forms only hold strings, numbers, integers, booleans and multiple choices of strings"
+    )
 
 
 def _text(value: Any, what: str) -> str:
@@ -196,8 +201,11 @@ def _titled(value: Any, what: str) -> list[dict[str, str]]:
         raise CannotAsk(f"{what} are not a list of titled options")
     out: list[dict[str, str]] = []
     for option in value:
-        if not isinstance(option, Mapping) or not isinstance(option.get("const"), str) \
-                or not isinstance(option.get("title"), str):
+        if (
+            not isinstance(option, Mapping)
+            or not isinstance(option.get("const"), str)
+            or not isinstance(option.get("title"), str)
+        ):
             raise CannotAsk(f"{what} are not a list of titled options")
         entry = {"const": option["const"], "title": option["title"]}
         if isinstance(option.get("description"), str):

@@ -167,9 +167,15 @@ def _list_with_rg(root: str) -> list[str] | None:
     if rg is None:
         return None
     types = [a for n in NAMES for a in ("--type-add", f"gwinstr:{n}")]
-    proc = subprocess.run([rg, "--files", "--hidden", "--no-require-git", "--no-config", *types, "--type", "gwinstr"],
-                          cwd=root, env=secrets.child_environ(), stdin=subprocess.DEVNULL, capture_output=True,
-                          timeout=LIST_TIMEOUT_S, check=False)
+    proc = subprocess.run(
+        [rg, "--files", "--hidden", "--no-require-git", "--no-config", *types, "--type", "gwinstr"],
+        cwd=root,
+        env=secrets.child_environ(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=LIST_TIMEOUT_S,
+        check=False,
+    )
     if proc.returncode not in (0, 1):  # 1: nothing found
         return None
     out = []

@@ -77,10 +77,33 @@ _LAZY: dict[str, str | tuple[str, str]] = {
 }
 
 # A literal list, so that tools see the names (tests/test_import_contract.py checks it matches _LAZY).
-__all__ = ["anthropic_messages", "anyio", "anyio_lowlevel", "anyio_to_thread", "approval", "bash_tool", "httpx2",
-           "jsonschema", "mcp_client", "mcp_exceptions", "mcp_message", "mcp_session", "mcp_sse", "mcp_streamable_http",
-           "mcp_subscriptions", "mcp_types", "model_base", "openai_compat", "rich_console", "rich_markdown",
-           "rich_table", "rich_text", "scripted", "sqlite3", "tomllib"]
+__all__ = [
+    "anthropic_messages",
+    "anyio",
+    "anyio_lowlevel",
+    "anyio_to_thread",
+    "approval",
+    "bash_tool",
+    "httpx2",
+    "jsonschema",
+    "mcp_client",
+    "mcp_exceptions",
+    "mcp_message",
+    "mcp_session",
+    "mcp_sse",
+    "mcp_streamable_http",
+    "mcp_subscriptions",
+    "mcp_types",
+    "model_base",
+    "openai_compat",
+    "rich_console",
+    "rich_markdown",
+    "rich_table",
+    "rich_text",
+    "scripted",
+    "sqlite3",
+    "tomllib",
+]
 
 if not TYPE_CHECKING:
     __getattr__ = deferred(globals(), _LAZY)

@@ -198,8 +198,11 @@ class AgentRuntime:
     async def _tell_sandbox(self, emit: EventSink) -> None:
         found = support()
         if not found.active:
-            await emit(NoticeEvent("warning", "No sandbox",
-                                   f"{found.describe()}. Commands ask for approval more often (see /status)."))
+            await emit(
+                NoticeEvent(
+                    "warning", "No sandbox", f"{found.describe()}. Commands ask for approval more often (see /status)."
+                )
+            )
 
     # ---- the turn ------------------------------------------------------------------------------------------------
     async def run_turn(self, parts: list[UserPart], emit: EventSink) -> TurnOutcome:
@@ -256,8 +259,9 @@ class AgentRuntime:
             self.steps_taken += 1
             if self.before_step is not None:
                 await self.before_step(emit)
-            request = ModelRequest(self.current_system_prompt(), tuple(self.history), self.tool_schemas(),
-                                   self.env.session_id)
+            request = ModelRequest(
+                self.current_system_prompt(), tuple(self.history), self.tool_schemas(), self.env.session_id
+            )
             text: list[str] = []
             thinking: list[str] = []
             calls: list[ToolCallRequest] = []
@@ -293,9 +297,14 @@ class AgentRuntime:
             finished = finished or Finished("tool_use" if calls else "end_turn")
             self._add_usage(finished.usage)
             if finished.usage.input_tokens or finished.usage.output_tokens:
-                await emit(UsageReported(
-                    finished.usage.input_tokens, finished.usage.output_tokens,
-                    finished.usage.input_tokens + finished.usage.output_tokens, self.options.context_window))
+                await emit(
+                    UsageReported(
+                        finished.usage.input_tokens,
+                        finished.usage.output_tokens,
+                        finished.usage.input_tokens + finished.usage.output_tokens,
+                        self.options.context_window,
+                    )
+                )
             calls = normalise(step, calls)
             if finished.stop in ("max_tokens", "refusal"):
                 if finished.stop == "refusal":
@@ -306,8 +315,9 @@ class AgentRuntime:
                 else:
                     self.history.append(AssistantMessage("".join(text), "".join(thinking), (), finished.provider_state))
                 return TurnOutcome(finished.stop, usage=self.total_usage)
-            self.history.append(AssistantMessage("".join(text), "".join(thinking), tuple(calls),
-                                                 finished.provider_state))
+            self.history.append(
+                AssistantMessage("".join(text), "".join(thinking), tuple(calls), finished.provider_state)
+            )
             if not calls:
                 return TurnOutcome("end_turn", usage=self.total_usage)
             self._rejections = []
@@ -321,13 +331,18 @@ class AgentRuntime:
 
     def _add_usage(self, u: Usage) -> None:
         t = self.total_usage
-        self.total_usage = Usage(t.input_tokens + u.input_tokens, t.output_tokens + u.output_tokens,
-                                 t.cached_read_tokens + u.cached_read_tokens,
-                                 t.cached_write_tokens + u.cached_write_tokens, t.thought_tokens + u.thought_tokens)
+        self.total_usage = Usage(
+            t.input_tokens + u.input_tokens,
+            t.output_tokens + u.output_tokens,
+            t.cached_read_tokens + u.cached_read_tokens,
+            t.cached_write_tokens + u.cached_write_tokens,
+            t.thought_tokens + u.thought_tokens,
+        )
 
     # ---- tools ---------------------------------------------------------------------------------------------------
-    async def _run_tools(self, step: int, calls: list[ToolCallRequest], emit: EventSink,
-                         open_calls: dict[str, _CallSlot]) -> bool:
+    async def _run_tools(
+        self, step: int, calls: list[ToolCallRequest], emit: EventSink, open_calls: dict[str, _CallSlot]
+    ) -> bool:
         slots = [_CallSlot(c, i) for i, c in enumerate(calls)]
         validated: list[ToolCall | ToolFailure] = []
         for slot in slots:
@@ -354,9 +369,14 @@ class AgentRuntime:
                 slot.past_approval.set()
             if own.cancelled_caught and slot.result is None:
                 # Stopped because a sibling was rejected: it never ran.
-                await self._finish(slot, emit, "failed",
-                                   "not run: another tool call in this step was rejected", is_error=True,
-                                   error_type="NotRun")
+                await self._finish(
+                    slot,
+                    emit,
+                    "failed",
+                    "not run: another tool call in this step was rejected",
+                    is_error=True,
+                    error_type="NotRun",
+                )
 
         async with anyio.create_task_group() as tg:
             for slot, item in zip(slots, validated, strict=True):
@@ -382,8 +402,14 @@ class AgentRuntime:
                 log.debug("title failed for %s", call.name, exc_info=True)
         return ToolCallStarted(call.id or "", call.name, title, kind, args, locations)
 
-    async def _execute_slot(self, slot: _CallSlot, item: ToolCall | ToolFailure, emit: EventSink,
-                            rejected: anyio.Event, slots: list[_CallSlot]) -> None:
+    async def _execute_slot(
+        self,
+        slot: _CallSlot,
+        item: ToolCall | ToolFailure,
+        emit: EventSink,
+        rejected: anyio.Event,
+        slots: list[_CallSlot],
+    ) -> None:
         call = slot.call
         cid = call.id or ""
         if isinstance(item, ToolFailure):
@@ -391,10 +417,16 @@ class AgentRuntime:
             return
         hidden = await self._overwrites_a_hidden_secret(item)
         if hidden is not None:
-            await self._finish(slot, emit, "failed", f"not run: {hidden} holds a secret that was shown to you as "
-                               f"{secrets.REDACTED}; writing {secrets.REDACTED} would destroy it. Change the file "
-                               "around that part (e.g. an edit whose old_string does not include it)",
-                               is_error=True, error_type="SecretHidden")
+            await self._finish(
+                slot,
+                emit,
+                "failed",
+                f"not run: {hidden} holds a secret that was shown to you as "
+                f"{secrets.REDACTED}; writing {secrets.REDACTED} would destroy it. Change the file "
+                "around that part (e.g. an edit whose old_string does not include it)",
+                is_error=True,
+                error_type="SecretHidden",
+            )
             return
 
         async def started(meta: dict[str, Any] | None) -> None:
@@ -407,15 +439,29 @@ class AgentRuntime:
 
         async def progress(partial: ToolResult) -> None:
             # What a running call shows meanwhile passes the same redaction as its result.
-            await emit(ToolCallProgress(cid, status="in_progress", content=secrets.redact(partial.content) or None,
-                                        raw_output=secrets.redact(partial.raw_output)))
+            await emit(
+                ToolCallProgress(
+                    cid,
+                    status="in_progress",
+                    content=secrets.redact(partial.content) or None,
+                    raw_output=secrets.redact(partial.raw_output),
+                )
+            )
 
         slot.record = CallRecord(cid, new_operation_id())
-        ctx = ToolContext(self.env.session_id, cid, self.env.workspace, editor=self.env.editor,
-                          state=self.env.state, progress=progress, started=started,
-                          operation_id=slot.record.operation_id, record=slot.record,
-                          emit=self._keeping_plan(emit),  # plans come from tools: keep the latest one
-                          asker=self.env.asker)
+        ctx = ToolContext(
+            self.env.session_id,
+            cid,
+            self.env.workspace,
+            editor=self.env.editor,
+            state=self.env.state,
+            progress=progress,
+            started=started,
+            operation_id=slot.record.operation_id,
+            record=slot.record,
+            emit=self._keeping_plan(emit),  # plans come from tools: keep the latest one
+            asker=self.env.asker,
+        )
         try:
             try:
                 result = await self.executor.execute(item, ctx)
@@ -427,12 +473,28 @@ class AgentRuntime:
             for other in slots:  # calls still waiting for approval are not run
                 if other is not slot and not other.started and other.scope is not None:
                     other.scope.cancel()
-            await self._finish(slot, emit, "failed", f"not run: {exc.reason}", is_error=True,
-                               error_type="ApprovalRejected", meta=exc.meta, shown=refusal_for_user(exc))
+            await self._finish(
+                slot,
+                emit,
+                "failed",
+                f"not run: {exc.reason}",
+                is_error=True,
+                error_type="ApprovalRejected",
+                meta=exc.meta,
+                shown=refusal_for_user(exc),
+            )
             return
         except ApprovalDenied as exc:  # includes ApprovalDeclined: the model is told and the turn goes on
-            await self._finish(slot, emit, "failed", exc.reason, is_error=True, error_type=exc.error_type,
-                               meta=exc.meta, shown=refusal_for_user(exc))
+            await self._finish(
+                slot,
+                emit,
+                "failed",
+                exc.reason,
+                is_error=True,
+                error_type=exc.error_type,
+                meta=exc.meta,
+                shown=refusal_for_user(exc),
+            )
             return
         except ToolFailure as exc:
             await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
@@ -450,8 +512,14 @@ class AgentRuntime:
         except Exception as exc:
             incident = uuid.uuid4().hex[:8]
             log.exception("tool %s crashed (incident %s)", call.name, incident)
-            await self._finish(slot, emit, "failed", f"{type(exc).__name__}: the tool crashed (incident {incident})",
-                               is_error=True, error_type=type(exc).__name__)
+            await self._finish(
+                slot,
+                emit,
+                "failed",
+                f"{type(exc).__name__}: the tool crashed (incident {incident})",
+                is_error=True,
+                error_type=type(exc).__name__,
+            )
             return
         try:
             text = check_output(result.output)
@@ -459,8 +527,15 @@ class AgentRuntime:
             await self._finish(slot, emit, "failed", exc.message, is_error=True, error_type=exc.error_type)
             return
         note = "" if result.is_error else self._instructions_for(item)
-        await self._finish(slot, emit, "failed" if result.is_error else "completed", text,
-                           is_error=result.is_error, result=result, note=note)
+        await self._finish(
+            slot,
+            emit,
+            "failed" if result.is_error else "completed",
+            text,
+            is_error=result.is_error,
+            result=result,
+            note=note,
+        )
 
     def _instructions_for(self, call: ToolCall) -> str:
         """Nested AGENTS.md text for the paths a successful call touched, the first time this conversation meets it."""
@@ -502,9 +577,20 @@ class AgentRuntime:
                 return ws.display(real)
         return None
 
-    async def _finish(self, slot: _CallSlot, emit: EventSink, status: Literal["completed", "failed"], text: str,
-                      *, is_error: bool, error_type: str = "ToolFailed", result: ToolResult | None = None,
-                      meta: dict[str, Any] | None = None, shown: str | None = None, note: str = "") -> None:
+    async def _finish(
+        self,
+        slot: _CallSlot,
+        emit: EventSink,
+        status: Literal["completed", "failed"],
+        text: str,
+        *,
+        is_error: bool,
+        error_type: str = "ToolFailed",
+        result: ToolResult | None = None,
+        meta: dict[str, Any] | None = None,
+        shown: str | None = None,
+        note: str = "",
+    ) -> None:
         """`text` is what the model reads; `shown`, when given, is what the user sees instead (a refusal is told to
         the model as an instruction, and to the user as what happened); `note` is attached for the model only."""
         call = slot.call
@@ -513,8 +599,13 @@ class AgentRuntime:
         # secret the agent knows of (a key a file or /proc holds, an MCP server's own token) goes no further.
         text = secrets.redact_text(text)
         if result is not None and secrets.secret_values():
-            result = replace(result, content=secrets.redact(result.content), title=secrets.redact(result.title),
-                             raw_output=secrets.redact(result.raw_output), trace=secrets.redact(result.trace))
+            result = replace(
+                result,
+                content=secrets.redact(result.content),
+                title=secrets.redact(result.title),
+                raw_output=secrets.redact(result.raw_output),
+                trace=secrets.redact(result.trace),
+            )
         if is_error and result is None:
             output = tool_error(error_type, text, call.name, cid)
             seen = shown or text
@@ -523,22 +614,33 @@ class AgentRuntime:
         else:
             # `note` (instructions attached for the model) comes after the cap: a long output never cuts it off.
             output = cap_output(text, self.options.max_tool_output_chars) + note
-            content = result.content if result and result.content else (
-                {"type": "content", "content": {"type": "text", "text": cap_output(text, 20_000)}},)
+            content = (
+                result.content
+                if result and result.content
+                else ({"type": "content", "content": {"type": "text", "text": cap_output(text, 20_000)}},)
+            )
             raw_output = result.raw_output if result else None
         trace = None
         if slot.record is not None:  # it reached the executor: a trace may exist, kept by the tool or an executor
             kept = find_trace(self.executor, cid)  # always read: an executor forgets a trace once it is read
             trace = jsonable_trace(result.trace if result is not None and result.trace is not None else kept)
         # The model reads `output` only; the operation id, attempts and trace travel beside it for the store.
-        slot.result = ToolResultMessage(cid, call.name, output, is_error,
-                                        meta=slot.record.meta(trace) if slot.record else None)
+        slot.result = ToolResultMessage(
+            cid, call.name, output, is_error, meta=slot.record.meta(trace) if slot.record else None
+        )
         slot.finished = True
         with anyio.CancelScope(shield=True):
-            await emit(ToolCallProgress(cid, status=status, content=content, raw_output=raw_output,
-                                        title=result.title if result else None,
-                                        locations=result.locations if result else None,
-                                        meta=_merge_meta(wire_meta(slot.record, trace), meta)))
+            await emit(
+                ToolCallProgress(
+                    cid,
+                    status=status,
+                    content=content,
+                    raw_output=raw_output,
+                    title=result.title if result else None,
+                    locations=result.locations if result else None,
+                    meta=_merge_meta(wire_meta(slot.record, trace), meta),
+                )
+            )
 
     async def _close_cancelled(self, emit: EventSink, open_calls: dict[str, _CallSlot]) -> None:
         """After a cancel: close every announced call and keep the history well-formed for the next turn."""
@@ -549,12 +651,20 @@ class AgentRuntime:
                 if slot.started and self._side_effecting(slot.call):
                     # It was running: the change may have landed even though the answer was lost.
                     op = slot.record.operation_id if slot.record else "?"
-                    text += ("; its outcome is unknown: it may have partly or fully taken effect. Check the current "
-                             f"state before repeating it (operation {op})")
-                slot.result = ToolResultMessage(cid, slot.call.name, text, True,
-                                                meta=slot.record.meta() if slot.record else None)
-                await emit(ToolCallProgress(cid, status="failed", content=(
-                    {"type": "content", "content": {"type": "text", "text": "Cancelled"}},)))
+                    text += (
+                        "; its outcome is unknown: it may have partly or fully taken effect. Check the current "
+                        f"state before repeating it (operation {op})"
+                    )
+                slot.result = ToolResultMessage(
+                    cid, slot.call.name, text, True, meta=slot.record.meta() if slot.record else None
+                )
+                await emit(
+                    ToolCallProgress(
+                        cid,
+                        status="failed",
+                        content=({"type": "content", "content": {"type": "text", "text": "Cancelled"}},),
+                    )
+                )
         if open_calls:
             for slot in sorted(open_calls.values(), key=lambda s: s.index):
                 assert slot.result is not None

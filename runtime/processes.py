@@ -40,8 +40,22 @@ from runtime.sandbox.client import Child, SandboxError, Spawner
 from runtime.sandbox.orphans import group_alive
 from runtime.sandbox.spec import SandboxSpec
 
-__all__ = ["ExecResult", "FdStream", "HeadTail", "ProcessLimit", "ProcessTable", "RingLog", "SandboxError", "Spawned",
-           "close_session", "group_alive", "kill_all_process_groups", "run_exec", "session_table", "spawn"]
+__all__ = [
+    "ExecResult",
+    "FdStream",
+    "HeadTail",
+    "ProcessLimit",
+    "ProcessTable",
+    "RingLog",
+    "SandboxError",
+    "Spawned",
+    "close_session",
+    "group_alive",
+    "kill_all_process_groups",
+    "run_exec",
+    "session_table",
+    "spawn",
+]
 
 EXEC_GRACE = 0.3  # how long what an `exec` left behind may still run (and write output) after it exits
 _groups: set[int] = set()
@@ -146,9 +160,18 @@ def _check_command(argv0: str, env: Mapping[str, str], cwd: str) -> None:
         raise PermissionError(errno.EACCES, "Permission denied", argv0)
 
 
-def spawn(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], cwd_fd: int | None = None,
-          spec: SandboxSpec | None = None, grace: float | None = None, stdin: int = DEVNULL,
-          stdout: int = PIPE, stderr: int = PIPE) -> Spawned:
+def spawn(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    cwd_fd: int | None = None,
+    spec: SandboxSpec | None = None,
+    grace: float | None = None,
+    stdin: int = DEVNULL,
+    stdout: int = PIPE,
+    stderr: int = PIPE,
+) -> Spawned:
     """Start `argv` sandboxed by `spec` (None: unconfined, still contained) through the sandbox helper.
 
     `stdin`/`stdout`/`stderr`: PIPE, DEVNULL, STDOUT (stderr only) or a descriptor to hand over. `grace`: after the
@@ -188,9 +211,18 @@ def spawn(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], cwd_fd: int 
         report_r, report_w = os.pipe()
         owned.append(report_w)
         try:
-            pid, pidfd, notes = spawner.spawn(argv, cwd=cwd, env=child_env, spec=spec, grace=grace,
-                                              report_w=report_w, stdin=theirs["stdin"], stdout=theirs["stdout"],
-                                              stderr=theirs["stderr"], cwd_fd=cwd_fd)
+            pid, pidfd, notes = spawner.spawn(
+                argv,
+                cwd=cwd,
+                env=child_env,
+                spec=spec,
+                grace=grace,
+                report_w=report_w,
+                stdin=theirs["stdin"],
+                stdout=theirs["stdout"],
+                stderr=theirs["stderr"],
+                cwd_fd=cwd_fd,
+            )
         except BaseException:
             os.close(report_r)
             raise
@@ -212,7 +244,7 @@ def setup_failure(stderr: str) -> str | None:
     prefix = SETUP_PREFIX.decode()
     for line in stderr.splitlines():
         if line.startswith(prefix):
-            return line[len(prefix):]
+            return line[len(prefix) :]
     return None
 
 
@@ -235,7 +267,7 @@ class FdStream:
         view = memoryview(data)
         while view:
             try:
-                view = view[os.write(self.fd, view):]
+                view = view[os.write(self.fd, view) :]
             except BlockingIOError:
                 await anyio.wait_writable(self.fd)
 
@@ -381,8 +413,14 @@ async def run_exec(
     rc = child.returncode
     sig = -rc if rc is not None and rc < 0 else None
     return ExecResult(
-        stdout=out.text(), stderr=err.text(), exit_code=None if sig else rc, signal=sig, timed_out=timed_out,
-        pid=child.pid, duration_ms=int((time.monotonic() - started) * 1000), truncated=bool(out.dropped or err.dropped),
+        stdout=out.text(),
+        stderr=err.text(),
+        exit_code=None if sig else rc,
+        signal=sig,
+        timed_out=timed_out,
+        pid=child.pid,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        truncated=bool(out.dropped or err.dropped),
         leftovers_killed=child.leftovers and not timed_out,
     )
 
@@ -424,7 +462,7 @@ class RingLog:
             lost = offset < self._start
             begin = max(offset, self._start)
             rel = min(begin - self._start, len(joined))
-            text = joined[rel: rel + limit]
+            text = joined[rel : rel + limit]
             return text, self._start + rel, self._start + rel + len(text), lost
 
 
@@ -458,9 +496,17 @@ class BackgroundProcess:
         return "stopped" if self.stop_requested else "exited"
 
     def info(self) -> dict[str, object]:
-        return {"processId": self.id, "command": self.command, "cwd": self.cwd, "pid": self.pid,
-                "status": self.status, "exitCode": self.exit_code, "startedAt": self.started_at,
-                "endedAt": self.ended_at, "logSize": self.log.end}
+        return {
+            "processId": self.id,
+            "command": self.command,
+            "cwd": self.cwd,
+            "pid": self.pid,
+            "status": self.status,
+            "exitCode": self.exit_code,
+            "startedAt": self.started_at,
+            "endedAt": self.ended_at,
+            "logSize": self.log.end,
+        }
 
 
 class ProcessLimit(Exception):
@@ -480,8 +526,16 @@ class ProcessTable:
         self._procs: dict[str, BackgroundProcess] = {}
         self.closed = False
 
-    def start(self, argv: Sequence[str], *, command: str, cwd: str, env: Mapping[str, str],
-              cwd_fd: int | None = None, spec: SandboxSpec | None = None) -> BackgroundProcess:
+    def start(
+        self,
+        argv: Sequence[str],
+        *,
+        command: str,
+        cwd: str,
+        env: Mapping[str, str],
+        cwd_fd: int | None = None,
+        spec: SandboxSpec | None = None,
+    ) -> BackgroundProcess:
         """Start a background process (from the event loop's thread: see the module docstring).
 
         Raises:
@@ -493,14 +547,18 @@ class ProcessTable:
             raise ProcessLimit("the session is closed")
         running = sum(1 for p in self._procs.values() if p.status == "running")
         if running >= self.max_running:
-            raise ProcessLimit(f"{running} background processes are already running (limit {self.max_running}); "
-                               "stop one first")
-        child = spawn(argv, cwd=cwd, env=env, cwd_fd=cwd_fd, spec=spec, grace=None, stdin=PIPE, stdout=PIPE,
-                      stderr=STDOUT)
+            raise ProcessLimit(
+                f"{running} background processes are already running (limit {self.max_running}); stop one first"
+            )
+        child = spawn(
+            argv, cwd=cwd, env=env, cwd_fd=cwd_fd, spec=spec, grace=None, stdin=PIPE, stdout=PIPE, stderr=STDOUT
+        )
         proc = BackgroundProcess(f"proc_{next(_ids)}", command, cwd, child, RingLog(self.log_capacity), time.time())
         self._procs[proc.id] = proc
-        proc.threads = [threading.Thread(target=_pump_log, args=(proc,), name=f"gw-log-{proc.id}", daemon=True),
-                        threading.Thread(target=_wait_exit, args=(proc,), name=f"gw-wait-{proc.id}", daemon=True)]
+        proc.threads = [
+            threading.Thread(target=_pump_log, args=(proc,), name=f"gw-log-{proc.id}", daemon=True),
+            threading.Thread(target=_wait_exit, args=(proc,), name=f"gw-wait-{proc.id}", daemon=True),
+        ]
         for t in proc.threads:
             t.start()
         return proc
@@ -541,8 +599,9 @@ class ProcessTable:
             proc.child.kill()
             unregister_group(proc.pid)
         if self._procs:
-            threading.Thread(target=_close_when_done, args=(list(self._procs.values()),), name="gw-close",
-                             daemon=True).start()
+            threading.Thread(
+                target=_close_when_done, args=(list(self._procs.values()),), name="gw-close", daemon=True
+            ).start()
 
 
 def _pump_log(proc: BackgroundProcess) -> None:

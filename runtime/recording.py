@@ -36,12 +36,19 @@ if TYPE_CHECKING:
 REDACTED = "<redacted>"
 
 
-def transcript_meta(factory: ModelFactory, mode: str, *, host: str = "acp", cwd: str | None = None,
-                    state_dir: str | None = None) -> dict[str, Any]:
+def transcript_meta(
+    factory: ModelFactory, mode: str, *, host: str = "acp", cwd: str | None = None, state_dir: str | None = None
+) -> dict[str, Any]:
     """The facts a recording needs to be replayed elsewhere (redacted like every frame when written)."""
     spec = factory.spec
-    meta: dict[str, Any] = {"gatewright": __version__, "host": host, "model": str(spec) if spec else None,
-                            "mode": str(mode), "python": platform.python_version(), "platform": sys.platform}
+    meta: dict[str, Any] = {
+        "gatewright": __version__,
+        "host": host,
+        "model": str(spec) if spec else None,
+        "mode": str(mode),
+        "python": platform.python_version(),
+        "platform": sys.platform,
+    }
     if cwd is not None:
         meta["cwd"] = cwd
     try:
@@ -127,8 +134,11 @@ class TranscriptRecorder:
     def record(self, direction: str, msg: Any, raw: bytes | None = None) -> None:
         now = time.monotonic()
         redacted = redact(msg)
-        text = None if raw is None else secret_registry.redact_text(
-            redact_raw(raw.decode("utf-8", errors="replace")[:4096]))
+        text = (
+            None
+            if raw is None
+            else secret_registry.redact_text(redact_raw(raw.decode("utf-8", errors="replace")[:4096]))
+        )
         with self._lock:
             if self._t0 is None:
                 self._t0 = now

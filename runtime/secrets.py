@@ -48,8 +48,21 @@ NAME_MARKERS = ("API_KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL"
 # The agent's own settings are no business of a child (and GATEWRIGHT_CONFIG names where the keys are described).
 OWN_PREFIX = "GATEWRIGHT_"
 # Header values under these names are protocol details, not credentials.
-PLAIN_HEADERS = frozenset({"accept", "accept-encoding", "accept-language", "content-type", "user-agent", "referer",
-                           "http-referer", "x-title", "anthropic-version", "anthropic-beta", "openai-beta"})
+PLAIN_HEADERS = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "content-type",
+        "user-agent",
+        "referer",
+        "http-referer",
+        "x-title",
+        "anthropic-version",
+        "anthropic-beta",
+        "openai-beta",
+    }
+)
 
 
 def secret_looking(name: str) -> bool:
@@ -140,8 +153,9 @@ class SecretRegistry:
                 self._values |= new_values
                 ordered = tuple(sorted(self._values, key=len, reverse=True))
                 forms = tuple(_json_form(v) for v in ordered)
-                self.snapshot = _Snapshot(frozenset(self._names), ordered, frozenset(ordered), forms,
-                                          tuple(f.encode() for f in forms))
+                self.snapshot = _Snapshot(
+                    frozenset(self._names), ordered, frozenset(ordered), forms, tuple(f.encode() for f in forms)
+                )
             self._environment_read = True  # only now: a reader that sees it also sees the snapshot
         install_log_filter()
 
@@ -161,8 +175,9 @@ class SecretRegistry:
         return name in self._current().names or secret_looking(name)
 
     # ---- children ------------------------------------------------------------------------------------------------
-    def child_environ(self, environ: Mapping[str, str] | None = None,
-                      extra_names: Iterable[str] = ()) -> dict[str, str]:
+    def child_environ(
+        self, environ: Mapping[str, str] | None = None, extra_names: Iterable[str] = ()
+    ) -> dict[str, str]:
         """The environment a child process gets: `environ` (default: ours) without any secret."""
         snap = self._current()
         env = self._environ if environ is None else environ

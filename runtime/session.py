@@ -65,12 +65,18 @@ def runtime_options() -> RuntimeOptions:
 
 def title_from(blocks: list[Any]) -> str | None:
     """A session's title: the first non-empty line of its first prompt's text, in at most `TITLE_CHARS`."""
-    text = next((b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text"
-                 and isinstance(b.get("text"), str) and b["text"].strip()), None)
+    text = next(
+        (
+            b["text"]
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str) and b["text"].strip()
+        ),
+        None,
+    )
     if text is None:
         return None
     line = " ".join(next(ln for ln in text.splitlines() if ln.strip()).split())
-    return line if len(line) <= TITLE_CHARS else line[:TITLE_CHARS - 1].rstrip() + "…"
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
 
 @dataclass(kw_only=True, eq=False)
@@ -99,10 +105,20 @@ class Session:
 
     def __post_init__(self) -> None:
         self.parts = build_runtime(
-            session_id=self.id, cwd=self.cwd, additional_directories=self.additional_directories, model=self.model,
-            gateway=self._gateway(), mode=lambda: self.mode, state_dir=self.state_dir, remember=self.remember,
-            options=self.options, editor=self._editor(), configured_rules=self.configured_rules,
-            sandbox=self.sandbox, asker=self._asker())
+            session_id=self.id,
+            cwd=self.cwd,
+            additional_directories=self.additional_directories,
+            model=self.model,
+            gateway=self._gateway(),
+            mode=lambda: self.mode,
+            state_dir=self.state_dir,
+            remember=self.remember,
+            options=self.options,
+            editor=self._editor(),
+            configured_rules=self.configured_rules,
+            sandbox=self.sandbox,
+            asker=self._asker(),
+        )
         self.runtime = self.parts.runtime
         self.registry = self.parts.registry
         self.workspace = self.parts.workspace
@@ -153,16 +169,24 @@ class Session:
             return ev
         total = self.runtime.total_usage
         p = self.priced_usage
-        delta = Usage(total.input_tokens - p.input_tokens, total.output_tokens - p.output_tokens,
-                      total.cached_read_tokens - p.cached_read_tokens,
-                      total.cached_write_tokens - p.cached_write_tokens)
+        delta = Usage(
+            total.input_tokens - p.input_tokens,
+            total.output_tokens - p.output_tokens,
+            total.cached_read_tokens - p.cached_read_tokens,
+            total.cached_write_tokens - p.cached_write_tokens,
+        )
         self.priced_usage = total
         if info.prices is not None:
             self.cost += info.prices.cost(delta)
         priced = info.prices is not None or self.cost > 0
-        return UsageReported(ev.input_tokens, ev.output_tokens, min(ev.context_used, info.context_window),
-                             info.context_window, round(self.cost, 6) if priced else None,
-                             info.prices.currency if info.prices else "USD")
+        return UsageReported(
+            ev.input_tokens,
+            ev.output_tokens,
+            min(ev.context_used, info.context_window),
+            info.context_window,
+            round(self.cost, 6) if priced else None,
+            info.prices.currency if info.prices else "USD",
+        )
 
     # ---- settings ------------------------------------------------------------------------------------------------
     def set_mode(self, mode_id: str) -> None:

@@ -27,8 +27,19 @@ from runtime.tools.base import ToolCall, ToolContext, ToolExecutor, ToolFailure,
 
 TRANSIENT_ERROR_TYPES = frozenset({"Transient"})
 # Errors that say "try again" rather than "this is wrong": resource briefly busy, interrupted, connection dropped.
-TRANSIENT_ERRNOS = frozenset({errno.EAGAIN, errno.EWOULDBLOCK, errno.EBUSY, errno.EINTR, errno.ETIMEDOUT,
-                              errno.ECONNRESET, errno.ECONNABORTED, errno.ENETUNREACH, errno.EHOSTUNREACH})
+TRANSIENT_ERRNOS = frozenset(
+    {
+        errno.EAGAIN,
+        errno.EWOULDBLOCK,
+        errno.EBUSY,
+        errno.EINTR,
+        errno.ETIMEDOUT,
+        errno.ECONNRESET,
+        errno.ECONNABORTED,
+        errno.ENETUNREACH,
+        errno.EHOSTUNREACH,
+    }
+)
 MAX_TRACE_BYTES = 64_000
 META_KEY = "gatewright"
 
@@ -58,8 +69,9 @@ class CallRecord:
         """What is stored with the tool result and shown to the client (never to the model)."""
         out: dict[str, Any] = {"operationId": self.operation_id}
         if len(self.attempts) > 1:
-            out["attempts"] = [{"attempt": a.number, "errorType": a.error_type, "durationMs": a.duration_ms}
-                               for a in self.attempts]
+            out["attempts"] = [
+                {"attempt": a.number, "errorType": a.error_type, "durationMs": a.duration_ms} for a in self.attempts
+            ]
         if self.outcome is not None:
             out["outcome"] = self.outcome
         if trace is not None:
@@ -195,15 +207,18 @@ class RetryingExecutor:
                         record.outcome = "unknown"
                     raise ToolFailure(
                         f"{exc.message}. Its outcome is unknown: it may have partly or fully taken effect. Check the "
-                        f"current state before repeating it (operation {operation_id}).", "OutcomeUnknown") from None
+                        f"current state before repeating it (operation {operation_id}).",
+                        "OutcomeUnknown",
+                    ) from None
                 if effect != "read" or not is_transient(exc):
                     raise
                 wait = self.policy.delay(attempt)
                 spent = time.monotonic() - started
                 if attempt >= self.policy.max_attempts or spent + wait > self.policy.budget_seconds:
                     detail = exc.message if isinstance(exc, ToolFailure) else (exc.strerror or str(exc))
-                    raise ToolFailure(f"{call.name} failed {attempt} time(s) with a transient error: {detail}",
-                                      "Transient") from None
+                    raise ToolFailure(
+                        f"{call.name} failed {attempt} time(s) with a transient error: {detail}", "Transient"
+                    ) from None
                 await anyio.sleep(wait)
                 continue
             except BaseException as exc:  # a crash or a cancel: logged, never retried

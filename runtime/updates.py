@@ -22,11 +22,17 @@ from runtime.events import (
 )
 
 
-def pending_tool_call(call_id: str, title: str, kind: str, raw_input: Any, content: Sequence[Any] | None,
-                      locations: Sequence[Any] | None) -> dict[str, Any]:
+def pending_tool_call(
+    call_id: str, title: str, kind: str, raw_input: Any, content: Sequence[Any] | None, locations: Sequence[Any] | None
+) -> dict[str, Any]:
     """A tool call about to run, as the `tool_call` update announces it and a permission request shows it."""
-    out: dict[str, Any] = {"toolCallId": call_id, "title": title, "kind": kind, "status": "pending",
-                           "rawInput": raw_input}
+    out: dict[str, Any] = {
+        "toolCallId": call_id,
+        "title": title,
+        "kind": kind,
+        "status": "pending",
+        "rawInput": raw_input,
+    }
     if content:
         out["content"] = list(content)
     if locations:
@@ -35,8 +41,10 @@ def pending_tool_call(call_id: str, title: str, kind: str, raw_input: Any, conte
 
 
 def tool_call_frame(ev: ToolCallStarted) -> dict[str, Any]:
-    upd: dict[str, Any] = {"sessionUpdate": "tool_call",
-                           **pending_tool_call(ev.call_id, ev.title, ev.kind, ev.raw_input, ev.content, ev.locations)}
+    upd: dict[str, Any] = {
+        "sessionUpdate": "tool_call",
+        **pending_tool_call(ev.call_id, ev.title, ev.kind, ev.raw_input, ev.content, ev.locations),
+    }
     if ev.meta:
         upd["_meta"] = ev.meta
     return upd

@@ -136,8 +136,11 @@ class Workspace:
                     nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
                     if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                        raise PathError(f"{os.path.join(anchor, *parts)}: a path component is not a directory "
-                                        "or was replaced by a symlink", "PathChanged") from None
+                        raise PathError(
+                            f"{os.path.join(anchor, *parts)}: a path component is not a directory "
+                            "or was replaced by a symlink",
+                            "PathChanged",
+                        ) from None
                     raise _os_error(exc, os.path.join(anchor, *parts)) from None
                 os.close(fd)
                 fd = nfd
@@ -185,8 +188,9 @@ class Workspace:
         except OSError as exc:
             raise _os_error(exc, resolved.path) from None
 
-    def read_bytes(self, resolved: ResolvedPath, grants: frozenset[str] = frozenset(),
-                   limit: int | None = None) -> bytes:
+    def read_bytes(
+        self, resolved: ResolvedPath, grants: frozenset[str] = frozenset(), limit: int | None = None
+    ) -> bytes:
         fd = self.open_read(resolved, grants)
         with os.fdopen(fd, "rb") as f:
             return f.read() if limit is None else f.read(limit)

@@ -72,7 +72,12 @@ def fp() -> Iterator:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every async test runs under anyio's plugin: one without `pytest.mark.anyio` would not run its body."""
-    unmarked = [item.nodeid for item in items if isinstance(item, pytest.Function)
-                and inspect.iscoroutinefunction(item.obj) and item.get_closest_marker("anyio") is None]
+    unmarked = [
+        item.nodeid
+        for item in items
+        if isinstance(item, pytest.Function)
+        and inspect.iscoroutinefunction(item.obj)
+        and item.get_closest_marker("anyio") is None
+    ]
     if unmarked:
         raise pytest.UsageError(f"async tests without pytest.mark.anyio: {unmarked}")

@@ -74,15 +74,28 @@ def _imports(path: Path) -> list[Imported]:
         for child in ast.iter_child_nodes(node):
             inner = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
             if isinstance(child, ast.Import):
-                found.extend(Imported(rel, child.lineno, a.name, (), in_function, (a.asname or a.name.split(".")[0],),
-                                      typing_only) for a in child.names)
+                found.extend(
+                    Imported(
+                        rel, child.lineno, a.name, (), in_function, (a.asname or a.name.split(".")[0],), typing_only
+                    )
+                    for a in child.names
+                )
             elif isinstance(child, ast.ImportFrom):
                 module = child.module or ""
                 if child.level:  # relative: resolve against this module's package
                     base = package.split(".")[: len(package.split(".")) - child.level + 1]
                     module = ".".join([*base, module] if module else base)
-                found.append(Imported(rel, child.lineno, module, tuple(a.name for a in child.names), in_function,
-                                      tuple(a.asname or a.name for a in child.names), typing_only))
+                found.append(
+                    Imported(
+                        rel,
+                        child.lineno,
+                        module,
+                        tuple(a.name for a in child.names),
+                        in_function,
+                        tuple(a.asname or a.name for a in child.names),
+                        typing_only,
+                    )
+                )
             if _is_type_checking(child):
                 assert isinstance(child, ast.If)
                 for stmt in child.body:
@@ -105,9 +118,13 @@ def _top(module: str) -> str:
 
 
 def test_the_packages_import_one_another_only_downwards():
-    wrong = [f"{i.path}:{i.line} imports {i.module}" for i in _all_imports()
-             if _top(i.module) in PACKAGES and _top(i.module) != i.path.split("/")[0]
-             and _top(i.module) not in MAY_IMPORT[i.path.split("/")[0]]]
+    wrong = [
+        f"{i.path}:{i.line} imports {i.module}"
+        for i in _all_imports()
+        if _top(i.module) in PACKAGES
+        and _top(i.module) != i.path.split("/")[0]
+        and _top(i.module) not in MAY_IMPORT[i.path.split("/")[0]]
+    ]
     assert wrong == []
 
 
@@ -125,8 +142,11 @@ def test_no_module_imports_another_packages_private_modules():
 
 
 def test_no_import_is_inside_a_function_but_the_sandbox_helpers_and_the_exceptions():
-    stray = [f"{i.path}:{i.line} imports {i.module}" for i in _all_imports()
-             if i.in_function and not i.path.startswith(SANDBOX) and (i.path, i.module) not in EXCEPTIONS]
+    stray = [
+        f"{i.path}:{i.line} imports {i.module}"
+        for i in _all_imports()
+        if i.in_function and not i.path.startswith(SANDBOX) and (i.path, i.module) not in EXCEPTIONS
+    ]
     assert stray == [], "import these at module level, or defer them through a lazy place (permissions/lazy.py)"
 
 
@@ -136,9 +156,16 @@ def test_every_documented_exception_is_still_needed():
 
 
 def _calls(tree: ast.AST, name: str) -> bool:
-    return any(isinstance(n, ast.Call) and (isinstance(n.func, ast.Attribute) and n.func.attr == name
-                                            or isinstance(n.func, ast.Name) and n.func.id == name)
-               for n in ast.walk(tree))
+    return any(
+        isinstance(n, ast.Call)
+        and (
+            isinstance(n.func, ast.Attribute)
+            and n.func.attr == name
+            or isinstance(n.func, ast.Name)
+            and n.func.id == name
+        )
+        for n in ast.walk(tree)
+    )
 
 
 def test_the_lazy_places_are_the_only_deferral_mechanism():
@@ -151,8 +178,11 @@ def test_the_lazy_places_are_the_only_deferral_mechanism():
             for node in tree.body:
                 defined = isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
                 for stmt in [*node.body, *node.orelse] if isinstance(node, ast.If) else [node]:
-                    defined = defined or isinstance(stmt, ast.Assign) and any(
-                        isinstance(t, ast.Name) and t.id == "__getattr__" for t in stmt.targets)
+                    defined = (
+                        defined
+                        or isinstance(stmt, ast.Assign)
+                        and any(isinstance(t, ast.Name) and t.id == "__getattr__" for t in stmt.targets)
+                    )
                 if defined:
                     getattrs.add(rel)
             if _calls(tree, "import_module") or _calls(tree, "__import__"):
@@ -162,8 +192,11 @@ def test_the_lazy_places_are_the_only_deferral_mechanism():
 
 
 def test_the_lazy_places_import_nothing_at_run_time_but_the_mechanism():
-    wrong = [f"{i.path}:{i.line} imports {i.module}" for i in _all_imports()
-             if i.path in LAZY_PLACES and not i.typing_only and i.module not in LAZY_PLACES[i.path]]
+    wrong = [
+        f"{i.path}:{i.line} imports {i.module}"
+        for i in _all_imports()
+        if i.path in LAZY_PLACES and not i.typing_only and i.module not in LAZY_PLACES[i.path]
+    ]
     assert wrong == []
 
 
@@ -214,8 +247,13 @@ except AttributeError as exc:
 else:
     raise AssertionError("an unknown name must be an AttributeError")
 """
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT,
-                   env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(ROOT)})
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        timeout=60,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(ROOT)},
+    )
 
 
 def _start_up_modules() -> set[str]:
@@ -233,8 +271,15 @@ agent = GatewrightAgent(AgentConfig(mode=checked.mode, model_factory=checked.fac
 agent.answer_initialize({"protocolVersion": 1, "clientCapabilities": {}})
 print(" ".join(m for m in sys.modules if m.split(".")[0] in ("acp_server", "runtime", "permissions")))
 """
-    out = subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT, capture_output=True,
-                         text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(ROOT)})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        timeout=60,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(ROOT)},
+    )
     return set(out.stdout.split())
 
 

@@ -12,8 +12,13 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _ruff(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", *args], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_no_print_calls_in_the_packages():

@@ -30,8 +30,12 @@ def _req_ids(decorator: ast.expr) -> list[str]:
     if not isinstance(decorator, ast.Call):
         return []
     f = decorator.func
-    if isinstance(f, ast.Attribute) and f.attr == "req" and isinstance(f.value, ast.Attribute) \
-            and f.value.attr == "mark":
+    if (
+        isinstance(f, ast.Attribute)
+        and f.attr == "req"
+        and isinstance(f.value, ast.Attribute)
+        and f.value.attr == "mark"
+    ):
         return [a.value for a in decorator.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return []
 

@@ -30,22 +30,25 @@ async def set_mode(agent: GatewrightAgent, req: SetSessionModeRequest) -> SetSes
     return SetSessionModeResponse()
 
 
-async def set_config_option(agent: GatewrightAgent,
-                            req: SetSessionConfigOptionRequest) -> SetSessionConfigOptionResponse:
+async def set_config_option(
+    agent: GatewrightAgent, req: SetSessionConfigOptionRequest
+) -> SetSessionConfigOptionResponse:
     session = agent.session(req.session_id)
     config_id = req.config_id
     if config_id not in ("mode", "model", updates.REMEMBER_OPTION) or (
-            config_id == "model" and not session.model_choices):
+        config_id == "model" and not session.model_choices
+    ):
         raise InvalidParams(f"Invalid params: unknown config option {config_id[:100]!r}")
     if not isinstance(req, ValueIdSetSessionConfigOptionRequest):  # every option here is a select
-        raise InvalidParams("Invalid params: \"value\" must be one of the option's values")
+        raise InvalidParams('Invalid params: "value" must be one of the option\'s values')
     value = req.value
     if config_id == updates.REMEMBER_OPTION:
         try:
             session.set_remember(value)
         except ValueError:
-            raise InvalidParams(f"Invalid params: \"remember\" cannot be {value[:100]!r}; expected session, "
-                                "project or global") from None
+            raise InvalidParams(
+                f'Invalid params: "remember" cannot be {value[:100]!r}; expected session, project or global'
+            ) from None
     elif config_id == "model":
         factory = agent.config.model_factory
         if value not in {m.id for m in session.model_choices} or factory is None:

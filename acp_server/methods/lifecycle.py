@@ -48,6 +48,7 @@ async def authenticate(agent: GatewrightAgent, req: AuthenticateRequest) -> Auth
         var = method.removeprefix("env:")
         if factory.key_is_set(var):
             return AuthenticateResponse()
-        raise AuthRequired(f"{var} is not set: set it in the environment the editor starts gatewright with, "
-                           "then restart the agent")
+        raise AuthRequired(
+            f"{var} is not set: set it in the environment the editor starts gatewright with, then restart the agent"
+        )
     raise InvalidParams(f"Invalid params: unknown authentication method {method[:100]!r}")

@@ -123,4 +123,3 @@ def convert_prompt(blocks: list[ContentBlock], *, accepts_images: bool) -> tuple
             # The block is stored and replayed on `session/load` as the client sent it; the model gets a note.
             notes.append(AUDIO_NOT_SENT)
     return parts, notes
-

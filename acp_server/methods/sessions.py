@@ -73,16 +73,25 @@ async def new_session(agent: GatewrightAgent, req: NewSessionRequest) -> Answer:
     assert agent.conn is not None
     factory = agent.config.model_factory
     model = factory.create() if factory else None
-    session = AcpSession(id=new_session_id(), cwd=cwd, mode=parse_mode(agent.config.mode), model=model,
-                         conn=agent.conn, client_caps=client_capabilities(agent), factory=factory,
-                         model_id=factory.default_id if factory and model else None,
-                         model_choices=factory.choices() if factory else (),
-                         state_dir=state_dir(agent.config.state_dir), configured_rules=agent.config.rules)
+    session = AcpSession(
+        id=new_session_id(),
+        cwd=cwd,
+        mode=parse_mode(agent.config.mode),
+        model=model,
+        conn=agent.conn,
+        client_caps=client_capabilities(agent),
+        factory=factory,
+        model_id=factory.default_id if factory and model else None,
+        model_choices=factory.choices() if factory else (),
+        state_dir=state_dir(agent.config.state_dir),
+        configured_rules=agent.config.rules,
+    )
     agent.sessions[session.id] = session
     await _connect_mcp(session, req.mcp_servers)  # returns at once; servers start after this answer
     store_new(agent.store, session)
-    result = NewSessionResponse(session_id=session.id, modes=updates.modes_state(session.mode),
-                                config_options=updates.config_options(session))
+    result = NewSessionResponse(
+        session_id=session.id, modes=updates.modes_state(session.mode), config_options=updates.config_options(session)
+    )
     return Answer(result, lambda: _after_new(agent, session))
 
 
@@ -109,8 +118,9 @@ async def resume_session(agent: GatewrightAgent, req: ResumeSessionRequest) -> A
     cwd = _workspace(req.cwd, req.additional_directories)
     session = agent.sessions.get(req.session_id) or _revive(agent, _record(agent, req.session_id), cwd)
     await _connect_mcp(session, req.mcp_servers or [])
-    result = ResumeSessionResponse(modes=updates.modes_state(session.mode),
-                                   config_options=updates.config_options(session))
+    result = ResumeSessionResponse(
+        modes=updates.modes_state(session.mode), config_options=updates.config_options(session)
+    )
     return Answer(result, lambda: send_commands(agent, session))
 
 
@@ -124,22 +134,32 @@ async def fork_session(agent: GatewrightAgent, req: ForkSessionRequest) -> Answe
         raise ResourceNotFound(f"Session not found: {req.session_id[:100]}")
     session = _revive(agent, rec, cwd)
     await _connect_mcp(session, req.mcp_servers or [])
-    result = ForkSessionResponse(session_id=session.id, modes=updates.modes_state(session.mode),
-                                 config_options=updates.config_options(session))
+    result = ForkSessionResponse(
+        session_id=session.id, modes=updates.modes_state(session.mode), config_options=updates.config_options(session)
+    )
     return Answer(result, lambda: send_commands(agent, session))
 
 
 async def list_sessions(agent: GatewrightAgent, req: ListSessionsRequest) -> ListSessionsResponse:
     if req.cwd is not None and not os.path.isabs(req.cwd):
-        raise InvalidParams("Invalid params: \"cwd\" must be an absolute path")
+        raise InvalidParams('Invalid params: "cwd" must be an absolute path')
     try:
         records, next_cursor = agent.store.list(req.cwd, req.cursor, _page_size())
     except CursorError:
-        raise InvalidParams("Invalid params: \"cursor\" is not a cursor this agent gave") from None
+        raise InvalidParams('Invalid params: "cursor" is not a cursor this agent gave') from None
     return ListSessionsResponse(
-        sessions=[SessionInfo(session_id=r.id, cwd=r.cwd, updated_at=r.updated_iso, title=r.title or None,
-                              additional_directories=list(r.additional_dirs) or None) for r in records],
-        next_cursor=next_cursor or None)
+        sessions=[
+            SessionInfo(
+                session_id=r.id,
+                cwd=r.cwd,
+                updated_at=r.updated_iso,
+                title=r.title or None,
+                additional_directories=list(r.additional_dirs) or None,
+            )
+            for r in records
+        ],
+        next_cursor=next_cursor or None,
+    )
 
 
 async def close_session(agent: GatewrightAgent, req: CloseSessionRequest) -> CloseSessionResponse:
@@ -189,11 +209,11 @@ async def _after_new(agent: GatewrightAgent, session: AcpSession) -> None:
 def _workspace(cwd: str, additional_directories: list[str] | None) -> str:
     # One stat of a path the client named: not worth a thread.
     if not os.path.isabs(cwd) or "\x00" in cwd:
-        raise InvalidParams("Invalid params: \"cwd\" must be an absolute path")
+        raise InvalidParams('Invalid params: "cwd" must be an absolute path')
     if not os.path.isdir(cwd):
-        raise InvalidParams("Invalid params: \"cwd\" is not an existing directory")
+        raise InvalidParams('Invalid params: "cwd" is not an existing directory')
     if additional_directories:
-        raise InvalidParams("Invalid params: \"additionalDirectories\" is not supported by this agent")
+        raise InvalidParams('Invalid params: "additionalDirectories" is not supported by this agent')
     return cwd
 
 
@@ -213,10 +233,18 @@ def _record(agent: GatewrightAgent, sid: str) -> SessionRecord:
 def _revive(agent: GatewrightAgent, rec: SessionRecord, cwd: str) -> AcpSession:
     """A live session from its stored record: settings, model context, usage, scripted position."""
     assert agent.conn is not None
-    make = functools.partial(AcpSession, conn=agent.conn, client_caps=client_capabilities(agent),
-                             configured_rules=agent.config.rules)
-    session = revive(agent.store, rec, make, cwd=cwd, factory=agent.config.model_factory,
-                     default_mode=agent.config.mode, state_dir=state_dir(agent.config.state_dir))
+    make = functools.partial(
+        AcpSession, conn=agent.conn, client_caps=client_capabilities(agent), configured_rules=agent.config.rules
+    )
+    session = revive(
+        agent.store,
+        rec,
+        make,
+        cwd=cwd,
+        factory=agent.config.model_factory,
+        default_mode=agent.config.mode,
+        state_dir=state_dir(agent.config.state_dir),
+    )
     agent.sessions[session.id] = session
     return session
 

@@ -14,16 +14,28 @@ from dataclasses import dataclass, field
 from typing import Any
 
 UNSTABLE = ("ForkSessionRequest", "ForkSessionResponse", "SessionForkCapabilities")
-ENVELOPES = frozenset({"AgentRequest", "AgentResponse", "AgentNotification", "ClientRequest", "ClientResponse",
-                       "ClientNotification"})
+ENVELOPES = frozenset(
+    {"AgentRequest", "AgentResponse", "AgentNotification", "ClientRequest", "ClientResponse", "ClientNotification"}
+)
 # Fields kept as the JSON values they are, where gatewright reads them itself on purpose (not a schema rule):
 # `mcpServers` entries go to `runtime.mcp.config.parse_servers`, which tells the user about an entry it cannot start
 # (and still starts the others) instead of leaving it out silently, as `x-deserialize-skip-invalid-items` would.
-RAW_FIELDS = frozenset({("NewSessionRequest", "mcpServers"), ("LoadSessionRequest", "mcpServers"),
-                        ("ResumeSessionRequest", "mcpServers"), ("ForkSessionRequest", "mcpServers")})
+RAW_FIELDS = frozenset(
+    {
+        ("NewSessionRequest", "mcpServers"),
+        ("LoadSessionRequest", "mcpServers"),
+        ("ResumeSessionRequest", "mcpServers"),
+        ("ForkSessionRequest", "mcpServers"),
+    }
+)
 _RESERVED_ATTRS = frozenset({"extra", "to_wire", "from_wire", "KEYS"})
-_INT_FORMATS = {"uint16": (0, 2**16 - 1), "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1),
-                "int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
+_INT_FORMATS = {
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+}
 INT_NAMES = {bounds: name for name, bounds in _INT_FORMATS.items()}
 
 
@@ -195,8 +207,17 @@ class Schema:
             default = ps.get("default", NO_DEFAULT)
             if not required and default is NO_DEFAULT and not isinstance(t, Opt):
                 t = Opt(t)
-            fields.append(Field(wire, attr, t, required, default, bool(ps.get("x-deserialize-default-on-error")),
-                                ps.get("description", "")))
+            fields.append(
+                Field(
+                    wire,
+                    attr,
+                    t,
+                    required,
+                    default,
+                    bool(ps.get("x-deserialize-default-on-error")),
+                    ps.get("description", ""),
+                )
+            )
         if tag is not None:  # the tag first: `{"type": "text", ...}`, `{"sessionUpdate": ..., ...}`
             fields.sort(key=lambda f: f.wire != tag)
         assert len({f.attr for f in fields}) == len(fields), name
@@ -239,8 +260,9 @@ class Schema:
             return inner
         own = _Variant(props=dict(s.get("properties", {})), required=set(s.get("required", [])))
         if "not" in s:  # the "other" form: its string-typed property takes every value but the named ones
-            own.open_tag = next((k for k, p in own.props.items() if p.get("type") == "string" and "const" not in p),
-                                None)
+            own.open_tag = next(
+                (k for k, p in own.props.items() if p.get("type") == "string" and "const" not in p), None
+            )
         out = [own]
         for part in s.get("allOf", []):
             out = [_merge(a, b) for a in out for b in self._flatten(part)]

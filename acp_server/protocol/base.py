@@ -230,8 +230,9 @@ def first_of(v: object, at: str, decoders: tuple[Decoder[Any], ...]) -> Any:
     raise WireError(at, "fits none of its forms")
 
 
-def tagged(v: object, at: str, tag: str, forms: Mapping[Any, tuple[Decoder[Any], ...]],
-           fallback: tuple[Decoder[Any], ...]) -> Any:
+def tagged(
+    v: object, at: str, tag: str, forms: Mapping[Any, tuple[Decoder[Any], ...]], fallback: tuple[Decoder[Any], ...]
+) -> Any:
     """A union told apart by the value of `tag`; a value with no known tag goes to the untagged forms, if any."""
     o = obj(v, at)
     value = o.get(tag, MISSING)

@@ -201,8 +201,9 @@ class Writer:
         out.insert(1, "\n".join(consts) + "\n")
         body = "\n".join(out)
         tokens = tokenize.generate_tokens(io.StringIO(body).readline)
-        used = sorted({t.string for t in tokens if t.type == tokenize.NAME} & set(_BASE_NAMES),
-                      key=lambda n: (n != "MISSING", n))
+        used = sorted(
+            {t.string for t in tokens if t.type == tokenize.NAME} & set(_BASE_NAMES), key=lambda n: (n != "MISSING", n)
+        )
         imports = "from acp_server.protocol.base import (\n" + "".join(f"    {n},\n" for n in used) + ")\n"
         out[0] = out[0].replace("{BASE_IMPORTS}", imports)
         return "\n".join(out).rstrip() + "\n"
@@ -211,10 +212,12 @@ class Writer:
         lines = ["", "", f"class {c.name}(WireModel):"]
         lines += _docstring(c.doc or f"`{c.name}`.", "    ")
         lines.append("")
-        lines += _wrap_call("    __slots__ = (", [json.dumps(f.attr) for f in c.fields], ")",
-                            trailing_comma=len(c.fields) == 1)
-        lines += _wrap_call("    KEYS: ClassVar[frozenset[str]] = frozenset({", [json.dumps(f.wire) for f in c.fields],
-                            "})")
+        lines += _wrap_call(
+            "    __slots__ = (", [json.dumps(f.attr) for f in c.fields], ")", trailing_comma=len(c.fields) == 1
+        )
+        lines += _wrap_call(
+            "    KEYS: ClassVar[frozenset[str]] = frozenset({", [json.dumps(f.wire) for f in c.fields], "})"
+        )
         lines.append("")
         for f in c.fields:
             lines.append(f"    {f.attr}: {self.field_annotation(f)}")
@@ -266,8 +269,12 @@ class Writer:
         return _wrap_call("    def __init__(", ["self", "*", *params], ") -> None:", indent=8) + body
 
     def from_wire_source(self, c: ClassDef) -> list[str]:
-        lines = ["    @classmethod", f"    def from_wire(cls, v: object, at: str = \"\") -> {c.name}:",
-                 "        o = obj(v, at)", "        self = cls.__new__(cls)"]
+        lines = [
+            "    @classmethod",
+            f'    def from_wire(cls, v: object, at: str = "") -> {c.name}:',
+            "        o = obj(v, at)",
+            "        self = cls.__new__(cls)",
+        ]
         for f in c.fields:
             lines += self.field_decode(f)
         lines += ["        self.extra = extras(o, cls.KEYS)", "        return self"]
@@ -277,19 +284,25 @@ class Writer:
         target = f"        self.{f.attr} = "
         at = f'key(at, "{f.wire}")'
         if f.wire == "_meta":
-            return [f"{target}meta(o.get(\"_meta\"))"]
+            return [f'{target}meta(o.get("_meta"))']
         if f.default is not NO_DEFAULT:
             default = self._default_json(f)
             fn = "lenient" if f.lenient else "defaulted"
-            return _fit_value(target, f'o.get("{f.wire}", MISSING)', at,
-                              lambda v, a: f"{fn}({v}, {a}, {self.callable(f.type)}, {default})")
+            return _fit_value(
+                target,
+                f'o.get("{f.wire}", MISSING)',
+                at,
+                lambda v, a: f"{fn}({v}, {a}, {self.callable(f.type)}, {default})",
+            )
         if not f.required:
             inner = f.type.inner if isinstance(f.type, Opt) else f.type
             if f.lenient:
-                return _fit_value(target, f'o.get("{f.wire}")', at,
-                                  lambda v, a: f"lenient_optional({v}, {a}, {self.callable(inner)})")
-            return _fit_value(target, f'o.get("{f.wire}")', at,
-                              lambda v, a: f"optional({v}, {a}, {self.callable(inner)})")
+                return _fit_value(
+                    target, f'o.get("{f.wire}")', at, lambda v, a: f"lenient_optional({v}, {a}, {self.callable(inner)})"
+                )
+            return _fit_value(
+                target, f'o.get("{f.wire}")', at, lambda v, a: f"optional({v}, {a}, {self.callable(inner)})"
+            )
         return _fit_value(target, f'o.get("{f.wire}", MISSING)', at, lambda v, a: self.decode(f.type, v, a))
 
     def to_wire_source(self, c: ClassDef) -> list[str]:
@@ -329,11 +342,16 @@ class Writer:
         for d in self.s.defs.values():
             if isinstance(d, ClassDef):
                 continue
-            lines += ["", "", f"def {decoder_name(d.name)}(v: object, at: str = \"\") -> {d.name}:"]
+            lines += ["", "", f'def {decoder_name(d.name)}(v: object, at: str = "") -> {d.name}:']
             if isinstance(d, AliasDef) and isinstance(d.type, Union):
                 forms = [self.callable(m) for m in d.type.members]
-                lines += _wrap_call(f"    return cast({json.dumps(d.name)}, first_of(v, at, (", forms, ")))",
-                                    indent=8, trailing_comma=len(forms) == 1)
+                lines += _wrap_call(
+                    f"    return cast({json.dumps(d.name)}, first_of(v, at, (",
+                    forms,
+                    ")))",
+                    indent=8,
+                    trailing_comma=len(forms) == 1,
+                )
                 continue
             if isinstance(d, AliasDef):
                 expr = self.decode(d.type, "v", "at")
@@ -344,18 +362,29 @@ class Writer:
                 continue
             if d.tag is None:
                 forms = [f"{m}.from_wire" for m in d.members]
-                lines += _wrap_call(f"    return cast({json.dumps(d.name)}, first_of(v, at, (", forms, ")))",
-                                    indent=8, trailing_comma=len(forms) == 1)
+                lines += _wrap_call(
+                    f"    return cast({json.dumps(d.name)}, first_of(v, at, (",
+                    forms,
+                    ")))",
+                    indent=8,
+                    trailing_comma=len(forms) == 1,
+                )
                 continue
             table = f"_FORMS_{d.name}"
             comma = "," if len(d.fallback) == 1 else ""
             fallback = "(" + ", ".join(f"{m}.from_wire" for m in d.fallback) + comma + ")"
-            lines += _wrap_call(f"    return cast({json.dumps(d.name)}, tagged(",
-                                ["v", "at", json.dumps(d.tag), table, fallback], "))", indent=8)
-            forms = [f"{json.dumps(value)}: ({', '.join(m + '.from_wire' for m in ms)},)"
-                     for value, ms in d.forms.items()]
-            lines += [""] + _wrap_call(f"{table}: Final[dict[str, tuple[Decoder[{d.name}], ...]]] = {{", forms, "}",
-                                       indent=4)
+            lines += _wrap_call(
+                f"    return cast({json.dumps(d.name)}, tagged(",
+                ["v", "at", json.dumps(d.tag), table, fallback],
+                "))",
+                indent=8,
+            )
+            forms = [
+                f"{json.dumps(value)}: ({', '.join(m + '.from_wire' for m in ms)},)" for value, ms in d.forms.items()
+            ]
+            lines += [""] + _wrap_call(
+                f"{table}: Final[dict[str, tuple[Decoder[{d.name}], ...]]] = {{", forms, "}", indent=4
+            )
         return "\n".join(lines)
 
     def tables(self) -> str:
@@ -364,12 +393,22 @@ class Writer:
             if "x-method" in raw and name not in ENVELOPES:
                 kind = "result" if name.endswith("Response") else "params"
                 methods.setdefault(raw["x-method"], {"side": raw["x-side"]})[kind] = name
-        lines = ["", "", "# ---- methods " + "-" * 105, "", "",
-                 "class MethodSpec(NamedTuple):",
-                 '    """A method of the protocol: who serves it, the definitions of its params and its result '
-                 '(None: a\n    notification)."""', "",
-                 "    side: Literal[\"agent\", \"client\", \"protocol\"]", "    params: str", "    result: str | None",
-                 "    unstable: bool", ""]
+        lines = [
+            "",
+            "",
+            "# ---- methods " + "-" * 105,
+            "",
+            "",
+            "class MethodSpec(NamedTuple):",
+            '    """A method of the protocol: who serves it, the definitions of its params and its result '
+            '(None: a\n    notification)."""',
+            "",
+            '    side: Literal["agent", "client", "protocol"]',
+            "    params: str",
+            "    result: str | None",
+            "    unstable: bool",
+            "",
+        ]
         lines.append("METHODS: Final[Mapping[str, MethodSpec]] = MappingProxyType({")
         for method in sorted(methods):
             e = methods[method]
@@ -382,20 +421,58 @@ class Writer:
         lines += ['"""Every method of the schema (and of `UNSTABLE` in the generator), by name."""', ""]
         decoders = []
         for name, d in self.s.defs.items():
-            decoders.append(f"{json.dumps(name)}: {name}.from_wire" if isinstance(d, ClassDef)
-                            else f"{json.dumps(name)}: {decoder_name(name)}")
-        lines += _wrap_call("DECODERS: Final[Mapping[str, Decoder[Any]]] = MappingProxyType({", decoders, "})",
-                            indent=4)
+            decoders.append(
+                f"{json.dumps(name)}: {name}.from_wire"
+                if isinstance(d, ClassDef)
+                else f"{json.dumps(name)}: {decoder_name(name)}"
+            )
+        lines += _wrap_call(
+            "DECODERS: Final[Mapping[str, Decoder[Any]]] = MappingProxyType({", decoders, "})", indent=4
+        )
         lines.append('"""The decoder of every definition, by its name in the schema."""')
         return "\n".join(lines)
 
 
-_BASE_NAMES = ("MISSING", "Decoder", "WireModel", "anything", "array", "array_skipping", "boolean", "defaulted", "dump",
-               "extras", "first_of", "int32", "int64", "integer", "json_object", "key", "lenient", "lenient_optional",
-               "literal", "mapping", "meta", "null", "number", "obj", "optional", "string", "tagged", "uint16",
-               "uint32", "uint64")
-_PRIM_DECODERS = {"str": "string", "bool": "boolean", "int": "integer", "float": "number", "null": "null",
-                  "any": "anything"}
+_BASE_NAMES = (
+    "MISSING",
+    "Decoder",
+    "WireModel",
+    "anything",
+    "array",
+    "array_skipping",
+    "boolean",
+    "defaulted",
+    "dump",
+    "extras",
+    "first_of",
+    "int32",
+    "int64",
+    "integer",
+    "json_object",
+    "key",
+    "lenient",
+    "lenient_optional",
+    "literal",
+    "mapping",
+    "meta",
+    "null",
+    "number",
+    "obj",
+    "optional",
+    "string",
+    "tagged",
+    "uint16",
+    "uint32",
+    "uint64",
+)
+_PRIM_DECODERS = {
+    "str": "string",
+    "bool": "boolean",
+    "int": "integer",
+    "float": "number",
+    "null": "null",
+    "any": "anything",
+}
 
 
 def _int_decoder(t: Prim) -> str:
@@ -477,8 +554,9 @@ def _docstring(text: str, indent: str) -> list[str]:
             continue
         lead = re.match(r"\s*(?:[-*] |\d+\. )?", raw)
         hang = " " * len(lead.group()) if lead else ""
-        lines += textwrap.wrap(raw, width - 3, subsequent_indent=hang, break_on_hyphens=False,
-                               break_long_words=False) or [""]
+        lines += textwrap.wrap(
+            raw, width - 3, subsequent_indent=hang, break_on_hyphens=False, break_long_words=False
+        ) or [""]
     if len(lines) == 1 and len(indent) + len(lines[0]) + 6 <= WIDTH:
         return [f'{indent}"""{lines[0]}"""']
     out = [f'{indent}"""{lines[0]}']
@@ -576,8 +654,7 @@ def render() -> str:
         "it); each union and named type has a `<name>_from_wire` function. `METHODS` lists the methods, `DECODERS`\n"
         "the decoder of every definition by its schema name. How the schema maps to Python:\n"
         "`acp_server.protocol.generate`.\n"
-        '"""\n'
-        + _IMPORTS
+        '"""\n' + _IMPORTS
     )
     w = Writer(schema)
     return w.module(header)

@@ -62,8 +62,9 @@ class ChatSession(Session):
     async def emit(self, ev: RuntimeEvent) -> None:
         if isinstance(ev, TextChunk | ThoughtChunk):
             if self.journal is not None:
-                self.journal.record_text("agent_message_chunk" if isinstance(ev, TextChunk) else
-                                         "agent_thought_chunk", ev.text)
+                self.journal.record_text(
+                    "agent_message_chunk" if isinstance(ev, TextChunk) else "agent_thought_chunk", ev.text
+                )
             self.view.event(ev)
             return
         if isinstance(ev, UsageReported):
@@ -208,14 +209,28 @@ class Chat:
 
 def _banner(view: ChatView, session: ChatSession, continued: bool) -> None:
     what = "continuing" if continued else "new session"
-    view.console.print(Text.assemble(("gatewright chat", "bold"), f" · {what} ", (session.id, "dim"),
-                                     f" · {session.cwd}"))
-    view.console.print(Text(f"mode {session.mode} · model {session.model_id or 'none'} · /help lists the commands, "
-                            "ctrl-c cancels a turn, ctrl-d or /exit leaves", style="dim"))
+    view.console.print(
+        Text.assemble(("gatewright chat", "bold"), f" · {what} ", (session.id, "dim"), f" · {session.cwd}")
+    )
+    view.console.print(
+        Text(
+            f"mode {session.mode} · model {session.model_id or 'none'} · /help lists the commands, "
+            "ctrl-c cancels a turn, ctrl-d or /exit leaves",
+            style="dim",
+        )
+    )
 
 
-def run_chat(*, cwd: str, factory: ModelFactory, mode: str, state_dir: str | None, resume: str | None = None,
-             continue_latest: bool = False, rules: tuple[Rule, ...] = ()) -> int:
+def run_chat(
+    *,
+    cwd: str,
+    factory: ModelFactory,
+    mode: str,
+    state_dir: str | None,
+    resume: str | None = None,
+    continue_latest: bool = False,
+    rules: tuple[Rule, ...] = (),
+) -> int:
     """The `chat` command. Configuration problems are one line on stderr and exit 2, before anything is shown."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         sys.stderr.write("gatewright: chat needs a terminal; for scripts and pipes use `gatewright run`\n")
@@ -235,8 +250,10 @@ def run_chat(*, cwd: str, factory: ModelFactory, mode: str, state_dir: str | Non
     if resume is not None:
         rec = store.get(resume)
         if rec is None:
-            sys.stderr.write(f"gatewright: no stored session {resume[:100]!r} (`gatewright chat --continue` resumes "
-                             "the latest one of this directory)\n")
+            sys.stderr.write(
+                f"gatewright: no stored session {resume[:100]!r} (`gatewright chat --continue` resumes "
+                "the latest one of this directory)\n"
+            )
             return EXIT_USAGE
     elif continue_latest:
         rec = latest(store, cwd)
@@ -252,9 +269,16 @@ def run_chat(*, cwd: str, factory: ModelFactory, mode: str, state_dir: str | Non
         view.console.rule(style="dim")
     else:
         model = factory.create()
-        session = make(id=new_session_id(), cwd=cwd, mode=parse_mode(mode), model=model, factory=factory,
-                       model_id=factory.default_id if model else None, model_choices=factory.choices(),
-                       state_dir=resolved)
+        session = make(
+            id=new_session_id(),
+            cwd=cwd,
+            mode=parse_mode(mode),
+            model=model,
+            factory=factory,
+            model_id=factory.default_id if model else None,
+            model_choices=factory.choices(),
+            state_dir=resolved,
+        )
         _banner(view, session, False)
     chat = Chat(session, store, stored=rec is not None)
 

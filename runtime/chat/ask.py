@@ -53,8 +53,12 @@ class TerminalChooser:
     `read_key(message, keys)` returns the key pressed (one of `keys`, or `CANCEL`); the default reads the terminal;
     `on_cancel` is called when the user cancels (the chat cancels the turn)."""
 
-    def __init__(self, view: ChatView, on_cancel: Callable[[], None],
-                 read_key: Callable[[str, list[str]], Awaitable[str]] | None = None) -> None:
+    def __init__(
+        self,
+        view: ChatView,
+        on_cancel: Callable[[], None],
+        read_key: Callable[[str, list[str]], Awaitable[str]] | None = None,
+    ) -> None:
         self.view = view
         self.on_cancel = on_cancel
         self.read_key = read_key or read_terminal_key
@@ -64,8 +68,11 @@ class TerminalChooser:
         self.view.hold()
         try:
             console = self.view.console
-            console.print(Text.assemble(("? ", "bold yellow"), ("Allow ", "bold"), (request.title, "bold"),
-                                        (f"  ({request.tool})", "dim")))
+            console.print(
+                Text.assemble(
+                    ("? ", "bold yellow"), ("Allow ", "bold"), (request.title, "bold"), (f"  ({request.tool})", "dim")
+                )
+            )
             if request.reason:
                 console.print(Text(f"  {request.reason}", style="dim"))
             for text in texts_of(request.content):  # e.g. the whole command, when the title cannot show all of it
@@ -78,8 +85,9 @@ class TerminalChooser:
             for key, o in keys:
                 style = "green" if o.kind.startswith("allow") else "red"
                 console.print(Text.assemble("  ", (f"[{key}]", f"bold {style}"), f" {o.name}"))
-            pressed = await self.read_key(f"  {'/'.join(k for k, _ in keys)} (ctrl-c cancels the turn) › ",
-                                          [k for k, _ in keys])
+            pressed = await self.read_key(
+                f"  {'/'.join(k for k, _ in keys)} (ctrl-c cancels the turn) › ", [k for k, _ in keys]
+            )
             if pressed == CANCEL:
                 console.print(Text("  Cancelled.", style="yellow"))
                 self.on_cancel()
@@ -95,6 +103,7 @@ async def read_terminal_key(message: str, keys: list[str]) -> str:
     """One key from `keys` (or `CANCEL` for Ctrl-C), read with prompt_toolkit; every other key is ignored."""
     kb = KeyBindings()
     for key in keys:
+
         def choose(event: KeyPressEvent, key: str = key) -> None:
             event.app.exit(result=key)
 

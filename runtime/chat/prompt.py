@@ -66,8 +66,9 @@ def history_for(state_dir: str | None) -> History:
 class ChatPrompt:
     """Reads one prompt at a time. `toolbar()` gives the status line under the input; `on_thoughts()` is Ctrl-T."""
 
-    def __init__(self, cwd: str, state_dir: str | None, toolbar: Callable[[], str],
-                 on_thoughts: Callable[[], None]) -> None:
+    def __init__(
+        self, cwd: str, state_dir: str | None, toolbar: Callable[[], str], on_thoughts: Callable[[], None]
+    ) -> None:
         kb = KeyBindings()
 
         @kb.add("enter")
@@ -97,9 +98,16 @@ class ChatPrompt:
 
         self._toolbar = toolbar
         self.session: PromptSession[str] = PromptSession(
-            history=history_for(state_dir), multiline=True, key_bindings=kb, completer=CommandCompleter(cwd),
-            complete_while_typing=True, bottom_toolbar=self._bottom, prompt_continuation="… ",
-            enable_history_search=False, reserve_space_for_menu=4)
+            history=history_for(state_dir),
+            multiline=True,
+            key_bindings=kb,
+            completer=CommandCompleter(cwd),
+            complete_while_typing=True,
+            bottom_toolbar=self._bottom,
+            prompt_continuation="… ",
+            enable_history_search=False,
+            reserve_space_for_menu=4,
+        )
 
     def _bottom(self) -> str:
         return " " + self._toolbar()

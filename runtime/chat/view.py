@@ -81,8 +81,17 @@ def diff_text(old: str | None, new: str, path: str, limit: int = DIFF_LINES) -> 
     lines = list(difflib.unified_diff((old or "").splitlines(), new.splitlines(), path, path, lineterm=""))
     out = Text()
     for ln in lines[:limit]:
-        style = ("bold" if ln.startswith(("+++", "---")) else "green" if ln.startswith("+")
-                 else "red" if ln.startswith("-") else "cyan" if ln.startswith("@@") else "")
+        style = (
+            "bold"
+            if ln.startswith(("+++", "---"))
+            else "green"
+            if ln.startswith("+")
+            else "red"
+            if ln.startswith("-")
+            else "cyan"
+            if ln.startswith("@@")
+            else ""
+        )
         out.append("  " + ln + "\n", style=style)
     if len(lines) > limit:
         out.append(f"  … {len(lines) - limit} more diff lines\n", style="dim")
@@ -90,8 +99,11 @@ def diff_text(old: str | None, new: str, path: str, limit: int = DIFF_LINES) -> 
 
 
 def diffs_of(content: Any) -> list[Text]:
-    return [diff_text(c.get("oldText"), c.get("newText") or "", c.get("path", ""))
-            for c in content or () if isinstance(c, dict) and c.get("type") == "diff"]
+    return [
+        diff_text(c.get("oldText"), c.get("newText") or "", c.get("path", ""))
+        for c in content or ()
+        if isinstance(c, dict) and c.get("type") == "diff"
+    ]
 
 
 def texts_of(content: Any) -> list[str]:
@@ -161,15 +173,23 @@ class ChatView:
         for c in self._calls.values():
             since = c.running if c.running is not None else c.started
             what = "running" if c.running is not None else "waiting"
-            parts.append(Text.assemble("  " * c.depth, ("◌ ", "yellow"), c.title, (f"  {what} {elapsed(now - since)}",
-                                                                                     "dim")))
+            parts.append(
+                Text.assemble("  " * c.depth, ("◌ ", "yellow"), c.title, (f"  {what} {elapsed(now - since)}", "dim"))
+            )
         if not self._text or self._calls:
             label = "Waiting for the model" if not self._calls else "Working"
             if self._thought:
                 label = "Thinking"
-            parts.append(Spinner("dots", Text.assemble((f" {label}… ", "cyan"),
-                                                       (elapsed(now - self._waiting_since), "dim"),
-                                                       ("  ctrl-c cancels", "dim"))))
+            parts.append(
+                Spinner(
+                    "dots",
+                    Text.assemble(
+                        (f" {label}… ", "cyan"),
+                        (elapsed(now - self._waiting_since), "dim"),
+                        ("  ctrl-c cancels", "dim"),
+                    ),
+                )
+            )
         return Group(*parts)
 
     def _refresh(self, *, streamed: bool = False) -> None:
@@ -202,8 +222,15 @@ class ChatView:
     def _start_live(self) -> None:
         if self._live is None and self.console.is_terminal:
             # No refresh thread: the turn's ticker redraws from the event loop.
-            self._live = Live(self._live_view(), console=self.console, auto_refresh=False, transient=True,
-                              vertical_overflow="ellipsis", redirect_stdout=False, redirect_stderr=False)
+            self._live = Live(
+                self._live_view(),
+                console=self.console,
+                auto_refresh=False,
+                transient=True,
+                vertical_overflow="ellipsis",
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
             self._live.start()
 
     def _stop_live(self) -> None:
@@ -229,8 +256,9 @@ class ChatView:
             if self._turn_started:
                 self._start_live()
 
-    def end_turn(self, outcome: TurnOutcome | None, turn_usage: Usage | None, session_usage: Usage,
-                 cost: float) -> None:
+    def end_turn(
+        self, outcome: TurnOutcome | None, turn_usage: Usage | None, session_usage: Usage, cost: float
+    ) -> None:
         self._collapse_thought()
         self._flush_text(final=True)
         self._calls.clear()
@@ -306,8 +334,11 @@ class ChatView:
         took = time.monotonic() - (call.running if call.running is not None else call.started)
         ok = ev.status == "completed"
         indent = "  " * call.depth
-        self._print(Text.assemble(indent, ("✓ " if ok else "✗ ", "green" if ok else "red"), call.title,
-                                  (f"  {elapsed(took)}", "dim")))
+        self._print(
+            Text.assemble(
+                indent, ("✓ " if ok else "✗ ", "green" if ok else "red"), call.title, (f"  {elapsed(took)}", "dim")
+            )
+        )
         if ok and not call.diff_shown:
             for d in diffs_of(ev.content):
                 self._print(d)
@@ -343,8 +374,9 @@ class ChatView:
             self._print(Text(thought, style="dim italic"))
         else:
             words = len(thought.split())
-            self._print(Text(f"∴ Thought for {took} ({words} words; ctrl-t at the prompt shows it)",
-                             style="dim italic"))
+            self._print(
+                Text(f"∴ Thought for {took} ({words} words; ctrl-t at the prompt shows it)", style="dim italic")
+            )
 
     def _flush_text(self, *, final: bool) -> None:
         """Print the finished Markdown blocks of the reply (all of it, when `final`)."""

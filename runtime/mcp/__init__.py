@@ -24,8 +24,15 @@ if TYPE_CHECKING:
     from runtime.mcp.manager import McpConnections
     from runtime.tools.base import ToolRegistry
 
-__all__ = ["ConfigProblem", "HttpServer", "ServerSpec", "StdioServer", "close_servers", "connect_servers",
-           "parse_servers"]
+__all__ = [
+    "ConfigProblem",
+    "HttpServer",
+    "ServerSpec",
+    "StdioServer",
+    "close_servers",
+    "connect_servers",
+    "parse_servers",
+]
 
 
 class McpSession(Protocol):
@@ -71,10 +78,15 @@ async def connect_servers(session: McpHost, servers: list[Any]) -> None:
     specs, problems = parse_servers(servers, session_context(session.id, session.cwd))
     if not specs and not problems:
         return
-    manager = McpConnections(registry=session.registry, cwd=session.cwd, notify=session.emit,
-                             spawn=session.conn.start_soon, client_version=__version__,
-                             asker=session.runtime.env.asker,
-                             **connect_kwargs())
+    manager = McpConnections(
+        registry=session.registry,
+        cwd=session.cwd,
+        notify=session.emit,
+        spawn=session.conn.start_soon,
+        client_version=__version__,
+        asker=session.runtime.env.asker,
+        **connect_kwargs(),
+    )
     session.mcp = manager
     hooks = session.runtime.before_turn
     if manager.wait_ready not in hooks:
@@ -92,4 +104,3 @@ async def close_servers(session: McpSession) -> None:
     if manager.wait_ready in hooks:
         hooks.remove(manager.wait_ready)
     await manager.close()
-

@@ -77,12 +77,15 @@ class ConfigProblem:
     message: str
 
 
-def parse_servers(entries: Iterable[Any], session: Mapping[str, str],
-                  environ: Mapping[str, str] | None = None) -> tuple[list[ServerSpec], list[ConfigProblem]]:
+def parse_servers(
+    entries: Iterable[Any], session: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> tuple[list[ServerSpec], list[ConfigProblem]]:
     """Read ACP `McpServer` entries. `session` is the trusted context pins may refer to (`id`, `cwd`)."""
     items = list(entries)
-    raw_names = [name if isinstance(e, dict) and isinstance(name := e.get("name"), str) and name
-                 else f"mcp-{i + 1}" for i, e in enumerate(items)]
+    raw_names = [
+        name if isinstance(e, dict) and isinstance(name := e.get("name"), str) and name else f"mcp-{i + 1}"
+        for i, e in enumerate(items)
+    ]
     names = unique_server_names(raw_names)
     specs: list[ServerSpec] = []
     problems: list[ConfigProblem] = []
@@ -102,16 +105,22 @@ def _parse_one(name: str, entry: Any, session: Mapping[str, str], environ: Mappi
     if kind is None or kind == "stdio":
         command = entry.get("command")
         if not isinstance(command, str) or not command.strip():
-            raise ValueError("a stdio server needs a \"command\"")
+            raise ValueError('a stdio server needs a "command"')
         args = entry.get("args", [])
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-            raise ValueError("\"args\" must be an array of strings")
-        return StdioServer(name, command, tuple(args), _pairs(entry.get("env", []), "env"), pinned,
-                           _sandbox(entry.get("_meta"), session.get("cwd") or os.getcwd()))
+            raise ValueError('"args" must be an array of strings')
+        return StdioServer(
+            name,
+            command,
+            tuple(args),
+            _pairs(entry.get("env", []), "env"),
+            pinned,
+            _sandbox(entry.get("_meta"), session.get("cwd") or os.getcwd()),
+        )
     if kind in ("http", "sse"):
         url = entry.get("url")
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-            raise ValueError(f"an {kind} server needs an http(s) \"url\"")
+            raise ValueError(f'an {kind} server needs an http(s) "url"')
         return HttpServer(name, url, kind, _pairs(entry.get("headers", []), "headers"), pinned)
     shown = kind if isinstance(kind, str) else type(kind).__name__
     raise ValueError(f"transport {shown[:40]!r} is not supported by this agent")
@@ -125,7 +134,7 @@ def _sandbox(meta: Any, cwd: str) -> SandboxWidening:
     if value is None:
         return SandboxWidening()
     if not isinstance(value, dict) or set(value) - {"read", "write", "network"}:
-        raise ValueError("_meta.gatewright.sandbox must be an object with \"read\", \"write\" and \"network\"")
+        raise ValueError('_meta.gatewright.sandbox must be an object with "read", "write" and "network"')
     lists = []
     for key in ("read", "write"):
         items = value.get(key, [])
@@ -142,11 +151,11 @@ def _pairs(value: Any, what: str) -> tuple[tuple[str, str], ...]:
     if value is None:
         return ()
     if not isinstance(value, list):
-        raise ValueError(f"\"{what}\" must be an array of {{name, value}} pairs")
+        raise ValueError(f'"{what}" must be an array of {{name, value}} pairs')
     out = []
     for item in value:
         if not (isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("value"), str)):
-            raise ValueError(f"\"{what}\" must be an array of {{name, value}} pairs")
+            raise ValueError(f'"{what}" must be an array of {{name, value}} pairs')
         out.append((item["name"], item["value"]))
     return tuple(out)
 

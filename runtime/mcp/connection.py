@@ -95,8 +95,16 @@ def _import_sdk() -> None:
 
 
 class ServerConnection:
-    def __init__(self, spec: ServerSpec, *, cwd: str, events: ConnectionEvents, start_timeout: float = 30.0,
-                 client_version: str = "0", asker: UserAsker | None = None) -> None:
+    def __init__(
+        self,
+        spec: ServerSpec,
+        *,
+        cwd: str,
+        events: ConnectionEvents,
+        start_timeout: float = 30.0,
+        client_version: str = "0",
+        asker: UserAsker | None = None,
+    ) -> None:
         self.spec = spec
         self.name = spec.name
         self.cwd = cwd
@@ -144,8 +152,11 @@ class ServerConnection:
                     self.state = "closed"
                 elif not was_ready:
                     self.state = "failed"
-                    reason = (f"did not finish starting within {self.start_timeout:g} s" if self._timed_out
-                              else await self._describe(failure))
+                    reason = (
+                        f"did not finish starting within {self.start_timeout:g} s"
+                        if self._timed_out
+                        else await self._describe(failure)
+                    )
                     await self._report(self.events.on_failed, reason)
                 else:
                     self.state = "stopped"
@@ -186,8 +197,12 @@ class ServerConnection:
             # SDK's own refusal rather than told a capability the editor lacks.
             callback = self._on_elicit if modes or honest else None
             client = lazy.mcp_client.Client(
-                transport, cache=None, message_handler=self._on_message, elicitation_callback=callback,
-                client_info=lazy.mcp_types.Implementation(name="gatewright", version=self.client_version))
+                transport,
+                cache=None,
+                message_handler=self._on_message,
+                elicitation_callback=callback,
+                client_info=lazy.mcp_types.Implementation(name="gatewright", version=self.client_version),
+            )
             if honest:
                 _advertise_modes(client, modes)
             await stack.enter_async_context(client)
@@ -200,6 +215,7 @@ class ServerConnection:
             await self.events.on_ready(self, tools)
             exited: anyio.Event | None = getattr(transport, "exited", None)
             async with anyio.create_task_group() as waiters:
+
                 async def wake_on(ev: anyio.Event) -> None:
                     await ev.wait()
                     waiters.cancel_scope.cancel()
@@ -287,8 +303,9 @@ class ServerConnection:
 
     async def _decline(self, message: str, reason: str) -> Answer:
         reason = self._clean(reason)
-        log.warning("MCP server %s asked a question that was declined (%s): %s", self.name, reason,
-                    self._clean(message)[:200])
+        log.warning(
+            "MCP server %s asked a question that was declined (%s): %s", self.name, reason, self._clean(message)[:200]
+        )
         hook = getattr(self.events, "on_question_declined", None)
         if hook is not None:
             await self._report(hook, reason)
@@ -324,12 +341,16 @@ class ServerConnection:
                     return  # the server ended the stream gracefully
             except lazy.mcp_subscriptions.SubscriptionLost as exc:
                 # the stream dropped: listen again (for as long as the connection lives)
-                log.info("MCP server %s: tool-change subscription lost (%s); listening again", self.name,
-                         self._clean(_one_line(_leaf(exc))))
+                log.info(
+                    "MCP server %s: tool-change subscription lost (%s); listening again",
+                    self.name,
+                    self._clean(_one_line(_leaf(exc))),
+                )
             except Exception as exc:  # no listen before 2026-07-28 (such servers send notifications/tools/list_changed
                 # instead, see `_on_message`), or the server refused it: its tools stay as listed
-                log.debug("MCP server %s: no tool-change subscription: %s", self.name,
-                          self._clean(_one_line(_leaf(exc))))
+                log.debug(
+                    "MCP server %s: no tool-change subscription: %s", self.name, self._clean(_one_line(_leaf(exc)))
+                )
                 return
             await anyio.sleep(LISTEN_RETRY_S)
 
@@ -340,8 +361,9 @@ class ServerConnection:
             try:
                 tools = await _list_tools(client)
             except Exception as exc:  # the old tools stay; the next change notification tries again
-                log.warning("MCP server %s: listing its changed tools failed: %s", self.name,
-                            self._clean(_one_line(_leaf(exc))))
+                log.warning(
+                    "MCP server %s: listing its changed tools failed: %s", self.name, self._clean(_one_line(_leaf(exc)))
+                )
                 continue
             if tools == self._listed:
                 continue
@@ -353,8 +375,7 @@ class ServerConnection:
         spec = self.spec
         if isinstance(spec, StdioServer):
             env = environ_without_secrets() | dict(spec.env)
-            return StdioProcessTransport(spec.name, spec.command, spec.args, env, self.cwd, self.secrets,
-                                         spec.sandbox)
+            return StdioProcessTransport(spec.name, spec.command, spec.args, env, self.cwd, self.secrets, spec.sandbox)
         assert isinstance(spec, HttpServer)
         headers = dict(spec.headers)
         if spec.transport == "sse":
@@ -364,8 +385,9 @@ class ServerConnection:
         return lazy.mcp_streamable_http.streamable_http_client(spec.url, http_client=http)
 
     # ---- calls ---------------------------------------------------------------------------------------------------
-    async def call_tool(self, tool: str, arguments: dict[str, Any], progress: ProgressFn | None,
-                        call_id: str = "") -> Any:
+    async def call_tool(
+        self, tool: str, arguments: dict[str, Any], progress: ProgressFn | None, call_id: str = ""
+    ) -> Any:
         """Call a tool on the live server; returns the SDK's `CallToolResult`. `call_id` is the session's id of the
         call, which the server's questions during it are tied to.
 
@@ -392,15 +414,17 @@ class ServerConnection:
             return await client.call_tool(tool, arguments, progress_callback=progress)
         except lazy.mcp_exceptions.MCPError as exc:
             if _is_connection_closed(exc) or self._gone():
-                raise ToolFailure(f"MCP server {self.name} went away during the call"
-                                  f"{await self._exit_note()}", "McpServerStopped") from None
+                raise ToolFailure(
+                    f"MCP server {self.name} went away during the call{await self._exit_note()}", "McpServerStopped"
+                ) from None
             raise ToolFailure(self._clean(f"MCP server {self.name} refused the call: {exc}"), "McpError") from None
         except ToolFailure:
             raise
         except Exception as exc:
             if self._gone():
-                raise ToolFailure(f"MCP server {self.name} went away during the call"
-                                  f"{await self._exit_note()}", "McpServerStopped") from None
+                raise ToolFailure(
+                    f"MCP server {self.name} went away during the call{await self._exit_note()}", "McpServerStopped"
+                ) from None
             raise ToolFailure(self._clean(f"MCP server {self.name}: {_one_line(_leaf(exc))}"), "McpError") from None
 
     # ---- failure text --------------------------------------------------------------------------------------------
@@ -460,8 +484,9 @@ class ServerConnection:
 
 def _can_advertise_modes() -> bool:
     """Whether this SDK lets us state the elicitation modes ourselves (see `_advertise_modes`)."""
-    return callable(getattr(lazy.mcp_client.Client, "_build_session", None)) and \
-        callable(getattr(lazy.mcp_session.ClientSession, "_build_capabilities", None))
+    return callable(getattr(lazy.mcp_client.Client, "_build_session", None)) and callable(
+        getattr(lazy.mcp_session.ClientSession, "_build_capabilities", None)
+    )
 
 
 def _advertise_modes(client: Any, modes: frozenset[str]) -> None:
@@ -473,9 +498,14 @@ def _advertise_modes(client: Any, modes: frozenset[str]) -> None:
     receives).
     """
     build = client._build_session
-    wanted = lazy.mcp_types.ElicitationCapability(
-        form=lazy.mcp_types.FormElicitationCapability() if "form" in modes else None,
-        url=lazy.mcp_types.UrlElicitationCapability() if "url" in modes else None) if modes else None
+    wanted = (
+        lazy.mcp_types.ElicitationCapability(
+            form=lazy.mcp_types.FormElicitationCapability() if "form" in modes else None,
+            url=lazy.mcp_types.UrlElicitationCapability() if "url" in modes else None,
+        )
+        if modes
+        else None
+    )
 
     async def build_session(stack: Any) -> Any:
         session = await build(stack)
@@ -498,13 +528,15 @@ async def _list_tools(client: Any) -> list[RemoteTool]:
         for t in page.tools:
             ann = t.annotations
             schema = t.input_schema if isinstance(t.input_schema, dict) else {}
-            tools.append(RemoteTool(
-                name=t.name,
-                description=t.description or "",
-                input_schema=schema,
-                title=t.title or (ann.title if ann is not None else None),
-                read_only_hint=bool(ann is not None and ann.read_only_hint is True),
-            ))
+            tools.append(
+                RemoteTool(
+                    name=t.name,
+                    description=t.description or "",
+                    input_schema=schema,
+                    title=t.title or (ann.title if ann is not None else None),
+                    read_only_hint=bool(ann is not None and ann.read_only_hint is True),
+                )
+            )
         cursor = page.next_cursor
         if not cursor:
             break

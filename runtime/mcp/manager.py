@@ -46,9 +46,18 @@ DEFAULT_TURN_WAIT = 10.0
 
 
 class McpConnections:
-    def __init__(self, *, registry: ToolRegistry, cwd: str, notify: Notify, spawn: Spawn,
-                 start_timeout: float = DEFAULT_START_TIMEOUT, turn_wait: float = DEFAULT_TURN_WAIT,
-                 client_version: str = "0", asker: UserAsker | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        registry: ToolRegistry,
+        cwd: str,
+        notify: Notify,
+        spawn: Spawn,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
+        turn_wait: float = DEFAULT_TURN_WAIT,
+        client_version: str = "0",
+        asker: UserAsker | None = None,
+    ) -> None:
         self.registry = registry
         self.asker = asker  # the session's way to ask the user: servers' elicitation requests go there
         self.cwd = cwd
@@ -65,8 +74,14 @@ class McpConnections:
     def start(self, specs: list[ServerSpec], problems: list[ConfigProblem]) -> None:
         """Start every server in the background and report every unusable entry. Returns at once."""
         for spec in specs:
-            conn = ServerConnection(spec, cwd=self.cwd, events=self, start_timeout=self.start_timeout,
-                                    client_version=self.client_version, asker=self.asker)
+            conn = ServerConnection(
+                spec,
+                cwd=self.cwd,
+                events=self,
+                start_timeout=self.start_timeout,
+                client_version=self.client_version,
+                asker=self.asker,
+            )
             register_secrets(spec)
             self.connections.append(conn)
             self.spawn(self._run, conn)
@@ -119,8 +134,9 @@ class McpConnections:
         await self._notice(f"MCP server {conn.name} stopped", f"{reason}; its tools are no longer available")
 
     async def on_question_declined(self, conn: ServerConnection, reason: str) -> None:
-        await self._notice(f"MCP server {conn.name} asked a question that could not be shown",
-                           f"{reason}; it was declined")
+        await self._notice(
+            f"MCP server {conn.name} asked a question that could not be shown", f"{reason}; it was declined"
+        )
 
     def _remove_tools(self, server: str) -> None:
         for name in self._tools.pop(server, []):

@@ -27,8 +27,9 @@ class PinError(ValueError):
     """The pin configuration is malformed or refers to context that does not exist."""
 
 
-def parse_pins(meta: Any, session: Mapping[str, str],
-               environ: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+def parse_pins(
+    meta: Any, session: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> dict[str, dict[str, Any]]:
     """Read `_meta.gatewright.pinned` of one `mcpServers` entry and resolve every value.
 
     Raises:
@@ -68,8 +69,10 @@ def _resolve(tool: str, arg: str, value: Any, session: Mapping[str, str], env: M
     if isinstance(value, dict) and len(value) == 1 and "$session" in value:
         key = value["$session"]
         if not isinstance(key, str) or key not in session:
-            raise PinError(f"pinned argument {arg!r} of tool {tool!r}: unknown session field {key!r} "
-                           f"(known: {', '.join(sorted(session))})")
+            raise PinError(
+                f"pinned argument {arg!r} of tool {tool!r}: unknown session field {key!r} "
+                f"(known: {', '.join(sorted(session))})"
+            )
         return session[key]
     return copy.deepcopy(value)
 

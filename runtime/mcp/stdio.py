@@ -72,8 +72,10 @@ def install_dirs(command: str, args: Sequence[str], cwd: str, path: str | None) 
     file sits in its `bin/`), so that an interpreter finds its libraries and a script its package."""
     out: list[str] = []
     found = shutil.which(command, path=path) if os.sep not in command else os.path.join(cwd, command)
-    for candidate in [found, *(os.path.join(cwd, a) for a in args if os.sep in a or os.path.exists(
-            os.path.join(cwd, a)))]:
+    for candidate in [
+        found,
+        *(os.path.join(cwd, a) for a in args if os.sep in a or os.path.exists(os.path.join(cwd, a))),
+    ]:
         if not candidate or not os.path.exists(candidate):
             continue
         for p in dict.fromkeys((os.path.abspath(candidate), os.path.realpath(candidate))):
@@ -85,8 +87,9 @@ def install_dirs(command: str, args: Sequence[str], cwd: str, path: str | None) 
     return out
 
 
-def server_spec(command: str, args: Sequence[str], cwd: str, env: Mapping[str, str], tmpdir: str,
-                widening: SandboxWidening) -> SandboxSpec:
+def server_spec(
+    command: str, args: Sequence[str], cwd: str, env: Mapping[str, str], tmpdir: str, widening: SandboxWidening
+) -> SandboxSpec:
     reads = (*install_dirs(command, args, cwd, env.get("PATH")), *widening.read)
     confinement = Confinement(write=True, network=widening.network, extra_read=reads, extra_write=widening.write)
     return build_spec(confinement, [cwd], tmpdir=tmpdir, grace=None)
@@ -95,8 +98,16 @@ def server_spec(command: str, args: Sequence[str], cwd: str, env: Mapping[str, s
 class StdioProcessTransport:
     """An `mcp.client` Transport: `async with` yields (read_stream, write_stream) to a freshly spawned server."""
 
-    def __init__(self, server: str, command: str, args: Sequence[str], env: Mapping[str, str], cwd: str,
-                 secrets: Sequence[str], sandbox: SandboxWidening | None = None) -> None:
+    def __init__(
+        self,
+        server: str,
+        command: str,
+        args: Sequence[str],
+        env: Mapping[str, str],
+        cwd: str,
+        secrets: Sequence[str],
+        sandbox: SandboxWidening | None = None,
+    ) -> None:
         self.server = server
         self.command = command
         self.args = list(args)
@@ -120,8 +131,16 @@ class StdioProcessTransport:
         spec = server_spec(self.command, self.args, self.cwd, self.env, self._tmpdir, self.sandbox)
         read_fd, write_fd = os.pipe()
         try:
-            self.process = spawn([self.command, *self.args], cwd=self.cwd, env=self.env, spec=spec, grace=None,
-                                 stdin=PIPE, stdout=PIPE, stderr=write_fd)
+            self.process = spawn(
+                [self.command, *self.args],
+                cwd=self.cwd,
+                env=self.env,
+                spec=spec,
+                grace=None,
+                stdin=PIPE,
+                stdout=PIPE,
+                stderr=write_fd,
+            )
         except BaseException:
             os.close(read_fd)
             shutil.rmtree(self._tmpdir, ignore_errors=True)
@@ -149,7 +168,8 @@ class StdioProcessTransport:
                                 continue
                             try:
                                 item: Any = lazy.mcp_message.SessionMessage(
-                                    lazy.mcp_types.jsonrpc_message_adapter.validate_json(line))
+                                    lazy.mcp_types.jsonrpc_message_adapter.validate_json(line)
+                                )
                             except ValueError as exc:
                                 log.debug("MCP server %s wrote a line that is not JSON-RPC", self.server)
                                 item = exc
@@ -175,8 +195,9 @@ class StdioProcessTransport:
         self._tg.start_soon(stdin_writer)
         return read_stream, write_stream
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> bool | None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
         assert self._tg is not None and self.process is not None
         with anyio.CancelScope(shield=True):
             await stop_process(self.process)

@@ -29,8 +29,9 @@ PROGRESS_INTERVAL = 0.1  # seconds between progress updates sent to the editor
 class McpTool(Tool):
     kind = "other"
 
-    def __init__(self, exposed_name: str, conn: ServerConnection, remote: RemoteTool,
-                 pinned: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self, exposed_name: str, conn: ServerConnection, remote: RemoteTool, pinned: Mapping[str, Any] | None = None
+    ) -> None:
         self.name = exposed_name
         self.conn = conn
         self.remote = remote
@@ -55,18 +56,25 @@ class McpTool(Tool):
         # What decides the effect: which server (how it is started or reached; not its secrets), which of its tools,
         # and the arguments it receives (the model's and the pinned ones). "Always allow" covers that very call.
         spec = getattr(self.conn, "spec", None)
-        server = {"name": self.conn.name, "transport": getattr(spec, "transport", None),
-                  "command": getattr(spec, "command", None), "args": list(getattr(spec, "args", ())),
-                  "url": getattr(spec, "url", None),
-                  "env": sorted(name for name, _ in getattr(spec, "env", ())),
-                  "headers": sorted(name for name, _ in getattr(spec, "headers", ()))}
+        server = {
+            "name": self.conn.name,
+            "transport": getattr(spec, "transport", None),
+            "command": getattr(spec, "command", None),
+            "args": list(getattr(spec, "args", ())),
+            "url": getattr(spec, "url", None),
+            "env": sorted(name for name, _ in getattr(spec, "env", ())),
+            "headers": sorted(name for name, _ in getattr(spec, "headers", ())),
+        }
         return f"{self.name}:{digest(server)}:{self.remote.name}:{digest(inject(args, self.pinned))}"
 
     def check_arguments(self, args: Mapping[str, Any]) -> None:
         bad = supplied_pins(args, self.pinned)
         if bad:
-            raise ToolFailure(f"{self.name}: argument(s) {', '.join(bad)} are bound by the session configuration "
-                              "and cannot be supplied", "InvalidArguments")
+            raise ToolFailure(
+                f"{self.name}: argument(s) {', '.join(bad)} are bound by the session configuration "
+                "and cannot be supplied",
+                "InvalidArguments",
+            )
 
     # ---- running -------------------------------------------------------------------------------------------------
     async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
@@ -79,8 +87,13 @@ class McpTool(Tool):
             if ctx.progress is None or now - last < PROGRESS_INTERVAL:
                 return
             last = now
-            await ctx.progress(ToolResult("", content=(_text_content(progress_text(progress, total, message)),),
-                                          raw_output={"progress": progress, "total": total, "message": message}))
+            await ctx.progress(
+                ToolResult(
+                    "",
+                    content=(_text_content(progress_text(progress, total, message)),),
+                    raw_output={"progress": progress, "total": total, "message": message},
+                )
+            )
 
         result = await self.conn.call_tool(self.remote.name, inject(args, self.pinned), on_progress, ctx.call_id)
         return convert_result(result)
@@ -159,8 +172,10 @@ def convert_block(b: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None]:
             return f'<resource uri="{uri}">\n{res["text"]}\n</resource>', {"type": "resource", "resource": kept}
         kept["blob"] = str(res.get("blob", ""))
         mime = kept.get("mimeType", "binary")
-        return f"[binary resource {uri} ({mime}, {_b64_size(kept['blob'])} bytes)]", {"type": "resource",
-                                                                                      "resource": kept}
+        return f"[binary resource {uri} ({mime}, {_b64_size(kept['blob'])} bytes)]", {
+            "type": "resource",
+            "resource": kept,
+        }
     # A block type from a newer protocol: tell the model it was there rather than dropping it silently.
     return f"[unsupported content block {str(kind)[:40]}]", None
 

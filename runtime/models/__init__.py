@@ -20,8 +20,15 @@ from runtime.models.errors import ModelError, ModelNotConfigured
 if TYPE_CHECKING:  # not at run time: `initialize` is answered before the conversation records are imported
     from runtime.models.base import ModelClient
 
-__all__ = ["ModelFactory", "ModelSpec", "ModelError", "ModelNotConfigured", "parse_model_spec", "NO_MODEL_MESSAGE",
-           "ConfigError"]
+__all__ = [
+    "ModelFactory",
+    "ModelSpec",
+    "ModelError",
+    "ModelNotConfigured",
+    "parse_model_spec",
+    "NO_MODEL_MESSAGE",
+    "ConfigError",
+]
 
 NO_MODEL_MESSAGE = (
     "No model is configured. Start gatewright with --model (or set GATEWRIGHT_MODEL), e.g. "
@@ -50,8 +57,10 @@ def parse_model_spec(spec: str | None) -> ModelSpec | None:
     if not sep:
         return ModelSpec("", provider)
     if not name or not provider:
-        raise ValueError(f"model spec {spec!r} must look like scripted:PATH, openai:MODEL, anthropic:MODEL or the "
-                         "name of a model in the config file")
+        raise ValueError(
+            f"model spec {spec!r} must look like scripted:PATH, openai:MODEL, anthropic:MODEL or the "
+            "name of a model in the config file"
+        )
     return ModelSpec(provider, name)
 
 
@@ -60,8 +69,9 @@ class ModelFactory:
     model clients. HTTP clients are shared by every session using the same model (they pool connections); a
     scripted model is per session, since each session keeps its own position in the script."""
 
-    def __init__(self, spec: ModelSpec | None, config: ModelsConfig | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, spec: ModelSpec | None, config: ModelsConfig | None = None, env: Mapping[str, str] | None = None
+    ) -> None:
         self.env = os.environ if env is None else env
         self.config = config if config is not None else load_config(env=self.env)
         # Before any session (and so any child process) exists: the key variables are never inherited, their values
@@ -88,8 +98,10 @@ class ModelFactory:
             entry = self.config.model(spec.name)
             if entry is None:
                 known = ", ".join(m.id for m in self.config.models) or "none"
-                raise ConfigError(f"model {spec.name!r} is not in the config file ({self.config.source or 'absent'}; "
-                                  f"configured: {known}); use PROVIDER:MODEL, e.g. openai:gpt-4.1")
+                raise ConfigError(
+                    f"model {spec.name!r} is not in the config file ({self.config.source or 'absent'}; "
+                    f"configured: {known}); use PROVIDER:MODEL, e.g. openai:gpt-4.1"
+                )
             return entry
         entry = entry_for_spec(self.config, spec.provider, spec.name)
         if self.config.model(entry.id) is None:
@@ -126,14 +138,21 @@ class ModelFactory:
                 continue
             var = settings.api_key_env
             seen.add(var)
-            out.append({
-                "id": f"env:{var}",
-                "name": f"{var}",
-                "description": f"Set {var} in the environment the editor starts gatewright with "
-                               f"(used for {settings.name} models).",
-                "_meta": {"gatewright": {"type": "env_var", "vars": [{"name": var, "secret": True}],
-                                         "set": bool(self.env.get(var))}},
-            })
+            out.append(
+                {
+                    "id": f"env:{var}",
+                    "name": f"{var}",
+                    "description": f"Set {var} in the environment the editor starts gatewright with "
+                    f"(used for {settings.name} models).",
+                    "_meta": {
+                        "gatewright": {
+                            "type": "env_var",
+                            "vars": [{"name": var, "secret": True}],
+                            "set": bool(self.env.get(var)),
+                        }
+                    },
+                }
+            )
         return out
 
     def key_is_set(self, var: str) -> bool:

@@ -39,8 +39,13 @@ API_VERSION = "2023-06-01"
 CACHE = {"type": "ephemeral"}
 DEFAULT_MAX_TOKENS = 8192
 _STOP: dict[str, ModelStop] = {
-    "end_turn": "end_turn", "stop_sequence": "end_turn", "pause_turn": "end_turn", "tool_use": "tool_use",
-    "max_tokens": "max_tokens", "model_context_window_exceeded": "max_tokens", "refusal": "refusal",
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "pause_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "refusal": "refusal",
 }
 
 
@@ -58,11 +63,16 @@ def _user_blocks(msg: UserMessage, images: bool) -> list[dict[str, Any]]:
     for p in msg.parts:
         if isinstance(p, ImagePart):
             if images:
-                blocks.append({"type": "image", "source": {"type": "base64", "media_type": p.mime_type,
-                                                           "data": p.data}})
+                blocks.append(
+                    {"type": "image", "source": {"type": "base64", "media_type": p.mime_type, "data": p.data}}
+                )
             else:
-                blocks.append({"type": "text", "text": f"[an image ({p.mime_type}) was attached but this model "
-                                                       "does not take images]"})
+                blocks.append(
+                    {
+                        "type": "text",
+                        "text": f"[an image ({p.mime_type}) was attached but this model does not take images]",
+                    }
+                )
         elif p.text:  # the API refuses empty text blocks
             blocks.append({"type": "text", "text": p.text})
     return blocks
@@ -78,8 +88,12 @@ def _assistant_blocks(msg: AssistantMessage) -> list[dict[str, Any]]:
     return blocks
 
 
-def to_anthropic(request: ModelRequest, *, images: bool, cache: bool = True,
-                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def to_anthropic(
+    request: ModelRequest,
+    *,
+    images: bool,
+    cache: bool = True,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(system blocks, messages, tools) for one request, with cache breakpoints when `cache`."""
     messages: list[dict[str, Any]] = []
 
@@ -97,8 +111,11 @@ def to_anthropic(request: ModelRequest, *, images: bool, cache: bool = True,
         elif isinstance(msg, AssistantMessage):
             add("assistant", _assistant_blocks(msg))
         elif isinstance(msg, ToolResultMessage):
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg.call_id,
-                                     "content": msg.output or "(no output)"}
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": msg.call_id,
+                "content": msg.output or "(no output)",
+            }
             if msg.is_error:
                 block["is_error"] = True
             add("user", [block])
@@ -230,8 +247,12 @@ class AnthropicAssembler:
         if not isinstance(u, dict):
             return
         # message_delta repeats counts cumulatively; a field it leaves out keeps its message_start value.
-        for attr, key in (("input_tokens", "input_tokens"), ("cache_read", "cache_read_input_tokens"),
-                          ("cache_write", "cache_creation_input_tokens"), ("output_tokens", "output_tokens")):
+        for attr, key in (
+            ("input_tokens", "input_tokens"),
+            ("cache_read", "cache_read_input_tokens"),
+            ("cache_write", "cache_creation_input_tokens"),
+            ("output_tokens", "output_tokens"),
+        ):
             value = u.get(key)
             if isinstance(value, int) and not isinstance(value, bool):
                 setattr(self, attr, value)
@@ -247,9 +268,12 @@ class AnthropicAssembler:
                 thinking.append({"type": "redacted_thinking", "data": b.data})
         has_tools = any(b.kind == "tool_use" for b in self.blocks.values())
         stop = _STOP.get(self.stop or "", "tool_use" if has_tools else "end_turn")
-        usage = Usage(input_tokens=self.input_tokens + self.cache_read + self.cache_write,
-                      output_tokens=self.output_tokens, cached_read_tokens=self.cache_read,
-                      cached_write_tokens=self.cache_write)
+        usage = Usage(
+            input_tokens=self.input_tokens + self.cache_read + self.cache_write,
+            output_tokens=self.output_tokens,
+            cached_read_tokens=self.cache_read,
+            cached_write_tokens=self.cache_write,
+        )
         return Finished(stop, usage, {STATE_KEY: {"thinking": thinking}} if thinking else None)
 
 

@@ -45,10 +45,30 @@ _BUILTIN_KINDS: dict[str, ProviderKind] = {"openai": "openai", "anthropic": "ant
 _BUILTIN_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _BUILTIN_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 _DEFAULT_CONTEXT = {"openai": 128_000, "anthropic": 200_000}
-_PROVIDER_KEYS = {"kind", "base_url", "api_key_env", "headers", "connect_timeout", "first_token_timeout",
-                  "idle_timeout", "max_retries", "retry_base_delay", "retry_max_delay", "send_reasoning"}
-_MODEL_KEYS = {"model", "name", "description", "context_window", "max_tokens", "thinking_budget", "reasoning_effort",
-               "images", "prices"}
+_PROVIDER_KEYS = {
+    "kind",
+    "base_url",
+    "api_key_env",
+    "headers",
+    "connect_timeout",
+    "first_token_timeout",
+    "idle_timeout",
+    "max_retries",
+    "retry_base_delay",
+    "retry_max_delay",
+    "send_reasoning",
+}
+_MODEL_KEYS = {
+    "model",
+    "name",
+    "description",
+    "context_window",
+    "max_tokens",
+    "thinking_budget",
+    "reasoning_effort",
+    "images",
+    "prices",
+}
 _PRICE_KEYS = {"input", "output", "cache_read", "cache_write", "currency"}
 
 
@@ -150,8 +170,10 @@ def config_path(env: Mapping[str, str] | None = None) -> Path:
     return Path(base) / "gatewright" / "config.toml"
 
 
-def read_document(path: str | Path | None = None, env: Mapping[str, str] | None = None,
-                  ) -> tuple[dict[str, Any], str | None]:
+def read_document(
+    path: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> tuple[dict[str, Any], str | None]:
     """The config file (`path`, else `config_path(env)`) as a TOML document and where it came from; `({}, None)`
     when it is absent, unless `GATEWRIGHT_CONFIG` named it.
 
@@ -194,8 +216,9 @@ def parse_config(doc: Mapping[str, Any], source: str = "<config>") -> ModelsConf
     for name, table in _table(doc, "providers", where).items():
         providers[name] = _provider(name, table, f"{where}: providers.{name}")
     config = ModelsConfig(source, default, providers)
-    models = tuple(_model(mid, table, f"{where}: models.{mid}", config)
-                   for mid, table in _table(doc, "models", where).items())
+    models = tuple(
+        _model(mid, table, f"{where}: models.{mid}", config) for mid, table in _table(doc, "models", where).items()
+    )
     return replace(config, models=models)
 
 
@@ -218,10 +241,10 @@ def entry_for_spec(config: ModelsConfig, provider: str, model: str) -> ModelEntr
             return m
     settings = config.provider(provider)
     if settings is None:
-        raise ConfigError(f"unknown model provider {provider!r}; expected openai, anthropic or a provider "
-                          f"from the config file")
-    return ModelEntry(f"{provider}:{model}", provider, model, model,
-                      context_window=_DEFAULT_CONTEXT[settings.kind])
+        raise ConfigError(
+            f"unknown model provider {provider!r}; expected openai, anthropic or a provider from the config file"
+        )
+    return ModelEntry(f"{provider}:{model}", provider, model, model, context_window=_DEFAULT_CONTEXT[settings.kind])
 
 
 def accepts_images(entry: ModelEntry, settings: ProviderSettings) -> bool:
@@ -243,8 +266,9 @@ def _table(doc: Mapping[str, Any], key: str, where: str) -> dict[str, Mapping[st
 def _check_keys(table: Mapping[str, Any], allowed: set[str], where: str) -> None:
     unknown = set(table) - allowed
     if unknown:
-        hint = " (keys are never read from the config: name the variable with api_key_env)" \
-            if "api_key" in unknown else ""
+        hint = (
+            " (keys are never read from the config: name the variable with api_key_env)" if "api_key" in unknown else ""
+        )
         raise ConfigError(f"{where}: unknown key(s): {', '.join(sorted(unknown))}{hint}")
 
 
@@ -267,7 +291,7 @@ def _provider(name: str, table: Mapping[str, Any], where: str) -> ProviderSettin
     _check_keys(table, _PROVIDER_KEYS, where)
     kind = table.get("kind", name if name in _BUILTIN_KEY_ENV else None)
     if kind not in ("openai", "anthropic"):
-        raise ConfigError(f"{where}.kind must be \"openai\" (any OpenAI-compatible server) or \"anthropic\"")
+        raise ConfigError(f'{where}.kind must be "openai" (any OpenAI-compatible server) or "anthropic"')
     headers = table.get("headers", {})
     if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
         raise ConfigError(f"{where}.headers must be a table of strings")
@@ -276,7 +300,8 @@ def _provider(name: str, table: Mapping[str, Any], where: str) -> ProviderSettin
         raise ConfigError(f"{where}.send_reasoning must be true or false")
     d = ProviderSettings(name, kind)
     return ProviderSettings(
-        name, kind,
+        name,
+        kind,
         base_url=_opt_str(table, "base_url", where),
         api_key_env=_opt_str(table, "api_key_env", where) or _BUILTIN_KEY_ENV.get(name),
         headers=dict(headers),
@@ -294,7 +319,7 @@ def _model(mid: str, table: Mapping[str, Any], where: str, config: ModelsConfig)
     _check_keys(table, _MODEL_KEYS, where)
     spec = table.get("model")
     if not isinstance(spec, str) or ":" not in spec:
-        raise ConfigError(f"{where}.model must look like PROVIDER:MODEL, e.g. \"openai:gpt-4.1\"")
+        raise ConfigError(f'{where}.model must look like PROVIDER:MODEL, e.g. "openai:gpt-4.1"')
     provider, _, model = spec.partition(":")
     settings = config.provider(provider)
     if settings is None:
@@ -311,14 +336,19 @@ def _model(mid: str, table: Mapping[str, Any], where: str, config: ModelsConfig)
         if "input" not in pt or "output" not in pt:
             raise ConfigError(f"{where}.prices needs both input and output (per million tokens)")
         pw = f"{where}.prices"
-        prices = Prices(_num(pt, "input", pw, 0), _num(pt, "output", pw, 0),
-                        _num(pt, "cache_read", pw, 0) if "cache_read" in pt else None,
-                        _num(pt, "cache_write", pw, 0) if "cache_write" in pt else None,
-                        _opt_str(pt, "currency", pw) or "USD")
+        prices = Prices(
+            _num(pt, "input", pw, 0),
+            _num(pt, "output", pw, 0),
+            _num(pt, "cache_read", pw, 0) if "cache_read" in pt else None,
+            _num(pt, "cache_write", pw, 0) if "cache_write" in pt else None,
+            _opt_str(pt, "currency", pw) or "USD",
+        )
     max_tokens = table.get("max_tokens")
     thinking = table.get("thinking_budget")
     return ModelEntry(
-        mid, provider, model,
+        mid,
+        provider,
+        model,
         name=_opt_str(table, "name", where) or mid,
         description=_opt_str(table, "description", where) or spec,
         context_window=_num(table, "context_window", where, _DEFAULT_CONTEXT[settings.kind], integer=True),

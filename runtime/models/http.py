@@ -50,8 +50,13 @@ def safe_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def make_client(url: str, headers: Mapping[str, str], *, connect_timeout: float, idle_timeout: float,
-                ) -> httpx2.AsyncClient:
+def make_client(
+    url: str,
+    headers: Mapping[str, str],
+    *,
+    connect_timeout: float,
+    idle_timeout: float,
+) -> httpx2.AsyncClient:
     """A pooled client for one provider endpoint. `idle_timeout` bounds every read (so the time between two
     chunks); the first-token deadline is the caller's."""
     verify: ssl.SSLContext | bool = True
@@ -59,8 +64,12 @@ def make_client(url: str, headers: Mapping[str, str], *, connect_timeout: float,
         # Plain HTTP never needs the CA bundle, whose loading is ~25 ms of a fresh process's first model call. A
         # context that trusts nothing fails closed if TLS were ever attempted with it.
         verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    return lazy.httpx2.AsyncClient(headers=dict(headers), verify=verify, follow_redirects=False,
-                                   timeout=lazy.httpx2.Timeout(idle_timeout or None, connect=connect_timeout or None))
+    return lazy.httpx2.AsyncClient(
+        headers=dict(headers),
+        verify=verify,
+        follow_redirects=False,
+        timeout=lazy.httpx2.Timeout(idle_timeout or None, connect=connect_timeout or None),
+    )
 
 
 async def _close(resource: Any) -> None:
@@ -69,8 +78,11 @@ async def _close(resource: Any) -> None:
         await resource.aclose()
 
 
-async def post_events(client: httpx2.AsyncClient, url: str, body: Mapping[str, Any],
-                      ) -> AsyncIterator[tuple[str, str]]:
+async def post_events(
+    client: httpx2.AsyncClient,
+    url: str,
+    body: Mapping[str, Any],
+) -> AsyncIterator[tuple[str, str]]:
     """POST `body` as JSON and yield the reply's server-sent events as (event name, data).
 
     A non-2xx reply raises `ProviderHTTPError` with the provider's message; a 2xx reply that is a JSON error (some
@@ -78,8 +90,12 @@ async def post_events(client: httpx2.AsyncClient, url: str, body: Mapping[str, A
     Closing this generator (or cancelling its consumer) closes the response, which drops the connection at once
     when the reply was not read to its end.
     """
-    request = client.build_request("POST", url, content=orjson.dumps(body),
-                                   headers={"content-type": "application/json", "accept": "text/event-stream"})
+    request = client.build_request(
+        "POST",
+        url,
+        content=orjson.dumps(body),
+        headers={"content-type": "application/json", "accept": "text/event-stream"},
+    )
     response = await client.send(request, stream=True)
     try:
         ctype = response.headers.get("content-type", "").partition(";")[0].strip().lower()

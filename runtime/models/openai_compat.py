@@ -34,7 +34,10 @@ from runtime.models.provider import ProviderModel
 from runtime.models.retry import MalformedStream, ProviderStreamError
 
 _FINISH: dict[str, ModelStop] = {
-    "stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens",
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
     "content_filter": "refusal",
 }
 
@@ -53,8 +56,11 @@ def to_openai_messages(request: ModelRequest, *, images: bool, send_reasoning: b
             parts: list[dict[str, Any]] = []
             for p in msg.parts:
                 if isinstance(p, ImagePart):
-                    parts.append({"type": "image_url", "image_url": {"url": f"data:{p.mime_type};base64,{p.data}"}}
-                                 if images else image_omitted_note(p))
+                    parts.append(
+                        {"type": "image_url", "image_url": {"url": f"data:{p.mime_type};base64,{p.data}"}}
+                        if images
+                        else image_omitted_note(p)
+                    )
                 else:
                     parts.append({"type": "text", "text": p.text})
             # Plain strings are what every compatible server understands; parts only when there is an image.
@@ -65,9 +71,10 @@ def to_openai_messages(request: ModelRequest, *, images: bool, send_reasoning: b
         elif isinstance(msg, AssistantMessage):
             m: dict[str, Any] = {"role": "assistant", "content": msg.text or None}
             if msg.tool_calls:
-                m["tool_calls"] = [{"id": c.id, "type": "function",
-                                    "function": {"name": c.name, "arguments": c.arguments or "{}"}}
-                                   for c in msg.tool_calls]
+                m["tool_calls"] = [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments or "{}"}}
+                    for c in msg.tool_calls
+                ]
             if send_reasoning and msg.thinking:
                 m["reasoning_content"] = msg.thinking
             if m["content"] is None and "tool_calls" not in m:
@@ -79,8 +86,10 @@ def to_openai_messages(request: ModelRequest, *, images: bool, send_reasoning: b
 
 
 def to_openai_tools(request: ModelRequest) -> list[dict[str, Any]]:
-    return [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                              "parameters": t.parameters}} for t in request.tools]
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in request.tools
+    ]
 
 
 @dataclass
@@ -170,8 +179,10 @@ class StreamAssembler:
             pending.arguments.append(json.dumps(args))
 
     def finish_events(self) -> list[ModelEvent]:
-        calls = [ToolCallRequest(self.calls[i].id, self.calls[i].name, "".join(self.calls[i].arguments))
-                 for i in sorted(self.order)]
+        calls = [
+            ToolCallRequest(self.calls[i].id, self.calls[i].name, "".join(self.calls[i].arguments))
+            for i in sorted(self.order)
+        ]
         stop = _FINISH.get(self.finish or "", "tool_use" if calls else "end_turn")
         if calls and stop == "end_turn":
             stop = "tool_use"  # some servers say "stop" after tool calls
@@ -198,8 +209,10 @@ class OpenAIChatModel(ProviderModel):
     """One configured model on an OpenAI-compatible server. Safe to share between sessions."""
 
     key_env = "OPENAI_API_KEY"
-    no_key_hint = ("or, for a server that needs no key, set OPENAI_BASE_URL or base_url under [providers.{name}] in "
-                   "the config file")
+    no_key_hint = (
+        "or, for a server that needs no key, set OPENAI_BASE_URL or base_url under [providers.{name}] in "
+        "the config file"
+    )
     default_base_url = "https://api.openai.com/v1"
     path = "/chat/completions"
 
@@ -210,8 +223,9 @@ class OpenAIChatModel(ProviderModel):
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         params: dict[str, Any] = {
             "model": self.entry.model,
-            "messages": to_openai_messages(request, images=self.accepts_images,
-                                           send_reasoning=self.settings.send_reasoning),
+            "messages": to_openai_messages(
+                request, images=self.accepts_images, send_reasoning=self.settings.send_reasoning
+            ),
             "stream": True,
             "stream_options": {"include_usage": True},
         }

@@ -35,13 +35,18 @@ class ProviderModel:
     default_base_url = "https://api.openai.com/v1"
     path = "/chat/completions"
 
-    def __init__(self, entry: ModelEntry, settings: ProviderSettings, api_key: str | None,
-                 policy: RetryPolicy | None = None) -> None:
+    def __init__(
+        self, entry: ModelEntry, settings: ProviderSettings, api_key: str | None, policy: RetryPolicy | None = None
+    ) -> None:
         self.entry = entry
         self.settings = settings
         self._api_key = api_key
-        self.policy = policy or RetryPolicy(settings.max_retries, settings.retry_base_delay, settings.retry_max_delay,
-                                            first_token_timeout=settings.first_token_timeout)
+        self.policy = policy or RetryPolicy(
+            settings.max_retries,
+            settings.retry_base_delay,
+            settings.retry_max_delay,
+            first_token_timeout=settings.first_token_timeout,
+        )
         self._client: httpx2.AsyncClient | None = None
         self._client_for: tuple[Any, ...] | None = None
         self._replaced: list[httpx2.AsyncClient] = []  # clients built for earlier settings, closed by `aclose`
@@ -90,8 +95,12 @@ class ProviderModel:
         if self._client is None or self._client_for != key:
             if self._client is not None:
                 self._replaced.append(self._client)
-            self._client = make_client(self.url, self._headers(), connect_timeout=self.settings.connect_timeout,
-                                       idle_timeout=self.settings.idle_timeout)
+            self._client = make_client(
+                self.url,
+                self._headers(),
+                connect_timeout=self.settings.connect_timeout,
+                idle_timeout=self.settings.idle_timeout,
+            )
             self._client_for = key
         return self._client
 
@@ -115,8 +124,14 @@ class ProviderModel:
         raise ModelNotConfigured(f"{var} is not set: set {var} in the environment gatewright starts with ({hint})")
 
     def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
-        return resilient(lambda: self._attempt(request), label=self.label, policy=self.policy,
-                         secrets=self._secrets(), auth_hint=f"Check {self._key_var}.", url=safe_url(self.url))
+        return resilient(
+            lambda: self._attempt(request),
+            label=self.label,
+            policy=self.policy,
+            secrets=self._secrets(),
+            auth_hint=f"Check {self._key_var}.",
+            url=safe_url(self.url),
+        )
 
     def _attempt(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         raise NotImplementedError

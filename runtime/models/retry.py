@@ -31,10 +31,17 @@ _RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "connection", "t
 # A failure reported inside a 200 stream says what happened by its `type` (Anthropic's error types; the types and
 # codes OpenAI-compatible servers put in an `{"error": …}` chunk).
 _ERROR_TYPES: dict[str, FailureKind] = {
-    "overloaded_error": "server", "api_error": "server", "rate_limit_error": "rate_limit",
-    "authentication_error": "auth", "permission_error": "auth", "invalid_request_error": "client",
-    "not_found_error": "client", "request_too_large": "client",
-    "server_error": "server", "rate_limit_exceeded": "rate_limit", "invalid_api_key": "auth",
+    "overloaded_error": "server",
+    "api_error": "server",
+    "rate_limit_error": "rate_limit",
+    "authentication_error": "auth",
+    "permission_error": "auth",
+    "invalid_request_error": "client",
+    "not_found_error": "client",
+    "request_too_large": "client",
+    "server_error": "server",
+    "rate_limit_exceeded": "rate_limit",
+    "invalid_api_key": "auth",
 }
 _CREDENTIAL = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|(?i:bearer)\s+\S+|(?i:x-api-key)\S*\s*\S+)")
 
@@ -73,8 +80,9 @@ class MalformedStream(Exception):
 class ProviderHTTPError(Exception):
     """A non-2xx reply: its status, the provider's own error message and type, and its headers (`Retry-After`)."""
 
-    def __init__(self, status: int, message: str, error_type: str | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, error_type: str | None = None, headers: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__(f"HTTP {status}: {message}")
         self.status = status
         self.message = message
@@ -128,8 +136,9 @@ def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = Non
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
-def backoff_delay(attempt: int, policy: RetryPolicy, retry_after: float | None = None,
-                  rand: Callable[[], float] = random.random) -> float:
+def backoff_delay(
+    attempt: int, policy: RetryPolicy, retry_after: float | None = None, rand: Callable[[], float] = random.random
+) -> float:
     """Delay before retry number `attempt` (1-based). The server's `Retry-After` wins over our own backoff."""
     if retry_after is not None:
         return retry_after
@@ -150,8 +159,12 @@ def _status_kind(status: int) -> FailureKind:
 
 # httpx2's exceptions, by class name: the failure vocabulary does not import the HTTP library.
 _URL_ERRORS = frozenset({"UnsupportedProtocol", "InvalidURL"})
-_TIMEOUTS = {"ConnectTimeout": "connecting timed out", "ReadTimeout": "no data within the idle timeout",
-             "WriteTimeout": "sending the request timed out", "PoolTimeout": "no free connection in time"}
+_TIMEOUTS = {
+    "ConnectTimeout": "connecting timed out",
+    "ReadTimeout": "no data within the idle timeout",
+    "WriteTimeout": "sending the request timed out",
+    "PoolTimeout": "no free connection in time",
+}
 
 
 def classify(exc: BaseException, secrets: tuple[str, ...] = ()) -> Failure:
@@ -183,8 +196,14 @@ def classify(exc: BaseException, secrets: tuple[str, ...] = ()) -> Failure:
         return Failure("timeout", timeout or "timed out")
     if "CERTIFICATE_VERIFY_FAILED" in str(exc) or "SSLCertVerificationError" in _cause_names(exc):
         # Not transient: retrying cannot make the certificate trusted.
-        return Failure("client", one_line(redact(f"the server's TLS certificate is not trusted ({exc}); for a "
-                                                 "private CA set SSL_CERT_FILE", secrets)))
+        return Failure(
+            "client",
+            one_line(
+                redact(
+                    f"the server's TLS certificate is not trusted ({exc}); for a private CA set SSL_CERT_FILE", secrets
+                )
+            ),
+        )
     if names & {"SSEError", "DecodingError"}:
         return Failure("malformed", one_line(redact(str(exc) or type(exc).__name__, secrets)))
     if names & {"TransportError", "ConnectionError", "OSError"}:
@@ -216,16 +235,22 @@ def describe(f: Failure, label: str, attempts: int, auth_hint: str = "", url: st
     if f.kind == "rate_limit":
         return f"{label} is rate limiting requests (HTTP 429){tries}: {f.detail}{at}"
     if f.kind == "server":
-        return f"{label} failed (HTTP {f.status}){tries}: {f.detail}{at}" if f.status else \
-            f"{label} reported an error{tries}: {f.detail}{at}"
+        return (
+            f"{label} failed (HTTP {f.status}){tries}: {f.detail}{at}"
+            if f.status
+            else f"{label} reported an error{tries}: {f.detail}{at}"
+        )
     if f.kind == "connection":
         return f"cannot reach {label}{tries}: {f.detail}{at}"
     if f.kind == "timeout":
         return f"{label} did not answer{tries}: {f.detail}{at}"
     if f.kind == "malformed":
         return f"{label} sent a response gatewright cannot read: {f.detail}{at}"
-    return f"{label} rejected the request (HTTP {f.status}): {f.detail}{at}" if f.status else \
-        f"{label} failed: {f.detail}{at}"
+    return (
+        f"{label} rejected the request (HTTP {f.status}): {f.detail}{at}"
+        if f.status
+        else f"{label} failed: {f.detail}{at}"
+    )
 
 
 @contextlib.contextmanager
@@ -256,9 +281,16 @@ async def close_stream(stream: Any) -> None:
 
 
 # ---- the retry loop ------------------------------------------------------------------------------------------------
-async def resilient(attempt: Callable[[], AsyncGenerator[ModelEvent, None]], *, label: str, policy: RetryPolicy,
-                    secrets: tuple[str, ...] = (), auth_hint: str = "", url: str = "",
-                    sleep: Callable[[float], Awaitable[None]] = anyio.sleep) -> AsyncGenerator[ModelEvent, None]:
+async def resilient(
+    attempt: Callable[[], AsyncGenerator[ModelEvent, None]],
+    *,
+    label: str,
+    policy: RetryPolicy,
+    secrets: tuple[str, ...] = (),
+    auth_hint: str = "",
+    url: str = "",
+    sleep: Callable[[float], Awaitable[None]] = anyio.sleep,
+) -> AsyncGenerator[ModelEvent, None]:
     """Run `attempt()` (one HTTP call as a stream of events), retrying failures that happen before any output.
 
     Cancellation is not an `Exception`, so it passes straight through and the attempt's `finally` closes the stream.
@@ -286,16 +318,26 @@ async def resilient(attempt: Callable[[], AsyncGenerator[ModelEvent, None]], *, 
             if produced:
                 log.warning("%s stream broke after output started: %s", label, failure.detail)
                 where = f"; at {url}" if url else ""
-                raise ModelError(f"the {label} stream broke after the reply had started ({failure.detail}{where}); "
-                                 "it was not retried, so nothing is duplicated — ask again to continue") from None
+                raise ModelError(
+                    f"the {label} stream broke after the reply had started ({failure.detail}{where}); "
+                    "it was not retried, so nothing is duplicated — ask again to continue"
+                ) from None
             if failure.kind == "auth":
                 raise ModelError(describe(failure, label, 1, auth_hint, url), auth=True) from None
             if not failure.retryable or tries > policy.max_retries:
                 raise ModelError(describe(failure, label, tries, auth_hint, url)) from None
         if failure.retry_after is not None and failure.retry_after > policy.max_retry_after:
-            raise ModelError(f"{label} asks to wait {failure.retry_after:.0f} s before retrying "
-                             f"({failure.detail}); try again later", retryable=False)
+            raise ModelError(
+                f"{label} asks to wait {failure.retry_after:.0f} s before retrying ({failure.detail}); try again later",
+                retryable=False,
+            )
         delay = backoff_delay(tries, policy, failure.retry_after)
-        log.warning("%s: %s; retrying in %.2f s (attempt %d of %d)", label, describe(failure, label, 1, url=url),
-                    delay, tries + 1, policy.max_retries + 1)
+        log.warning(
+            "%s: %s; retrying in %.2f s (attempt %d of %d)",
+            label,
+            describe(failure, label, 1, url=url),
+            delay,
+            tries + 1,
+            policy.max_retries + 1,
+        )
         await sleep(delay)

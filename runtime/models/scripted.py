@@ -55,7 +55,7 @@ def parse_script(raw: bytes | str, source: str = "<script>") -> Script:
     except orjson.JSONDecodeError as exc:
         raise ScriptError(f"scripted model file {source}: not valid JSON ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("responses"), list):
-        raise ScriptError(f"scripted model file {source}: expected an object with a \"responses\" list")
+        raise ScriptError(f'scripted model file {source}: expected an object with a "responses" list')
     for i, entry in enumerate(doc["responses"]):
         where = f"scripted model file {source}: responses[{i}]"
         if not isinstance(entry, dict):
@@ -66,28 +66,29 @@ def parse_script(raw: bytes | str, source: str = "<script>") -> Script:
         for key in ("text", "thinking", "error"):
             if key in entry and not isinstance(entry[key], str):
                 raise ScriptError(f"{where}.{key} must be a string")
-        if "chunks" in entry and (not isinstance(entry["chunks"], int) or isinstance(entry["chunks"], bool)
-                                  or entry["chunks"] < 1):
+        if "chunks" in entry and (
+            not isinstance(entry["chunks"], int) or isinstance(entry["chunks"], bool) or entry["chunks"] < 1
+        ):
             raise ScriptError(f"{where}.chunks must be a positive integer")
         delay = entry.get("delay_ms", 0)
         if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
             raise ScriptError(f"{where}.delay_ms must be a non-negative number")
         if "stop" in entry and entry["stop"] not in ("max_tokens", "refusal"):
-            raise ScriptError(f"{where}.stop must be \"max_tokens\" or \"refusal\"")
+            raise ScriptError(f'{where}.stop must be "max_tokens" or "refusal"')
         if "usage" in entry:
             u = entry["usage"]
             if not isinstance(u, dict) or not all(
                 isinstance(u.get(k, 0), int) and not isinstance(u.get(k, 0), bool)
                 for k in ("input_tokens", "output_tokens")
             ):
-                raise ScriptError(f"{where}.usage must be {{\"input_tokens\": N, \"output_tokens\": M}}")
+                raise ScriptError(f'{where}.usage must be {{"input_tokens": N, "output_tokens": M}}')
         calls = entry.get("tool_calls", [])
         if not isinstance(calls, list):
             raise ScriptError(f"{where}.tool_calls must be a list")
         for j, call in enumerate(calls):
             cw = f"{where}.tool_calls[{j}]"
             if not isinstance(call, dict) or "name" not in call:
-                raise ScriptError(f"{cw} must be an object with a \"name\"")
+                raise ScriptError(f'{cw} must be an object with a "name"')
             if not isinstance(call["name"], str):
                 raise ScriptError(f"{cw}.name must be a string")
             if "id" in call and call["id"] is not None and not isinstance(call["id"], str):

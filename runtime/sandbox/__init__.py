@@ -39,8 +39,20 @@ from runtime.sandbox.spec import (
     session_tmpdir,
 )
 
-__all__ = ["SandboxSpec", "Support", "baseline", "baseline_readable", "build_spec", "child_env", "harden_agent",
-           "prestart", "remove_all_tmpdirs", "remove_session_tmpdir", "session_tmpdir", "support"]
+__all__ = [
+    "SandboxSpec",
+    "Support",
+    "baseline",
+    "baseline_readable",
+    "build_spec",
+    "child_env",
+    "harden_agent",
+    "prestart",
+    "remove_all_tmpdirs",
+    "remove_session_tmpdir",
+    "session_tmpdir",
+    "support",
+]
 
 ENV_SWITCH = "GATEWRIGHT_SANDBOX"
 
@@ -54,8 +66,9 @@ class Support(Frozen):
     forced: str | None  # the value of GATEWRIGHT_SANDBOX that limited it
     reason: str  # why something is missing
 
-    def __init__(self, landlock_abi: int = 0, namespaces: bool = False, forced: str | None = None,
-                 reason: str = "") -> None:
+    def __init__(
+        self, landlock_abi: int = 0, namespaces: bool = False, forced: str | None = None, reason: str = ""
+    ) -> None:
         self._init(landlock_abi=landlock_abi, namespaces=namespaces, forced=forced, reason=reason)
 
     @property
@@ -66,14 +79,17 @@ class Support(Frozen):
         if self.forced == "off":
             return f"sandbox: off ({ENV_SWITCH}=off): commands run unconfined and more calls ask"
         if not self.active:
-            return f"sandbox: not available ({self.reason or 'no Landlock'}): commands run unconfined and more " \
-                   "calls ask"
+            return (
+                f"sandbox: not available ({self.reason or 'no Landlock'}): commands run unconfined and more calls ask"
+            )
         text = f"sandbox: Landlock ABI {self.landlock_abi}"
         if self.namespaces:
             return text + ", user/pid/mount/net namespaces"
         why = f"{ENV_SWITCH}=landlock" if self.forced == "landlock" else self.reason or "unavailable"
-        return text + f", no namespaces ({why}): what a command starts may outlive the agent if it leaves its " \
-                      "process group and drops its environment"
+        return (
+            text + f", no namespaces ({why}): what a command starts may outlive the agent if it leaves its "
+            "process group and drops its environment"
+        )
 
 
 @functools.cache

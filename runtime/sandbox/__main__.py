@@ -26,8 +26,10 @@ def _refuse(why: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 4 or args[0] != "--spec" or args[2] != "--":
-        return _refuse("usage: python -m runtime.sandbox --spec JSON -- COMMAND [ARG...] (refusing to run a command "
-                       "without its sandbox)")
+        return _refuse(
+            "usage: python -m runtime.sandbox --spec JSON -- COMMAND [ARG...] (refusing to run a command "
+            "without its sandbox)"
+        )
     try:
         spec, (abi, ns), agent = parse(args[1])
     except (ValueError, TypeError, KeyError) as exc:
@@ -43,8 +45,9 @@ def main(argv: list[str] | None = None) -> int:
             return _refuse("the agent that asked for this command is gone")
     report_r, report_w = os.pipe()
     try:
-        plan = Plan(command, dict(os.environ), spec, Capabilities(abi, ns), cwd=os.getcwd(), report_w=report_w,
-                    grace=spec.grace)
+        plan = Plan(
+            command, dict(os.environ), spec, Capabilities(abi, ns), cwd=os.getcwd(), report_w=report_w, grace=spec.grace
+        )
     except OSError as exc:
         return _refuse(f"the sandbox could not be prepared ({exc})")
     if not ns:

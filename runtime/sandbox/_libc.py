@@ -10,8 +10,14 @@ import os
 
 # Syscall numbers of the Landlock calls: one table for every architecture with the generic syscall table, which
 # both x86_64 and aarch64 follow for these (asm-generic/unistd.h, arch/x86/entry/syscalls/syscall_64.tbl).
-_LANDLOCK_NR = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446), "riscv64": (444, 445, 446),
-                "ppc64le": (444, 445, 446), "s390x": (444, 445, 446), "loongarch64": (444, 445, 446)}
+_LANDLOCK_NR = {
+    "x86_64": (444, 445, 446),
+    "aarch64": (444, 445, 446),
+    "riscv64": (444, 445, 446),
+    "ppc64le": (444, 445, 446),
+    "s390x": (444, 445, 446),
+    "loongarch64": (444, 445, 446),
+}
 
 # clone(2) numbers where its first argument is the flags (the fork-like use here passes no stack, no tids).
 _CLONE_NR = {"x86_64": 56, "aarch64": 220, "riscv64": 220, "loongarch64": 220}
@@ -35,6 +41,7 @@ MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+
 
 class Libc:
     """Bound libc entry points with errno capture. Build once with `libc()`."""
@@ -62,13 +69,22 @@ class Libc:
         instruction (with CLONE_NEWPID: pid 1). Only for a single-threaded caller (the helper, the launcher): glibc's
         cached thread id is not updated in the child, so the child must not use `raise` or thread-owned locks."""
         assert self.clone_nr is not None
-        return int(self.syscall(ctypes.c_long(self.clone_nr), ctypes.c_ulong(flags | SIGCHLD), ctypes.c_void_p(0),
-                                ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_void_p(0)))
+        return int(
+            self.syscall(
+                ctypes.c_long(self.clone_nr),
+                ctypes.c_ulong(flags | SIGCHLD),
+                ctypes.c_void_p(0),
+                ctypes.c_void_p(0),
+                ctypes.c_void_p(0),
+                ctypes.c_void_p(0),
+            )
+        )
 
     def landlock_create_ruleset(self, attr: object, size: int, flags: int) -> int:
         assert self.landlock_nrs is not None
-        return int(self.syscall(ctypes.c_long(self.landlock_nrs[0]), attr, ctypes.c_size_t(size),
-                                ctypes.c_uint32(flags)))
+        return int(
+            self.syscall(ctypes.c_long(self.landlock_nrs[0]), attr, ctypes.c_size_t(size), ctypes.c_uint32(flags))
+        )
 
 
 _LIBC: Libc | None = None

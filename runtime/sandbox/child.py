@@ -91,16 +91,29 @@ def _mount_flags_to_keep(path: str) -> int:
         f = os.statvfs(path).f_flag
     except OSError:
         return MS_NOSUID | MS_NODEV
-    return ((MS_NOSUID if f & os.ST_NOSUID else 0) | (MS_NODEV if f & os.ST_NODEV else 0)
-            | (MS_NOEXEC if f & os.ST_NOEXEC else 0))
+    return (
+        (MS_NOSUID if f & os.ST_NOSUID else 0)
+        | (MS_NODEV if f & os.ST_NODEV else 0)
+        | (MS_NOEXEC if f & os.ST_NOEXEC else 0)
+    )
 
 
 class Plan:
     """One spawn, prepared before the fork. `run()` in the forked P (or the launcher process) never returns."""
 
-    def __init__(self, argv: Sequence[str], env: dict[str, str], spec: SandboxSpec | None, caps: Capabilities, *,
-                 cwd: str, report_w: int, grace: float | None, stdio: tuple[int, int, int] | None = None,
-                 cwd_fd: int | None = None) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        env: dict[str, str],
+        spec: SandboxSpec | None,
+        caps: Capabilities,
+        *,
+        cwd: str,
+        report_w: int,
+        grace: float | None,
+        stdio: tuple[int, int, int] | None = None,
+        cwd_fd: int | None = None,
+    ) -> None:
         self.argv = list(argv)
         self.env = env
         self.spec = spec
@@ -144,8 +157,10 @@ class Plan:
                     rs.allow(tree, rw)
                 else:
                     rs.allow_all(carve(tree, spec.protected), rw)
-                    self.notes.append(f"new files directly in {tree} cannot be created: without a mount namespace "
-                                      "on this system, its protected entries stay read-only only this way")
+                    self.notes.append(
+                        f"new files directly in {tree} cannot be created: without a mount namespace "
+                        "on this system, its protected entries stay read-only only this way"
+                    )
             if spec.tmpdir is not None and spec.tmpdir in spec.write:
                 self._shm_rule = rw & ~landlock.FS_EXECUTE
         if not self.namespaces:
@@ -225,8 +240,7 @@ class Plan:
             for target, fd in enumerate(self.stdio):
                 os.dup2(fd, target)
         rs_fd = self.ruleset.fd if self.ruleset is not None else -1
-        self._close_except((0, 1, 2, self.report_w, rs_fd, *keep,
-                            *((self.cwd_fd,) if self.cwd_fd is not None else ())))
+        self._close_except((0, 1, 2, self.report_w, rs_fd, *keep, *((self.cwd_fd,) if self.cwd_fd is not None else ())))
         if self.cwd_fd is not None:
             st = os.fstat(self.cwd_fd)
             self._cwd_id = (st.st_dev, st.st_ino)
@@ -305,8 +319,11 @@ class Plan:
         """In I, right after the clone: the id maps, the mounts, a fresh /proc."""
         lc = self._lc
         try:
-            for name, data in ((b"/proc/self/setgroups", b"deny"), (b"/proc/self/uid_map", self._uid_map),
-                               (b"/proc/self/gid_map", self._gid_map)):
+            for name, data in (
+                (b"/proc/self/setgroups", b"deny"),
+                (b"/proc/self/uid_map", self._uid_map),
+                (b"/proc/self/gid_map", self._gid_map),
+            ):
                 fd = os.open(name, os.O_WRONLY)
                 try:
                     os.write(fd, data)
@@ -320,13 +337,18 @@ class Plan:
                 self._fail(f"mount {os.fsdecode(tgt)}: {os.strerror(lc.get_errno())}")
         # A /proc of this pid namespace: the agent's processes are not even visible. (Refused where the outer /proc
         # is partly hidden, in some containers: the outer one then stays, Landlock still guarding it.)
-        if lc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0 and \
-                self.ruleset is not None:
+        if (
+            lc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) == 0
+            and self.ruleset is not None
+        ):
             self.ruleset.allow("/proc", landlock.READ)
         # A private /dev/shm: POSIX shared memory and semaphores (multiprocessing) work without a shared write.
         # Rules for new mounts are added after them: a rule binds the inode that is there when it is added.
-        if self._shm_rule and self.ruleset is not None and \
-                lc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777") == 0:
+        if (
+            self._shm_rule
+            and self.ruleset is not None
+            and lc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777") == 0
+        ):
             self.ruleset.allow("/dev/shm", self._shm_rule)  # noqa: S108 - a private mount, just made
 
     def _enforce(self) -> None:

@@ -160,10 +160,14 @@ class Spawner:
         if switch:
             env["GATEWRIGHT_SANDBOX"] = switch
         try:
-            self.proc = subprocess.Popen([sys.executable, "-S", "-c", _BOOT, ROOT, str(theirs.fileno())],
-                                         pass_fds=(theirs.fileno(),),
-                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, env=env,
-                                         close_fds=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-S", "-c", _BOOT, ROOT, str(theirs.fileno())],
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                env=env,
+                close_fds=True,
+            )
         finally:
             theirs.close()
         self.sock = ours
@@ -205,9 +209,20 @@ class Spawner:
             with contextlib.suppress(Exception):
                 inst.proc.wait(timeout=2)
 
-    def spawn(self, argv: Sequence[str], *, cwd: str, env: Mapping[str, str], spec: SandboxSpec | None,
-              grace: float | None, report_w: int, stdin: int | None = None, stdout: int | None = None,
-              stderr: int | None = None, cwd_fd: int | None = None) -> tuple[int, int, list[str]]:
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        spec: SandboxSpec | None,
+        grace: float | None,
+        report_w: int,
+        stdin: int | None = None,
+        stdout: int | None = None,
+        stderr: int | None = None,
+        cwd_fd: int | None = None,
+    ) -> tuple[int, int, list[str]]:
         """Ask the helper for one spawn. Returns (its pid, a pidfd of it, notes for the tool output).
 
         Raises:
@@ -218,8 +233,16 @@ class Spawner:
             if fd is not None:
                 names.append(name)
                 fds.append(fd)
-        msg = json.dumps({"argv": list(argv), "env": dict(env), "cwd": cwd, "grace": grace, "fds": names,
-                          "spec": spec.to_json() if spec is not None else None}).encode()
+        msg = json.dumps(
+            {
+                "argv": list(argv),
+                "env": dict(env),
+                "cwd": cwd,
+                "grace": grace,
+                "fds": names,
+                "spec": spec.to_json() if spec is not None else None,
+            }
+        ).encode()
         try:
             with self.lock:
                 socket.send_fds(self.sock, [msg], fds)

@@ -93,10 +93,22 @@ class Helper:
         null = -1
         if -1 in stdio:
             null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
-            stdio = (null if stdio[0] < 0 else stdio[0], null if stdio[1] < 0 else stdio[1],
-                     null if stdio[2] < 0 else stdio[2])
-        plan = Plan(req["argv"], env, spec, self.caps, cwd=req["cwd"], report_w=report_w, grace=req.get("grace"),
-                    stdio=stdio, cwd_fd=fds.get("cwd"))
+            stdio = (
+                null if stdio[0] < 0 else stdio[0],
+                null if stdio[1] < 0 else stdio[1],
+                null if stdio[2] < 0 else stdio[2],
+            )
+        plan = Plan(
+            req["argv"],
+            env,
+            spec,
+            self.caps,
+            cwd=req["cwd"],
+            report_w=report_w,
+            grace=req.get("grace"),
+            stdio=stdio,
+            cwd_fd=fds.get("cwd"),
+        )
         try:
             pid = plan.start()
             pidfd = os.pidfd_open(pid)

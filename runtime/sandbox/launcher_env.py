@@ -23,7 +23,7 @@ def start_time(pid: int) -> str | None:
             stat = f.read()
     except OSError:
         return None
-    fields = stat[stat.rfind(b")") + 2:].split()
+    fields = stat[stat.rfind(b")") + 2 :].split()
     return fields[19].decode() if len(fields) > 19 else None
 
 
@@ -34,11 +34,17 @@ def launcher_command(spec: SandboxSpec, argv: list[str]) -> tuple[str, list[str]
     sup = support()
     base = set(baseline())
     pid = os.getpid()
-    payload = {"read": [p for p in spec.read if p not in base], "write": list(spec.write),
-               "protected": list(spec.protected), "network": spec.network, "tmpdir": spec.tmpdir,
-               "grace": spec.grace, "caps": [sup.landlock_abi, sup.namespaces], "agent": [pid, start_time(pid)]}
-    return sys.executable, ["-m", "runtime.sandbox", "--spec", json.dumps(payload, separators=(",", ":")), "--",
-                            *argv]
+    payload = {
+        "read": [p for p in spec.read if p not in base],
+        "write": list(spec.write),
+        "protected": list(spec.protected),
+        "network": spec.network,
+        "tmpdir": spec.tmpdir,
+        "grace": spec.grace,
+        "caps": [sup.landlock_abi, sup.namespaces],
+        "agent": [pid, start_time(pid)],
+    }
+    return sys.executable, ["-m", "runtime.sandbox", "--spec", json.dumps(payload, separators=(",", ":")), "--", *argv]
 
 
 def parse(text: str) -> tuple[SandboxSpec, tuple[int, bool], tuple[int, str | None] | None]:
@@ -46,9 +52,14 @@ def parse(text: str) -> tuple[SandboxSpec, tuple[int, bool], tuple[int, str | No
     d = json.loads(text)
     if not isinstance(d, dict):
         raise ValueError("not an object")
-    spec = SandboxSpec(read=tuple(dict.fromkeys((*baseline(), *map(str, d.get("read") or ())))),
-                       write=tuple(map(str, d.get("write") or ())), protected=tuple(map(str, d.get("protected") or ())),
-                       network=bool(d.get("network")), tmpdir=d.get("tmpdir"), grace=d.get("grace"))
+    spec = SandboxSpec(
+        read=tuple(dict.fromkeys((*baseline(), *map(str, d.get("read") or ())))),
+        write=tuple(map(str, d.get("write") or ())),
+        protected=tuple(map(str, d.get("protected") or ())),
+        network=bool(d.get("network")),
+        tmpdir=d.get("tmpdir"),
+        grace=d.get("grace"),
+    )
     abi, ns = d.get("caps") or (0, False)
     agent = d.get("agent")
     return spec, (int(abi), bool(ns)), (int(agent[0]), agent[1]) if agent else None

@@ -28,7 +28,7 @@ def _stats() -> Iterator[tuple[int, bytes, int, int]]:
                 stat = f.read()
         except OSError:
             continue
-        rest = stat[stat.rfind(b")") + 2:].split()  # the fields after the parenthesised name: state ppid pgrp ...
+        rest = stat[stat.rfind(b")") + 2 :].split()  # the fields after the parenthesised name: state ppid pgrp ...
         if len(rest) >= 3:
             yield int(entry), rest[0], int(rest[1]), int(rest[2])
 
@@ -71,8 +71,11 @@ def sweep(tag: str, rounds: int = 4) -> bool:
     found = False
     for _ in range(rounds):
         table = _table()
-        roots = [pid for pid, (ppid, state) in table.items()
-                 if ppid == me and state not in (b"Z", b"X") and _carries(pid, marker)]
+        roots = [
+            pid
+            for pid, (ppid, state) in table.items()
+            if ppid == me and state not in (b"Z", b"X") and _carries(pid, marker)
+        ]
         if not roots:
             break
         found = True

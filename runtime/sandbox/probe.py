@@ -27,8 +27,14 @@ def probe_namespaces(abi: int) -> tuple[bool, str]:
     tmp = os.path.realpath(tempfile.mkdtemp(prefix="gatewright-probe-"))
     try:
         os.mkdir(os.path.join(tmp, "p"))
-        spec = SandboxSpec(read=(*baseline(), tmp), write=(tmp, "/dev/null"), protected=(os.path.join(tmp, "p"),),
-                           network=False, tmpdir=tmp, grace=0.0)
+        spec = SandboxSpec(
+            read=(*baseline(), tmp),
+            write=(tmp, "/dev/null"),
+            protected=(os.path.join(tmp, "p"),),
+            network=False,
+            tmpdir=tmp,
+            grace=0.0,
+        )
         return _run(spec, Capabilities(abi, True), tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -36,8 +42,9 @@ def probe_namespaces(abi: int) -> tuple[bool, str]:
 
 def _run(spec: SandboxSpec, caps: Capabilities, cwd: str) -> tuple[bool, str]:
     report_r, report_w = os.pipe()
-    plan = Plan(["/bin/sh", "-c", _SCRIPT], {"PATH": "/usr/bin:/bin"}, spec, caps, cwd=cwd, report_w=report_w,
-                grace=0.0)
+    plan = Plan(
+        ["/bin/sh", "-c", _SCRIPT], {"PATH": "/usr/bin:/bin"}, spec, caps, cwd=cwd, report_w=report_w, grace=0.0
+    )
     null = os.open(os.devnull, os.O_RDWR)
     try:
         plan.stdio = (null, null, null)
@@ -65,7 +72,8 @@ def _run(spec: SandboxSpec, caps: Capabilities, cwd: str) -> tuple[bool, str]:
     code = os.waitstatus_to_exitcode(status)
     if code:
         return False, {2: "the writable tree was not writable", 3: "a read-only bind mount was writable"}.get(
-            code, f"the sandboxed probe failed (exit {code})")
+            code, f"the sandboxed probe failed (exit {code})"
+        )
     if b"L" not in lines:
         return False, "the probe's background process was not seen"
     return True, ""

@@ -41,18 +41,78 @@ PROTECTED_NAMES = (".git", ".gatewright")
 DEVICE_WRITES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts")
 # /dev/fd and /dev/std* are links into /proc/self/fd: readable through /proc, and a pipe needs no rule at all.
 DEVICE_READS = ("/dev/random", "/dev/urandom")
-SYSTEM_TREES = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix/store", "/gnu/store",
-                "/proc", "/sys")
+SYSTEM_TREES = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt",
+    "/nix/store",
+    "/gnu/store",
+    "/proc",
+    "/sys",
+)
 # What programs read under /etc. Not there on purpose: shadow, gshadow, sudoers(.d), ssh (host keys), machine-id,
 # security/, the package manager's credentials.
 ETC_ENTRIES = (
-    "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "ld.so.preload", "passwd", "group", "nsswitch.conf", "hosts",
-    "host.conf", "resolv.conf", "gai.conf", "services", "protocols", "networks", "hostname", "localtime", "timezone",
-    "ssl", "ca-certificates", "ca-certificates.conf", "pki", "crypto-policies", "alternatives", "profile",
-    "profile.d", "bash.bashrc", "bashrc", "environment", "inputrc", "shells", "gitconfig", "gitattributes",
-    "os-release", "lsb-release", "debian_version", "redhat-release", "alpine-release", "mime.types", "magic",
-    "magic.mime", "terminfo", "locale.alias", "locale.conf", "default/locale", "manpath.config", "mtab",
-    "pip.conf", "npmrc", "python*", "perl", "java*", "maven", "fonts", "xdg", "mailcap",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "ld.so.preload",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "hosts",
+    "host.conf",
+    "resolv.conf",
+    "gai.conf",
+    "services",
+    "protocols",
+    "networks",
+    "hostname",
+    "localtime",
+    "timezone",
+    "ssl",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "pki",
+    "crypto-policies",
+    "alternatives",
+    "profile",
+    "profile.d",
+    "bash.bashrc",
+    "bashrc",
+    "environment",
+    "inputrc",
+    "shells",
+    "gitconfig",
+    "gitattributes",
+    "os-release",
+    "lsb-release",
+    "debian_version",
+    "redhat-release",
+    "alpine-release",
+    "mime.types",
+    "magic",
+    "magic.mime",
+    "terminfo",
+    "locale.alias",
+    "locale.conf",
+    "default/locale",
+    "manpath.config",
+    "mtab",
+    "pip.conf",
+    "npmrc",
+    "python*",
+    "perl",
+    "java*",
+    "maven",
+    "fonts",
+    "xdg",
+    "mailcap",
 )
 # A PATH entry under the home directory grants its tool home: the whole of it when it is a dedicated dot-dir, or the
 # parts listed here when the tool home also keeps credentials (cargo's `credentials.toml`).
@@ -79,20 +139,40 @@ class SandboxSpec(Frozen):
     # None: the sandbox lives until its last process exits (background processes, MCP servers).
     grace: float | None
 
-    def __init__(self, read: tuple[str, ...] = (), write: tuple[str, ...] = (), protected: tuple[str, ...] = (),
-                 network: bool = False, tmpdir: str | None = None, grace: float | None = None) -> None:
+    def __init__(
+        self,
+        read: tuple[str, ...] = (),
+        write: tuple[str, ...] = (),
+        protected: tuple[str, ...] = (),
+        network: bool = False,
+        tmpdir: str | None = None,
+        grace: float | None = None,
+    ) -> None:
         self._init(read=read, write=write, protected=protected, network=network, tmpdir=tmpdir, grace=grace)
 
     def to_json(self) -> str:
-        return json.dumps({"read": self.read, "write": self.write, "protected": self.protected,
-                           "network": self.network, "tmpdir": self.tmpdir, "grace": self.grace})
+        return json.dumps(
+            {
+                "read": self.read,
+                "write": self.write,
+                "protected": self.protected,
+                "network": self.network,
+                "tmpdir": self.tmpdir,
+                "grace": self.grace,
+            }
+        )
 
     @classmethod
     def from_json(cls, text: str) -> SandboxSpec:
         d = json.loads(text)
-        return cls(read=tuple(d.get("read") or ()), write=tuple(d.get("write") or ()),
-                   protected=tuple(d.get("protected") or ()), network=bool(d.get("network")),
-                   tmpdir=d.get("tmpdir"), grace=d.get("grace"))
+        return cls(
+            read=tuple(d.get("read") or ()),
+            write=tuple(d.get("write") or ()),
+            protected=tuple(d.get("protected") or ()),
+            network=bool(d.get("network")),
+            tmpdir=d.get("tmpdir"),
+            grace=d.get("grace"),
+        )
 
 
 def within(path: str, root: str) -> bool:
@@ -266,7 +346,7 @@ def git_dirs(root: str) -> list[str]:
         return []
     if not first.startswith("gitdir:"):
         return []
-    gitdir = os.path.realpath(os.path.join(root, first[len("gitdir:"):].strip()))
+    gitdir = os.path.realpath(os.path.join(root, first[len("gitdir:") :].strip()))
     out = [gitdir] if os.path.isdir(gitdir) else []
     try:
         with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as f:
@@ -278,8 +358,14 @@ def git_dirs(root: str) -> list[str]:
     return out
 
 
-def build_spec(confinement: Confinement, roots: Sequence[str], *, tmpdir: str | None,
-               grace: float | None = None, extra_protected: Sequence[str] = ()) -> SandboxSpec:
+def build_spec(
+    confinement: Confinement,
+    roots: Sequence[str],
+    *,
+    tmpdir: str | None,
+    grace: float | None = None,
+    extra_protected: Sequence[str] = (),
+) -> SandboxSpec:
     """The sandbox of one call of a session whose workspace roots are `roots`."""
     roots = [os.path.realpath(r) for r in roots]
     repos = {r: git_dirs(r) for r in roots}
@@ -302,8 +388,12 @@ def build_spec(confinement: Confinement, roots: Sequence[str], *, tmpdir: str | 
         if any(within(p, a) for a in approved):
             continue  # the call was approved for this protected path (or a tree holding it)
         protected.append(p)
-    extra = [*roots, *([tmpdir] if tmpdir else []), *(d for dirs in repos.values() for d in dirs),
-             *(os.path.realpath(p) for p in confinement.extra_read)]
+    extra = [
+        *roots,
+        *([tmpdir] if tmpdir else []),
+        *(d for dirs in repos.values() for d in dirs),
+        *(os.path.realpath(p) for p in confinement.extra_read),
+    ]
     return SandboxSpec(
         read=tuple(dict.fromkeys((*baseline(), *(p for p in extra if os.path.lexists(p))))),
         write=tuple(write_trees) + DEVICE_WRITES,

@@ -108,8 +108,10 @@ def migrate(conn: sqlite3.Connection) -> int:
     with write(conn):
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version > len(MIGRATIONS):
-            raise RuntimeError(f"the session store has schema version {version}, newer than this gatewright "
-                               f"({len(MIGRATIONS)}); upgrade gatewright")
+            raise RuntimeError(
+                f"the session store has schema version {version}, newer than this gatewright "
+                f"({len(MIGRATIONS)}); upgrade gatewright"
+            )
         for number in range(version, len(MIGRATIONS)):
             for statement in _statements(MIGRATIONS[number]):
                 conn.execute(statement)

@@ -29,13 +29,24 @@ if TYPE_CHECKING:
 log = logging.getLogger("gatewright.journal")
 
 CHUNKS = ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk")
-STATE_ONLY = ("available_commands_update", "current_mode_update", "config_option_update", "session_info_update",
-              "usage_update")
+STATE_ONLY = (
+    "available_commands_update",
+    "current_mode_update",
+    "config_option_update",
+    "session_info_update",
+    "usage_update",
+)
 
 
 class SessionJournal:
-    def __init__(self, store: SessionStore, session: Session, epoch: int = 0,
-                 persisted: list[Message] | None = None, state: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        store: SessionStore,
+        session: Session,
+        epoch: int = 0,
+        persisted: list[Message] | None = None,
+        state: dict[str, Any] | None = None,
+    ) -> None:
         self.store = store
         self.session = session
         self.epoch = epoch
@@ -78,8 +89,13 @@ class SessionJournal:
     def record_prompt(self, blocks: list[Any]) -> None:
         """The user's prompt, as the content blocks the client sent (replayed as `user_message_chunk`s)."""
         self.flush()
-        self._write([("user_message_chunk", {"sessionUpdate": "user_message_chunk", "content": b})
-                     for b in blocks if isinstance(b, dict)])
+        self._write(
+            [
+                ("user_message_chunk", {"sessionUpdate": "user_message_chunk", "content": b})
+                for b in blocks
+                if isinstance(b, dict)
+            ]
+        )
 
     def flush(self) -> None:
         if self._chunk_kind is None:
@@ -143,8 +159,7 @@ class SessionJournal:
     def save_settings(self) -> None:
         """Mode, model or where approvals are remembered changed: they are restored on load."""
         try:
-            self.store.save(self.session.id, mode=self.session.mode, model_id=self.session.model_id,
-                            state=self.state())
+            self.store.save(self.session.id, mode=self.session.mode, model_id=self.session.model_id, state=self.state())
         except Exception:
             self._failed()
 

@@ -46,22 +46,34 @@ def open_store(state_dir: str | None) -> SessionStore:
 
 def store_new(store: SessionStore, session: Session) -> None:
     """A new session: its row in the store, and its journal."""
-    store.create(SessionRecord(session.id, session.cwd, session.mode, tuple(session.additional_directories),
-                               model_id=session.model_id))
+    store.create(
+        SessionRecord(
+            session.id, session.cwd, session.mode, tuple(session.additional_directories), model_id=session.model_id
+        )
+    )
     attach(store, session)
 
 
-def attach(store: SessionStore, session: Session, epoch: int = 0,
-           state: dict[str, Any] | None = None) -> SessionJournal:
+def attach(
+    store: SessionStore, session: Session, epoch: int = 0, state: dict[str, Any] | None = None
+) -> SessionJournal:
     """Attach a journal (returned); the session's current history is what the store holds."""
     journal = session.journal = SessionJournal(store, session, epoch, session.runtime.history, state)
     session.runtime.before_step = journal.before_step
     return journal
 
 
-def revive(store: SessionStore, rec: SessionRecord, make: Callable[..., S], *, cwd: str,
-           factory: ModelFactory | None, default_mode: str, state_dir: str | None,
-           new_id: str | None = None) -> S:
+def revive(
+    store: SessionStore,
+    rec: SessionRecord,
+    make: Callable[..., S],
+    *,
+    cwd: str,
+    factory: ModelFactory | None,
+    default_mode: str,
+    state_dir: str | None,
+    new_id: str | None = None,
+) -> S:
     """Build a live session from its stored record with the host's constructor `make` (a `Session` subclass taking
     the `Session` fields as keywords): settings, model context, usage, scripted position."""
     model_id = None
@@ -73,9 +85,18 @@ def revive(store: SessionStore, rec: SessionRecord, make: Callable[..., S], *, c
         mode = parse_mode(rec.mode)
     except ValueError:
         mode = parse_mode(default_mode)
-    session = make(id=new_id or rec.id, cwd=cwd, additional_directories=list(rec.additional_dirs), mode=mode,
-                   model=model, model_id=model_id if model else None, factory=factory,
-                   model_choices=factory.choices() if factory else (), title=rec.title, state_dir=state_dir)
+    session = make(
+        id=new_id or rec.id,
+        cwd=cwd,
+        additional_directories=list(rec.additional_dirs),
+        mode=mode,
+        model=model,
+        model_id=model_id if model else None,
+        factory=factory,
+        model_choices=factory.choices() if factory else (),
+        title=rec.title,
+        state_dir=state_dir,
+    )
     epoch, stored = store.context(rec.id)
     session.runtime.history = repaired(stored)
     restore_state(session, rec.state)
@@ -119,8 +140,11 @@ def _finished(update: dict[str, Any]) -> dict[str, Any]:
     """A tool call that never reached a final status was cut short by the agent stopping: show it as failed."""
     if update.get("status") in ("completed", "failed"):
         return update
-    return {**update, "status": "failed", "content": [
-        {"type": "content", "content": {"type": "text", "text": INTERRUPTED_CALL}}]}
+    return {
+        **update,
+        "status": "failed",
+        "content": [{"type": "content", "content": {"type": "text", "text": INTERRUPTED_CALL}}],
+    }
 
 
 def repaired(history: list[Message]) -> list[Message]:
@@ -130,6 +154,9 @@ def repaired(history: list[Message]) -> list[Message]:
     for m in history:
         out.append(m)
         if isinstance(m, AssistantMessage):
-            out += [ToolResultMessage(c.id or "", c.name, "interrupted: the agent stopped before this call finished",
-                                      True) for c in m.tool_calls if (c.id or "") not in answered]
+            out += [
+                ToolResultMessage(c.id or "", c.name, "interrupted: the agent stopped before this call finished", True)
+                for c in m.tool_calls
+                if (c.id or "") not in answered
+            ]
     return out if len(out) != len(history) else history

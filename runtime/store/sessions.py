@@ -95,8 +95,19 @@ _COLUMNS = "id, cwd, mode, additional_dirs, title, created_at, updated_at, model
 
 
 def _record(row: Sequence[Any]) -> SessionRecord:
-    return SessionRecord(row[0], row[1], row[2], tuple(orjson.loads(row[3])), row[4], row[5], row[6], row[7], row[8],
-                         orjson.loads(row[9]), row[10])
+    return SessionRecord(
+        row[0],
+        row[1],
+        row[2],
+        tuple(orjson.loads(row[3])),
+        row[4],
+        row[5],
+        row[6],
+        row[7],
+        row[8],
+        orjson.loads(row[9]),
+        row[10],
+    )
 
 
 class SessionStore:
@@ -119,23 +130,49 @@ class SessionStore:
         now = time.time()
         rec = replace(rec, created_at=rec.created_at or now, updated_at=rec.updated_at or now)
         with db.write(self.conn) as c:
-            c.execute(f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",  # noqa: S608
-                      (rec.id, rec.cwd, rec.mode, _json(list(rec.additional_dirs)), _text(rec.title),
-                       rec.created_at, rec.updated_at, rec.model_id, rec.context_epoch,
-                       _json(rec.state), rec.parent_id))
+            c.execute(
+                f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",  # noqa: S608
+                (
+                    rec.id,
+                    rec.cwd,
+                    rec.mode,
+                    _json(list(rec.additional_dirs)),
+                    _text(rec.title),
+                    rec.created_at,
+                    rec.updated_at,
+                    rec.model_id,
+                    rec.context_epoch,
+                    _json(rec.state),
+                    rec.parent_id,
+                ),
+            )
         return rec
 
     def get(self, sid: str) -> SessionRecord | None:
         row = self.conn.execute(f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (sid,)).fetchone()  # noqa: S608
         return _record(row) if row else None
 
-    def save(self, sid: str, *, title: str | None = None, mode: str | None = None, model_id: str | None = None,
-             state: dict[str, Any] | None = None, cwd: str | None = None, touch: bool = True) -> None:
+    def save(
+        self,
+        sid: str,
+        *,
+        title: str | None = None,
+        mode: str | None = None,
+        model_id: str | None = None,
+        state: dict[str, Any] | None = None,
+        cwd: str | None = None,
+        touch: bool = True,
+    ) -> None:
         """Update the given fields (None = unchanged) and, with `touch`, the session's `updated_at`."""
         sets: list[str] = []
         args: list[Any] = []
-        for column, value in (("title", _text(title)), ("mode", mode), ("model_id", model_id), ("cwd", cwd),
-                              ("state", _json(state) if state is not None else None)):
+        for column, value in (
+            ("title", _text(title)),
+            ("mode", mode),
+            ("model_id", model_id),
+            ("cwd", cwd),
+            ("state", _json(state) if state is not None else None),
+        ):
             if value is not None:
                 sets.append(f"{column} = ?")
                 args.append(value)
@@ -151,8 +188,9 @@ class SessionStore:
         with db.write(self.conn) as c:
             return c.execute("DELETE FROM sessions WHERE id = ?", (sid,)).rowcount > 0
 
-    def list(self, cwd: str | None = None, cursor: str | None = None,
-             limit: int = DEFAULT_PAGE_SIZE) -> tuple[list[SessionRecord], str | None]:
+    def list(
+        self, cwd: str | None = None, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE
+    ) -> tuple[list[SessionRecord], str | None]:
         """Newest first; `cursor` continues after the last session of the previous page.
 
         Raises:
@@ -185,14 +223,32 @@ class SessionStore:
                 return None
             src = _record(row)
             rec = replace(src, id=new_id, created_at=now, updated_at=now, parent_id=sid, context_epoch=0)
-            c.execute(f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",  # noqa: S608
-                      (rec.id, rec.cwd, rec.mode, _json(list(rec.additional_dirs)), rec.title,
-                       now, now, rec.model_id, 0, _json(rec.state), sid))
-            c.execute("INSERT INTO events (session_id, seq, kind, data, at) "
-                      "SELECT ?, seq, kind, data, at FROM events WHERE session_id = ?", (new_id, sid))
-            c.execute("INSERT INTO messages (session_id, epoch, seq, data) "
-                      "SELECT ?, 0, seq, data FROM messages WHERE session_id = ? AND epoch = ?",
-                      (new_id, sid, src.context_epoch))
+            c.execute(
+                f"INSERT INTO sessions ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",  # noqa: S608
+                (
+                    rec.id,
+                    rec.cwd,
+                    rec.mode,
+                    _json(list(rec.additional_dirs)),
+                    rec.title,
+                    now,
+                    now,
+                    rec.model_id,
+                    0,
+                    _json(rec.state),
+                    sid,
+                ),
+            )
+            c.execute(
+                "INSERT INTO events (session_id, seq, kind, data, at) "
+                "SELECT ?, seq, kind, data, at FROM events WHERE session_id = ?",
+                (new_id, sid),
+            )
+            c.execute(
+                "INSERT INTO messages (session_id, epoch, seq, data) "
+                "SELECT ?, 0, seq, data FROM messages WHERE session_id = ? AND epoch = ?",
+                (new_id, sid, src.context_epoch),
+            )
         return rec
 
     # ---- the replay log ------------------------------------------------------------------------------------------
@@ -203,28 +259,34 @@ class SessionStore:
         now = time.time()
         with db.write(self.conn) as c:
             # The next seq is read under the write lock: two processes appending to one session never collide.
-            seq = c.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE session_id = ?",
-                            (sid,)).fetchone()[0]
-            c.executemany("INSERT INTO events (session_id, seq, kind, data, at) VALUES (?,?,?,?,?)",
-                          [(sid, seq + i, kind, _json(data), now)
-                           for i, (kind, data) in enumerate(items)])
+            seq = c.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM events WHERE session_id = ?", (sid,)).fetchone()[0]
+            c.executemany(
+                "INSERT INTO events (session_id, seq, kind, data, at) VALUES (?,?,?,?,?)",
+                [(sid, seq + i, kind, _json(data), now) for i, (kind, data) in enumerate(items)],
+            )
             c.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, sid))
 
     def events(self, sid: str) -> builtins.list[tuple[str, dict[str, Any]]]:  # `list` is a method here
-        return [(kind, orjson.loads(data)) for kind, data in self.conn.execute(
-            "SELECT kind, data FROM events WHERE session_id = ? ORDER BY seq", (sid,))]
+        return [
+            (kind, orjson.loads(data))
+            for kind, data in self.conn.execute(
+                "SELECT kind, data FROM events WHERE session_id = ? ORDER BY seq", (sid,)
+            )
+        ]
 
     # ---- the model context ---------------------------------------------------------------------------------------
-    def append_messages(self, sid: str, epoch: int, start: int, messages: Sequence[Message],
-                        state: dict[str, Any] | None = None) -> None:
+    def append_messages(
+        self, sid: str, epoch: int, start: int, messages: Sequence[Message], state: dict[str, Any] | None = None
+    ) -> None:
         """Write `messages` at history indexes `start…` of `epoch`, with the session state, in one transaction."""
         now = time.time()
         with db.write(self.conn) as c:
-            c.executemany("INSERT OR REPLACE INTO messages (session_id, epoch, seq, data) VALUES (?,?,?,?)",
-                          [(sid, epoch, start + i, _message(m)) for i, m in enumerate(messages)])
+            c.executemany(
+                "INSERT OR REPLACE INTO messages (session_id, epoch, seq, data) VALUES (?,?,?,?)",
+                [(sid, epoch, start + i, _message(m)) for i, m in enumerate(messages)],
+            )
             if state is not None:
-                c.execute("UPDATE sessions SET state = ?, updated_at = ? WHERE id = ?",
-                          (_json(state), now, sid))
+                c.execute("UPDATE sessions SET state = ?, updated_at = ? WHERE id = ?", (_json(state), now, sid))
 
     def replace_context(self, sid: str, messages: Sequence[Message], state: dict[str, Any] | None = None) -> int:
         """Store `messages` as the whole context in a new epoch and drop the older ones; returns the new epoch."""
@@ -232,8 +294,10 @@ class SessionStore:
         with db.write(self.conn) as c:
             row = c.execute("SELECT context_epoch FROM sessions WHERE id = ?", (sid,)).fetchone()
             epoch = (row[0] if row else 0) + 1
-            c.executemany("INSERT INTO messages (session_id, epoch, seq, data) VALUES (?,?,?,?)",
-                          [(sid, epoch, i, _message(m)) for i, m in enumerate(messages)])
+            c.executemany(
+                "INSERT INTO messages (session_id, epoch, seq, data) VALUES (?,?,?,?)",
+                [(sid, epoch, i, _message(m)) for i, m in enumerate(messages)],
+            )
             c.execute("DELETE FROM messages WHERE session_id = ? AND epoch < ?", (sid, epoch))
             c.execute("UPDATE sessions SET context_epoch = ?, updated_at = ? WHERE id = ?", (epoch, now, sid))
             if state is not None:
@@ -246,5 +310,9 @@ class SessionStore:
         if row is None:
             return 0, []
         epoch = row[0]
-        return epoch, [decode_message(d) for (d,) in self.conn.execute(
-            "SELECT data FROM messages WHERE session_id = ? AND epoch = ? ORDER BY seq", (sid, epoch))]
+        return epoch, [
+            decode_message(d)
+            for (d,) in self.conn.execute(
+                "SELECT data FROM messages WHERE session_id = ? AND epoch = ? ORDER BY seq", (sid, epoch)
+            )
+        ]

@@ -14,11 +14,27 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-KEYWORDS = frozenset({"type", "properties", "required", "additionalProperties", "enum", "minLength", "maxLength",
-                      "minimum", "maximum", "minItems", "maxItems", "uniqueItems", "items"})
+KEYWORDS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "enum",
+        "minLength",
+        "maxLength",
+        "minimum",
+        "maximum",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "items",
+    }
+)
 # Keywords that never produce an error (draft 2020-12 annotations, and `$schema` at the root).
-ANNOTATIONS = frozenset({"$schema", "$comment", "title", "description", "default", "examples", "deprecated",
-                         "readOnly", "writeOnly"})
+ANNOTATIONS = frozenset(
+    {"$schema", "$comment", "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly"}
+)
 DRAFTS = frozenset({"https://json-schema.org/draft/2020-12/schema", "https://json-schema.org/draft/2020-12/schema#"})
 TYPES = frozenset({"object", "array", "string", "integer", "number", "boolean", "null"})
 # The length keywords, with the kind of instance each one bounds (strings count characters, arrays items).
@@ -56,8 +72,9 @@ def supported(schema: Any, *, root: bool = True) -> bool:
     for key in ("minimum", "maximum"):
         if key in schema and not _number(schema[key]):
             return False
-    if "required" in schema and not (isinstance(schema["required"], list)
-                                     and all(isinstance(p, str) for p in schema["required"])):
+    if "required" in schema and not (
+        isinstance(schema["required"], list) and all(isinstance(p, str) for p in schema["required"])
+    ):
         return False
     if "enum" in schema and not isinstance(schema["enum"], list):
         return False
@@ -104,8 +121,11 @@ def _errors(schema: Mapping[str, Any], instance: Any, path: tuple[str | int, ...
                 extras = sorted({p for p in instance if p not in known}, key=str)
                 if extras:
                     verb = "was" if len(extras) == 1 else "were"
-                    yield ArgumentError(path, f"Additional properties are not allowed "
-                                              f"({', '.join(repr(e) for e in extras)} {verb} unexpected)")
+                    yield ArgumentError(
+                        path,
+                        f"Additional properties are not allowed "
+                        f"({', '.join(repr(e) for e in extras)} {verb} unexpected)",
+                    )
         elif key == "enum":
             if all(not _equal(each, instance) for each in value):
                 yield ArgumentError(path, f"{instance!r} is not one of {value!r}")

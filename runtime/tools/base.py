@@ -37,8 +37,11 @@ SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 def digest(value: Any) -> str:
     """A stable fingerprint of a value (a string as is, anything else as canonical JSON), for rule keys: a rule binds
     to the exact content, input or arguments without the rules file holding them."""
-    data = value.encode("utf-8", "surrogatepass") if isinstance(value, str) else \
-        orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=repr)
+    data = (
+        value.encode("utf-8", "surrogatepass")
+        if isinstance(value, str)
+        else orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=repr)
+    )
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -93,8 +96,9 @@ class EditorBridge(Protocol):
 
     async def write_text_file(self, path: str, content: str) -> None: ...
 
-    async def create_terminal(self, command: str, args: list[str], cwd: str, env: Mapping[str, str],
-                              output_byte_limit: int) -> str:
+    async def create_terminal(
+        self, command: str, args: list[str], cwd: str, env: Mapping[str, str], output_byte_limit: int
+    ) -> str:
         """Start `command` in an editor terminal; returns its id."""
         ...
 

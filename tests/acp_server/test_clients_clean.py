@@ -19,9 +19,13 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def _said(agent, sid, start=0) -> str:
-    return "".join(f["params"]["update"]["content"]["text"] for f in agent.frames[start:]
-                   if f.get("method") == "session/update" and f["params"]["sessionId"] == sid
-                   and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+    return "".join(
+        f["params"]["update"]["content"]["text"]
+        for f in agent.frames[start:]
+        if f.get("method") == "session/update"
+        and f["params"]["sessionId"] == sid
+        and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
 
 
 def _ask(agent, sid, text_or_blocks) -> tuple[str, str]:
@@ -80,17 +84,26 @@ def test_every_built_in_tool_title_is_plain_text_without_markdown(inproc, tmp_pa
     sid = agent.new_session(workspace)
     assert _ask(agent, sid, "go")[0] == "end_turn"
     titles = [u["title"] for u in _updates(agent, sid, "tool_call")]
-    assert titles == ["Read src/a.py (lines 1–1)", 'Find "**/*.py" in src', 'Search "x =" in src (*.py)',
-                      "Edit src/a.py", "Write new.txt", "Create b.txt", "Run echo hi in src", "Read AGENTS.md"]
+    assert titles == [
+        "Read src/a.py (lines 1–1)",
+        'Find "**/*.py" in src',
+        'Search "x =" in src (*.py)',
+        "Edit src/a.py",
+        "Write new.txt",
+        "Create b.txt",
+        "Run echo hi in src",
+        "Read AGENTS.md",
+    ]
     assert not any("`" in t for t in titles)
     assert all(u["status"] == "completed" for u in _final(agent, sid).values())
 
 
 # ---- command replies ------------------------------------------------------------------------------------------------
 def test_command_replies_render_as_markdown_with_their_lines_kept(inproc, tmp_path, workspace):
-    model = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "n\n"}}]},
-        {"text": "ok"}])
+    model = write_script(
+        tmp_path / "m.json",
+        [{"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "n\n"}}]}, {"text": "ok"}],
+    )
     always = {"outcome": {"outcome": "selected", "optionId": "allow_always"}}
     agent = inproc("--model", f"scripted:{model}", responder=lambda msg: always)
     agent.initialize()
@@ -110,14 +123,16 @@ def test_the_advertised_command_descriptions_and_hints_are_plain_text(inproc, wo
     agent = inproc()
     agent.initialize()
     agent.new_session(workspace)
-    update = agent.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate")
-                            == "available_commands_update")
+    update = agent.wait_for(
+        lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate") == "available_commands_update"
+    )
     for command in update["params"]["update"]["availableCommands"]:
         assert "`" not in command["description"] and "`" not in command.get("input", {}).get("hint", "")
 
 
 def test_an_unknown_command_is_answered_locally_with_the_real_ones_and_never_reaches_the_model(
-        inproc, tmp_path, workspace):
+    inproc, tmp_path, workspace
+):
     model = write_script(tmp_path / "m.json", [{"text": "the first model answer"}])
     agent = inproc("--model", f"scripted:{model}")
     agent.initialize()
@@ -136,8 +151,9 @@ def test_an_unknown_command_is_answered_locally_with_the_real_ones_and_never_rea
 def test_an_unknown_command_costs_no_provider_request(inproc, tmp_path, workspace):
     with FakeProviders() as fp:
         fp.openai(Reply(frames=openai_stream("from the provider")))
-        agent = inproc("--model", "openai:gpt-test",
-                      env={"OPENAI_BASE_URL": fp.url + "/v1", "OPENAI_API_KEY": "sk-test"})
+        agent = inproc(
+            "--model", "openai:gpt-test", env={"OPENAI_BASE_URL": fp.url + "/v1", "OPENAI_API_KEY": "sk-test"}
+        )
         agent.initialize()
         sid = agent.new_session(workspace)
         assert "not a command here" in _ask(agent, sid, "/nosuch")[1]
@@ -147,9 +163,16 @@ def test_an_unknown_command_costs_no_provider_request(inproc, tmp_path, workspac
         assert len(fp.requests_to(OPENAI_PATH)) == 1
 
 
-@pytest.mark.parametrize("blocks", [[], [{"type": "text", "text": ""}], [{"type": "text", "text": "  \n "}],
-                                    [{"type": "text", "text": ""}, {"type": "text", "text": " "}]],
-                         ids=["no-blocks", "empty-text", "whitespace", "two-empty-blocks"])
+@pytest.mark.parametrize(
+    "blocks",
+    [
+        [],
+        [{"type": "text", "text": ""}],
+        [{"type": "text", "text": "  \n "}],
+        [{"type": "text", "text": ""}, {"type": "text", "text": " "}],
+    ],
+    ids=["no-blocks", "empty-text", "whitespace", "two-empty-blocks"],
+)
 def test_an_empty_prompt_is_answered_without_a_model_call(inproc, tmp_path, workspace, blocks):
     model = write_script(tmp_path / "m.json", [{"text": "the first model answer"}])
     agent = inproc("--model", f"scripted:{model}")
@@ -166,18 +189,29 @@ def _pick(kind_or_id: str):
     def responder(msg):
         options = msg["params"]["options"]
         oid = next((o["optionId"] for o in options if o["optionId"] == kind_or_id), None) or next(
-            o["optionId"] for o in options if o["kind"] == kind_or_id)
+            o["optionId"] for o in options if o["kind"] == kind_or_id
+        )
         return {"outcome": {"outcome": "selected", "optionId": oid}}
+
     return responder
 
 
 def test_a_declined_call_shows_the_user_what_happened_and_the_model_gets_its_tool_error(inproc, tmp_path, workspace):
     with FakeProviders() as fp:
-        fp.openai(Reply(frames=openai_stream(tool_calls=[("c1", "write_file", [json.dumps(
-                      {"path": "n.txt", "content": "x\n"})])])),
-                  Reply(frames=openai_stream("I will try another way.")))
-        agent = inproc("--model", "openai:gpt-test", responder=_pick("reject_continue"),
-                      env={"OPENAI_BASE_URL": fp.url + "/v1", "OPENAI_API_KEY": "sk-test"})
+        fp.openai(
+            Reply(
+                frames=openai_stream(
+                    tool_calls=[("c1", "write_file", [json.dumps({"path": "n.txt", "content": "x\n"})])]
+                )
+            ),
+            Reply(frames=openai_stream("I will try another way.")),
+        )
+        agent = inproc(
+            "--model",
+            "openai:gpt-test",
+            responder=_pick("reject_continue"),
+            env={"OPENAI_BASE_URL": fp.url + "/v1", "OPENAI_API_KEY": "sk-test"},
+        )
         agent.initialize()
         sid = agent.new_session(workspace)
         assert _ask(agent, sid, "write n.txt")[0] == "end_turn"
@@ -194,10 +228,14 @@ def test_a_declined_call_shows_the_user_what_happened_and_the_model_gets_its_too
 
 
 def test_a_rejected_call_and_a_read_only_refusal_are_worded_for_the_user(inproc, tmp_path, workspace):
-    model = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "x\n"}}]},
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "m.txt", "content": "x\n"}}]},
-        {"text": "read-only, so I stopped"}])
+    model = write_script(
+        tmp_path / "m.json",
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "x\n"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "m.txt", "content": "x\n"}}]},
+            {"text": "read-only, so I stopped"},
+        ],
+    )
     agent = inproc("--model", f"scripted:{model}", responder=_pick("reject_once"))
     agent.initialize()
     sid = agent.new_session(workspace)
@@ -235,7 +273,7 @@ class EditorClient:
             if p.get("line") or p.get("limit"):
                 lines = text.splitlines(keepends=True)
                 start = (p.get("line") or 1) - 1
-                text = "".join(lines[start:start + p["limit"] if p.get("limit") else None])
+                text = "".join(lines[start : start + p["limit"] if p.get("limit") else None])
             return {"content": text}
         if method == "fs/write_text_file":
             self.buffers[p["path"]] = p["content"]
@@ -255,9 +293,17 @@ def test_one_edit_reads_the_file_once_through_the_editor(inproc, tmp_path, works
     question showed (the user may type in the buffer while deciding)."""
     f = workspace / "a.py"
     f.write_text("x = 1\n")
-    model = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "edit", "arguments": {"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}}]},
-        {"text": "edited"}])
+    model = write_script(
+        tmp_path / "m.json",
+        [
+            {
+                "tool_calls": [
+                    {"name": "edit", "arguments": {"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}}
+                ]
+            },
+            {"text": "edited"},
+        ],
+    )
     editor = EditorClient(workspace)
     agent = inproc("--model", f"scripted:{model}", "--mode", mode, responder=editor)
     agent.initialize(FS)
@@ -274,10 +320,18 @@ def test_an_edit_over_typing_the_user_did_after_the_model_read_the_file_is_refus
     f.write_text("x = 1\n")
     key = str(f.resolve())
     editor = EditorClient(workspace)
-    model = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
-        {"tool_calls": [{"name": "edit", "arguments": {"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}}]},
-        {"text": "the file changed; I will read it again"}])
+    model = write_script(
+        tmp_path / "m.json",
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.py"}}]},
+            {
+                "tool_calls": [
+                    {"name": "edit", "arguments": {"path": "a.py", "old_string": "x = 1", "new_string": "x = 2"}}
+                ]
+            },
+            {"text": "the file changed; I will read it again"},
+        ],
+    )
     agent = inproc("--model", f"scripted:{model}", responder=editor)
     agent.initialize(FS)
     sid = agent.new_session(workspace)
@@ -303,11 +357,19 @@ def test_an_edit_over_typing_the_user_did_after_the_model_read_the_file_is_refus
 def test_a_write_over_a_file_a_command_rewrote_since_the_model_read_it_is_refused(inproc, tmp_path, workspace):
     f = workspace / "notes.txt"
     f.write_text("v1\n")
-    model = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
-        {"tool_calls": [{"name": "bash", "arguments": {"command": "printf 'rewritten by a command\\n' > notes.txt"}}]},
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "v2\n"}}]},
-        {"text": "stopped"}])
+    model = write_script(
+        tmp_path / "m.json",
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+            {
+                "tool_calls": [
+                    {"name": "bash", "arguments": {"command": "printf 'rewritten by a command\\n' > notes.txt"}}
+                ]
+            },
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes.txt", "content": "v2\n"}}]},
+            {"text": "stopped"},
+        ],
+    )
     agent = inproc("--model", f"scripted:{model}", "--mode", "auto")
     agent.initialize()
     sid = agent.new_session(workspace)
@@ -318,12 +380,16 @@ def test_a_write_over_a_file_a_command_rewrote_since_the_model_read_it_is_refuse
 
 
 def test_an_unread_file_is_not_overwritten_blind_but_new_files_and_read_ones_are_written(inproc, tmp_path, workspace):
-    model = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": "blind\n"}}]},
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "fresh.txt", "content": "new\n"}}]},
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": "seen\n"}}]},
-        {"text": "done"}])
+    model = write_script(
+        tmp_path / "m.json",
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": "blind\n"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "fresh.txt", "content": "new\n"}}]},
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": "seen\n"}}]},
+            {"text": "done"},
+        ],
+    )
     editor = EditorClient(workspace)
     agent = inproc("--model", f"scripted:{model}", responder=editor)
     agent.initialize()
@@ -342,8 +408,10 @@ def test_an_unread_file_is_not_overwritten_blind_but_new_files_and_read_ones_are
 
 def test_no_title_or_label_in_a_session_carries_backticks_in_the_title_field(inproc, tmp_path, workspace):
     """The permission request's toolCall title is the same plain text as the tool_call's."""
-    model = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "bash", "arguments": {"command": "touch made.txt"}}]}, {"text": "ok"}])
+    model = write_script(
+        tmp_path / "m.json",
+        [{"tool_calls": [{"name": "bash", "arguments": {"command": "touch made.txt"}}]}, {"text": "ok"}],
+    )
     editor = EditorClient(workspace)
     agent = inproc("--model", f"scripted:{model}", responder=editor)
     agent.initialize()

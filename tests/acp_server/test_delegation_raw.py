@@ -15,12 +15,15 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def child_write_script(tmp_path):
-    return write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"id": "d1", "name": "delegate_task", "arguments": {"task": "Create hello.txt"}}]},
-        {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
-        {"text": "Wrote hello.txt."},
-        {"text": "Done."},
-    ])
+    return write_script(
+        tmp_path / "m.json",
+        [
+            {"tool_calls": [{"id": "d1", "name": "delegate_task", "arguments": {"task": "Create hello.txt"}}]},
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
+            {"text": "Wrote hello.txt."},
+            {"text": "Done."},
+        ],
+    )
 
 
 def test_the_editor_approves_a_childs_write_linked_to_the_delegate_call(inproc, workspace, tmp_path):
@@ -50,8 +53,9 @@ def test_the_editor_approves_a_childs_write_linked_to_the_delegate_call(inproc, 
     assert texts == "Done."
 
 
-def test_cancelling_while_a_child_waits_for_permission_ends_the_turn_and_nothing_asks_again(inproc, workspace,
-                                                                                             tmp_path):
+def test_cancelling_while_a_child_waits_for_permission_ends_the_turn_and_nothing_asks_again(
+    inproc, workspace, tmp_path
+):
     agent = inproc("--model", f"scripted:{child_write_script(tmp_path)}", responder=never_answer)
     agent.initialize()
     sid = agent.new_session(workspace)
@@ -65,6 +69,9 @@ def test_cancelling_while_a_child_waits_for_permission_ends_the_turn_and_nothing
     assert agent.prompt(sid, "again")["result"]["stopReason"] == "end_turn"
     assert not [f for f in agent.frames[after:] if f.get("method") == "session/request_permission"]
     assert not (workspace / "hello.txt").exists()
-    finals = {u["toolCallId"]: u["status"] for u in agent.updates(sid)
-              if u["sessionUpdate"] == "tool_call_update" and u.get("status") in ("completed", "failed")}
+    finals = {
+        u["toolCallId"]: u["status"]
+        for u in agent.updates(sid)
+        if u["sessionUpdate"] == "tool_call_update" and u.get("status") in ("completed", "failed")
+    }
     assert finals == {"d1/w1": "failed", "d1": "failed"}

@@ -82,8 +82,14 @@ async def test_a_handler_never_runs_for_params_that_do_not_fit(params):
         async with anyio.create_task_group() as tg:
             tg.start_soon(conn.serve, pipe, pipe)
             await pipe.line({"jsonrpc": "2.0", "id": 1, "method": "session/set_mode", "params": params})
-            await pipe.line({"jsonrpc": "2.0", "id": 2, "method": "session/set_mode",
-                             "params": {"sessionId": "s", "modeId": "auto"}})
+            await pipe.line(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "session/set_mode",
+                    "params": {"sessionId": "s", "modeId": "auto"},
+                }
+            )
             for request_id in (1, 2):
                 await pipe.wait(lambda m, i=request_id: m.get("id") == i)
             await pipe.send.aclose()

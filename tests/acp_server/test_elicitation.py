@@ -75,17 +75,34 @@ def test_a_form_acp_cannot_hold_is_refused_with_a_reason(why, schema):
 
 
 def test_unknown_keywords_are_dropped_and_mcp_enum_names_become_titled_choices():
-    cleaned = clean_form_schema({"$schema": "x", "type": "object", "additionalProperties": False, "properties": {
-        "size": {"type": "string", "enum": ["s", "l"], "enumNames": ["Small", "Large"], "x-ui": "radio"},
-        "host": {"type": "string", "format": "hostname"}}})
-    assert cleaned == {"type": "object", "properties": {
-        "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
-        "host": {"type": "string"}}}
+    cleaned = clean_form_schema(
+        {
+            "$schema": "x",
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "size": {"type": "string", "enum": ["s", "l"], "enumNames": ["Small", "Large"], "x-ui": "radio"},
+                "host": {"type": "string", "format": "hostname"},
+            },
+        }
+    )
+    assert cleaned == {
+        "type": "object",
+        "properties": {
+            "size": {"type": "string", "oneOf": [{"const": "s", "title": "Small"}, {"const": "l", "title": "Large"}]},
+            "host": {"type": "string"},
+        },
+    }
 
 
 # ---- answers ---------------------------------------------------------------------------------------------------------
-SCHEMA = form(name={"type": "string"}, n={"type": "integer"}, x={"type": "number"}, ok={"type": "boolean"},
-              tags={"type": "array", "items": {"type": "string", "enum": ["a"]}})
+SCHEMA = form(
+    name={"type": "string"},
+    n={"type": "integer"},
+    x={"type": "number"},
+    ok={"type": "boolean"},
+    tags={"type": "array", "items": {"type": "string", "enum": ["a"]}},
+)
 
 
 def test_accepted_content_keeps_the_forms_fields_of_the_right_kind_and_drops_the_rest():
@@ -94,15 +111,26 @@ def test_accepted_content_keeps_the_forms_fields_of_the_right_kind_and_drops_the
     assert clean_content(None, SCHEMA) == {}
 
 
-@pytest.mark.parametrize("content", [{"n": True}, {"n": "3"}, {"ok": 1}, {"tags": [1]}, {"name": ["a"]}, ["Ada"],
-                                     "Ada"])
+@pytest.mark.parametrize(
+    "content", [{"n": True}, {"n": "3"}, {"ok": 1}, {"tags": [1]}, {"name": ["a"]}, ["Ada"], "Ada"]
+)
 def test_content_of_the_wrong_kind_is_not_used(content):
     assert clean_content(content, SCHEMA) is None
 
 
-@pytest.mark.parametrize("answer", [{"action": "approve"}, {"action": "ACCEPT"}, {}, None, [], "accept",
-                                    {"action": "accept", "content": {"n": "three"}},
-                                    {"action": "accept", "content": "Ada"}])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"action": "approve"},
+        {"action": "ACCEPT"},
+        {},
+        None,
+        [],
+        "accept",
+        {"action": "accept", "content": {"n": "three"}},
+        {"action": "accept", "content": "Ada"},
+    ],
+)
 def test_an_unusable_answer_is_taken_as_cancelled_never_as_accepted(answer):
     assert read_answer(answer, SCHEMA) == Answer("cancel")
 
@@ -114,9 +142,20 @@ def test_the_three_actions_are_read_as_they_are():
     assert read_answer({"action": "accept"}, None) == Answer("accept")
 
 
-@pytest.mark.parametrize("url", ["javascript:alert(1)", "file:///etc/passwd", "https://github.com@evil.example/",
-                                 "https://user:pw@host/", "https:///nohost", "https://a b", "", "ftp://x/",
-                                 "https://x/\x00"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(1)",
+        "file:///etc/passwd",
+        "https://github.com@evil.example/",
+        "https://user:pw@host/",
+        "https:///nohost",
+        "https://a b",
+        "",
+        "ftp://x/",
+        "https://x/\x00",
+    ],
+)
 def test_only_plain_web_addresses_are_put_in_front_of_the_user(url):
     assert url_problem(url) is not None
 
@@ -128,12 +167,20 @@ def test_a_plain_web_address_is_fine():
 
 # ---- what the client advertised -------------------------------------------------------------------------------------
 @pytest.mark.req("acp:elicitation:only-if-advertised")
-@pytest.mark.parametrize(("caps", "modes"), [
-    ({}, None), ({"elicitation": None}, None), ({"elicitation": {}}, None), ({"elicitation": True}, None),
-    ({"elicitation": {"form": None, "url": None}}, None), ({"elicitation": {"form": True}}, None),
-    ({"elicitation": {"form": {}}}, (True, False)), ({"elicitation": {"url": {}}}, (False, True)),
-    ({"elicitation": {"form": {}, "url": {"_meta": {}}}}, (True, True)),
-])
+@pytest.mark.parametrize(
+    ("caps", "modes"),
+    [
+        ({}, None),
+        ({"elicitation": None}, None),
+        ({"elicitation": {}}, None),
+        ({"elicitation": True}, None),
+        ({"elicitation": {"form": None, "url": None}}, None),
+        ({"elicitation": {"form": True}}, None),
+        ({"elicitation": {"form": {}}}, (True, False)),
+        ({"elicitation": {"url": {}}}, (False, True)),
+        ({"elicitation": {"form": {}, "url": {"_meta": {}}}}, (True, True)),
+    ],
+)
 def test_an_asker_exists_only_for_the_modes_the_client_advertised_as_objects(caps, modes):
     asker = AcpElicitor.from_capabilities(None, "s", ClientCapabilities.from_wire(caps))  # type: ignore[arg-type]
     assert (None if asker is None else (asker.form, asker.url)) == modes
@@ -157,8 +204,14 @@ async def test_an_asker_never_sends_a_mode_the_client_did_not_advertise():
 
 
 # ---- ask_user --------------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("args", [{"question": "Why?"}, {"question": "Which?", "options": ["a", "b"]},
-                                  {"question": "Which?", "options": ["a"], "allowFreeText": False}])
+@pytest.mark.parametrize(
+    "args",
+    [
+        {"question": "Why?"},
+        {"question": "Which?", "options": ["a", "b"]},
+        {"question": "Which?", "options": ["a"], "allowFreeText": False},
+    ],
+)
 def test_ask_users_forms_are_valid_acp_forms(args):
     assert _check("ElicitationSchema", clean_form_schema(question_form(args))) == []
 

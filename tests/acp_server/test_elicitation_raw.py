@@ -40,8 +40,11 @@ class Editor:
 
     def __call__(self, msg: dict[str, Any]) -> Any:
         if msg["method"] == "session/request_permission":
-            opt = next(o["optionId"] for o in msg["params"]["options"]
-                       if o["optionId"] == self.permission or o["kind"] == self.permission)
+            opt = next(
+                o["optionId"]
+                for o in msg["params"]["options"]
+                if o["optionId"] == self.permission or o["kind"] == self.permission
+            )
             return {"outcome": {"outcome": "selected", "optionId": opt}}
         if msg["method"] == "elicitation/create":
             self.asked.append(msg)
@@ -55,8 +58,16 @@ def call(cid: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {"tool_calls": [{"id": cid, "name": name, "arguments": args}]}
 
 
-def start(inproc, tmp_path: Path, workspace: Path, responses: list[dict[str, Any]], editor: Editor,
-          caps: dict[str, Any], servers: list[dict[str, Any]] | None = None, mode: str = "safe") -> tuple[Any, str]:
+def start(
+    inproc,
+    tmp_path: Path,
+    workspace: Path,
+    responses: list[dict[str, Any]],
+    editor: Editor,
+    caps: dict[str, Any],
+    servers: list[dict[str, Any]] | None = None,
+    mode: str = "safe",
+) -> tuple[Any, str]:
     script = write_script(tmp_path / "m.json", responses)
     agent = inproc("--model", f"scripted:{script}", "--mode", mode, responder=editor, env=MCP_ENV)
     agent.initialize(caps)
@@ -65,8 +76,13 @@ def start(inproc, tmp_path: Path, workspace: Path, responses: list[dict[str, Any
 
 
 def final(agent: Any, sid: str, cid: str) -> dict[str, Any]:
-    done = [u for u in agent.updates(sid) if u.get("sessionUpdate") == "tool_call_update"
-            and u.get("toolCallId") == cid and u.get("status") in ("completed", "failed")]
+    done = [
+        u
+        for u in agent.updates(sid)
+        if u.get("sessionUpdate") == "tool_call_update"
+        and u.get("toolCallId") == cid
+        and u.get("status") in ("completed", "failed")
+    ]
     assert done, f"no final update for {cid}"
     return done[-1]
 
@@ -87,21 +103,32 @@ def elicitations(agent: Any) -> list[dict[str, Any]]:
 @pytest.mark.req("acp:elicitation:form-and-url")
 @pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
 def test_an_mcp_servers_question_during_a_tool_call_reaches_the_editor_and_the_answer_reaches_the_server(
-        inproc, tmp_path, workspace, era):
+    inproc, tmp_path, workspace, era
+):
     """The handshake-era server's `ctx.elicit` (a request in the middle of the call) and the 2026-07-28 server's
     question embedded in the call's result both arrive as one session-scoped `elicitation/create` tied to the MCP
     tool call, naming the server; the editor's content goes back to the server, which answers with it."""
     editor = Editor(elicitation={"action": "accept", "content": {"name": "Ada"}})
-    tool, args, env = (("ask", {"question": "What is your name?"}, LEGACY) if era == "legacy"
-                       else ("ask_resolved", {}, {}))
-    agent, sid = start(inproc, tmp_path, workspace, [call("c1", f"mcp__t__{tool}", args), {"text": "ok"}], editor,
-                       FORMS, [stdio_entry("t", env=env)], mode="auto")
+    tool, args, env = (
+        ("ask", {"question": "What is your name?"}, LEGACY) if era == "legacy" else ("ask_resolved", {}, {})
+    )
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [call("c1", f"mcp__t__{tool}", args), {"text": "ok"}],
+        editor,
+        FORMS,
+        [stdio_entry("t", env=env)],
+        mode="auto",
+    )
     assert agent.prompt(sid, "ask me", timeout=90)["result"]["stopReason"] == "end_turn"
     [asked] = editor.asked
     params = asked["params"]
     assert params["sessionId"] == sid and params["toolCallId"] == "c1" and params["mode"] == "form"
-    assert params["message"] == ("t (MCP server) asks: " +
-                                 ("What is your name?" if era == "legacy" else "Who are you?"))
+    assert params["message"] == (
+        "t (MCP server) asks: " + ("What is your name?" if era == "legacy" else "Who are you?")
+    )
     assert params["requestedSchema"]["properties"]["name"]["type"] == "string"
     assert final(agent, sid, "c1")["status"] == "completed"
     assert text_of(final(agent, sid, "c1")) == "accept: Ada"
@@ -112,27 +139,49 @@ def test_an_mcp_servers_question_during_a_tool_call_reaches_the_editor_and_the_a
 @pytest.mark.parametrize("action", ["decline", "cancel"])
 def test_a_declined_or_cancelled_question_is_answered_so_to_the_mcp_server(inproc, tmp_path, workspace, action):
     editor = Editor(elicitation={"action": action})
-    agent, sid = start(inproc, tmp_path, workspace, [call("c1", "mcp__t__ask", {"question": "Name?"}), {"text": "ok"}],
-                       editor, FORMS, [stdio_entry("t", env=LEGACY)], mode="auto")
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [call("c1", "mcp__t__ask", {"question": "Name?"}), {"text": "ok"}],
+        editor,
+        FORMS,
+        [stdio_entry("t", env=LEGACY)],
+        mode="auto",
+    )
     assert agent.prompt(sid, "ask me", timeout=90)["result"]["stopReason"] == "end_turn"
     assert len(editor.asked) == 1
     assert text_of(final(agent, sid, "c1")) == action
 
 
 @pytest.mark.req("acp:elicitation:only-if-advertised", "acp:clientcap:never-call-unadvertised-methods")
-@pytest.mark.parametrize("caps", [{}, {"elicitation": {}}, {"elicitation": {"form": None, "url": None}},
-                                  {"elicitation": {"url": {}}}], ids=["none", "bare", "nulls", "url_only"])
+@pytest.mark.parametrize(
+    "caps",
+    [{}, {"elicitation": {}}, {"elicitation": {"form": None, "url": None}}, {"elicitation": {"url": {}}}],
+    ids=["none", "bare", "nulls", "url_only"],
+)
 def test_without_form_support_an_mcp_servers_question_is_declined_at_once_and_nothing_is_sent(
-        inproc, tmp_path, workspace, caps):
+    inproc, tmp_path, workspace, caps
+):
     """Capability honesty: a client that advertises no form mode (a bare `elicitation: {}` advertises nothing) never
     gets `elicitation/create` for a form; the server's question is answered `decline` without waiting, the user is
     told, and the server was never told the client can show forms."""
     marker = workspace / "outcome"  # the server runs sandboxed: it may write the workspace
     editor = Editor()
-    agent, sid = start(inproc, tmp_path, workspace, [
-        call("c0", "mcp__t__client_elicitation", {}),
-        call("c1", "mcp__t__ask", {"question": "Name?", "marker": str(marker)}), {"text": "ok"}],
-        editor, caps, [stdio_entry("t", env=LEGACY)], mode="auto")
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [
+            call("c0", "mcp__t__client_elicitation", {}),
+            call("c1", "mcp__t__ask", {"question": "Name?", "marker": str(marker)}),
+            {"text": "ok"},
+        ],
+        editor,
+        caps,
+        [stdio_entry("t", env=LEGACY)],
+        mode="auto",
+    )
     assert agent.prompt(sid, "ask me", timeout=90)["result"]["stopReason"] == "end_turn"
     assert elicitations(agent) == [] and editor.asked == []
     assert marker.read_text() == "decline"
@@ -144,8 +193,16 @@ def test_without_form_support_an_mcp_servers_question_is_declined_at_once_and_no
 @pytest.mark.req("acp:elicitation:form-and-url")
 @pytest.mark.parametrize("caps", [FORMS, FORMS_AND_URLS], ids=["form", "form_and_url"])
 def test_the_mcp_server_is_told_exactly_the_modes_the_editor_shows(inproc, tmp_path, workspace, caps):
-    agent, sid = start(inproc, tmp_path, workspace, [call("c0", "mcp__t__client_elicitation", {}), {"text": "ok"}],
-                       Editor(), caps, [stdio_entry("t")], mode="auto")
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [call("c0", "mcp__t__client_elicitation", {}), {"text": "ok"}],
+        Editor(),
+        caps,
+        [stdio_entry("t")],
+        mode="auto",
+    )
     assert agent.prompt(sid, "which", timeout=90)["result"]["stopReason"] == "end_turn"
     assert json.loads(text_of(final(agent, sid, "c0"))) == caps["elicitation"]
 
@@ -155,8 +212,16 @@ def test_a_form_acp_cannot_hold_is_declined_and_never_sent(inproc, tmp_path, wor
     """ACP forms hold flat primitive fields only: a server asking for a nested object gets `decline`, the editor
     gets nothing, and the session says why."""
     editor = Editor(elicitation={"action": "accept", "content": {}})
-    agent, sid = start(inproc, tmp_path, workspace, [call("c1", "mcp__t__ask_nested", {}), {"text": "ok"}], editor,
-                       FORMS, [stdio_entry("t", env=LEGACY)], mode="auto")
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [call("c1", "mcp__t__ask_nested", {}), {"text": "ok"}],
+        editor,
+        FORMS,
+        [stdio_entry("t", env=LEGACY)],
+        mode="auto",
+    )
     assert agent.prompt(sid, "ask me", timeout=90)["result"]["stopReason"] == "end_turn"
     assert elicitations(agent) == []
     assert text_of(final(agent, sid, "c1")) == "decline"
@@ -166,9 +231,16 @@ def test_a_form_acp_cannot_hold_is_declined_and_never_sent(inproc, tmp_path, wor
 @pytest.mark.req("acp:elicitation:form-and-url")
 def test_a_url_question_is_shown_as_url_mode_and_its_completion_is_forwarded(inproc, tmp_path, workspace):
     editor = Editor(elicitation={"action": "accept"})
-    agent, sid = start(inproc, tmp_path, workspace, [
-        call("c1", "mcp__t__open_page", {"url": "https://login.example.com/device?code=1"}), {"text": "ok"}],
-        editor, FORMS_AND_URLS, [stdio_entry("t", env=LEGACY)], mode="auto")
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [call("c1", "mcp__t__open_page", {"url": "https://login.example.com/device?code=1"}), {"text": "ok"}],
+        editor,
+        FORMS_AND_URLS,
+        [stdio_entry("t", env=LEGACY)],
+        mode="auto",
+    )
     assert agent.prompt(sid, "sign in", timeout=90)["result"]["stopReason"] == "end_turn"
     [asked] = editor.asked
     params = asked["params"]
@@ -185,9 +257,16 @@ def test_session_cancel_withdraws_an_open_mcp_question_and_the_server_hears_canc
     server's `ctx.elicit` returns `cancel` (it records what it got), and the turn ends `cancelled`."""
     marker = workspace / "outcome"  # the server runs sandboxed: it may write the workspace
     editor = Editor(elicitation=never_answer)
-    agent, sid = start(inproc, tmp_path, workspace, [
-        call("c1", "mcp__t__ask", {"question": "Name?", "marker": str(marker)}), {"text": "not reached"}],
-        editor, FORMS, [stdio_entry("t", env=LEGACY)], mode="auto")
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [call("c1", "mcp__t__ask", {"question": "Name?", "marker": str(marker)}), {"text": "not reached"}],
+        editor,
+        FORMS,
+        [stdio_entry("t", env=LEGACY)],
+        mode="auto",
+    )
     rid = agent.start_prompt(sid, "ask me")
     asked = agent.wait_for(lambda f: f.get("method") == "elicitation/create", timeout=90)
     agent.notify("session/cancel", {"sessionId": sid})
@@ -200,8 +279,16 @@ def test_session_cancel_withdraws_an_open_mcp_question_and_the_server_hears_canc
 @pytest.mark.req("acp:elicitation:cancelled-with-the-turn")
 def test_session_cancel_withdraws_a_question_a_2026_server_embedded_in_its_call(inproc, tmp_path, workspace):
     editor = Editor(elicitation=never_answer)
-    agent, sid = start(inproc, tmp_path, workspace, [call("c1", "mcp__t__ask_resolved", {}), {"text": "not reached"}],
-                       editor, FORMS, [stdio_entry("t")], mode="auto")
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [call("c1", "mcp__t__ask_resolved", {}), {"text": "not reached"}],
+        editor,
+        FORMS,
+        [stdio_entry("t")],
+        mode="auto",
+    )
     rid = agent.start_prompt(sid, "ask me")
     asked = agent.wait_for(lambda f: f.get("method") == "elicitation/create", timeout=90)
     assert asked["params"]["toolCallId"] == "c1"
@@ -222,22 +309,35 @@ def _eventually(predicate: Any, seconds: float = 15.0) -> bool:
 # ---- ask_user --------------------------------------------------------------------------------------------------------
 @pytest.mark.req("acp:elicitation:form-and-url")
 def test_ask_user_puts_the_models_question_to_the_user_without_an_approval_and_returns_the_answer(
-        inproc, tmp_path, workspace):
+    inproc, tmp_path, workspace
+):
     editor = Editor(elicitation={"action": "accept", "content": {"choice": "tabs"}})
-    agent, sid = start(inproc, tmp_path, workspace, [
-        call("q1", "ask_user", {"question": "Tabs or spaces?", "options": ["tabs", "spaces"],
-                                "allowFreeText": False}), {"text": "ok"}], editor, FORMS)
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [
+            call(
+                "q1", "ask_user", {"question": "Tabs or spaces?", "options": ["tabs", "spaces"], "allowFreeText": False}
+            ),
+            {"text": "ok"},
+        ],
+        editor,
+        FORMS,
+    )
     assert agent.prompt(sid, "format it")["result"]["stopReason"] == "end_turn"
     assert not [r for r in agent.agent_requests if r["method"] == "session/request_permission"]
     [asked] = editor.asked
     params = asked["params"]
     assert params["toolCallId"] == "q1" and params["message"] == "Tabs or spaces?"
-    assert params["requestedSchema"] == {"type": "object", "required": ["choice"], "properties": {
-        "choice": {"type": "string", "title": "Choose one", "enum": ["tabs", "spaces"]}}}
+    assert params["requestedSchema"] == {
+        "type": "object",
+        "required": ["choice"],
+        "properties": {"choice": {"type": "string", "title": "Choose one", "enum": ["tabs", "spaces"]}},
+    }
     done = final(agent, sid, "q1")
     assert done["status"] == "completed" and text_of(done) == "The user answered: tabs"
-    started = next(u for u in agent.updates(sid) if u.get("sessionUpdate") == "tool_call"
-                   and u["toolCallId"] == "q1")
+    started = next(u for u in agent.updates(sid) if u.get("sessionUpdate") == "tool_call" and u["toolCallId"] == "q1")
     assert started["title"] == "Ask the user: Tabs or spaces?"
     agent.assert_clean()
 
@@ -245,8 +345,14 @@ def test_ask_user_puts_the_models_question_to_the_user_without_an_approval_and_r
 @pytest.mark.req("acp:elicitation:only-if-advertised")
 def test_without_form_support_ask_user_is_not_offered_and_a_call_to_it_asks_nothing(inproc, tmp_path, workspace):
     editor = Editor()
-    agent, sid = start(inproc, tmp_path, workspace, [call("q1", "ask_user", {"question": "Tabs?"}), {"text": "ok"}],
-                       editor, {"elicitation": {"url": {}}})
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [call("q1", "ask_user", {"question": "Tabs?"}), {"text": "ok"}],
+        editor,
+        {"elicitation": {"url": {}}},
+    )
     assert agent.prompt(sid, "format it")["result"]["stopReason"] == "end_turn"
     assert elicitations(agent) == []
     done = final(agent, sid, "q1")
@@ -257,8 +363,14 @@ def test_without_form_support_ask_user_is_not_offered_and_a_call_to_it_asks_noth
 @pytest.mark.req("acp:elicitation:cancelled-with-the-turn")
 def test_session_cancel_withdraws_the_models_open_question(inproc, tmp_path, workspace):
     editor = Editor(elicitation=never_answer)
-    agent, sid = start(inproc, tmp_path, workspace, [call("q1", "ask_user", {"question": "Really?"}),
-                                                    {"text": "not reached"}], editor, FORMS)
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [call("q1", "ask_user", {"question": "Really?"}), {"text": "not reached"}],
+        editor,
+        FORMS,
+    )
     rid = agent.start_prompt(sid, "go")
     asked = agent.wait_for(lambda f: f.get("method") == "elicitation/create")
     agent.notify("session/cancel", {"sessionId": sid})
@@ -270,12 +382,19 @@ def test_session_cancel_withdraws_the_models_open_question(inproc, tmp_path, wor
 # ---- "Reject, and let the agent try another way" --------------------------------------------------------------------
 @pytest.mark.req("gw:approval:reject-continue-reason")
 def test_reject_and_continue_asks_why_and_the_reason_reaches_the_model_while_nothing_is_written(
-        inproc, tmp_path, workspace):
-    editor = Editor(permission="reject_continue",
-                    elicitation={"action": "accept", "content": {"reason": "use tabs, not spaces"}})
-    agent, sid = start(inproc, tmp_path, workspace, [
-        call("w1", "write_file", {"path": "a.py", "content": "x = 1\n"}), {"text": "trying another way"}],
-        editor, FORMS)
+    inproc, tmp_path, workspace
+):
+    editor = Editor(
+        permission="reject_continue", elicitation={"action": "accept", "content": {"reason": "use tabs, not spaces"}}
+    )
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [call("w1", "write_file", {"path": "a.py", "content": "x = 1\n"}), {"text": "trying another way"}],
+        editor,
+        FORMS,
+    )
     assert agent.prompt(sid, "write it")["result"]["stopReason"] == "end_turn"
     assert not (workspace / "a.py").exists()
     [asked] = editor.asked
@@ -293,14 +412,26 @@ def test_reject_and_continue_asks_why_and_the_reason_reaches_the_model_while_not
 
 
 @pytest.mark.req("gw:approval:reject-continue-reason")
-@pytest.mark.parametrize("caps,answer", [({}, None), (FORMS, {"action": "decline"}), (FORMS, {"action": "cancel"}),
-                                         (FORMS, {"action": "accept", "content": {"reason": "  "}})],
-                         ids=["no_elicitation", "declined", "cancelled", "blank"])
+@pytest.mark.parametrize(
+    "caps,answer",
+    [
+        ({}, None),
+        (FORMS, {"action": "decline"}),
+        (FORMS, {"action": "cancel"}),
+        (FORMS, {"action": "accept", "content": {"reason": "  "}}),
+    ],
+    ids=["no_elicitation", "declined", "cancelled", "blank"],
+)
 def test_reject_and_continue_without_a_reason_keeps_todays_behaviour(inproc, tmp_path, workspace, caps, answer):
     editor = Editor(permission="reject_continue", elicitation=answer)
-    agent, sid = start(inproc, tmp_path, workspace, [
-        call("w1", "write_file", {"path": "a.py", "content": "x = 1\n"}), {"text": "trying another way"}],
-        editor, caps)
+    agent, sid = start(
+        inproc,
+        tmp_path,
+        workspace,
+        [call("w1", "write_file", {"path": "a.py", "content": "x = 1\n"}), {"text": "trying another way"}],
+        editor,
+        caps,
+    )
     assert agent.prompt(sid, "write it")["result"]["stopReason"] == "end_turn"
     assert not (workspace / "a.py").exists()
     assert len(editor.asked) == (0 if not caps else 1)

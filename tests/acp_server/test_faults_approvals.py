@@ -71,9 +71,17 @@ class PerSessionResponder:
 def test_garbage_or_wrong_typed_permission_answers_are_never_an_approval(inproc, tmp_path):
     """Each garbage answer, in its own session of one agent: the write is not executed, its tool call ends `failed`,
     the turn ends `end_turn`, and the agent keeps serving the next session."""
-    script = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"id": "call_w", "name": "write_file", "arguments": {"path": "pwned.txt", "content": "x"}}]},
-        {"text": "the model must not be called again after a rejection"}])
+    script = write_script(
+        tmp_path / "m.json",
+        [
+            {
+                "tool_calls": [
+                    {"id": "call_w", "name": "write_file", "arguments": {"path": "pwned.txt", "content": "x"}}
+                ]
+            },
+            {"text": "the model must not be called again after a rejection"},
+        ],
+    )
     responder = PerSessionResponder()
     agent = inproc("--model", f"scripted:{script}", "--mode", "safe", responder=responder)
     agent.initialize()
@@ -96,15 +104,18 @@ def test_garbage_or_wrong_typed_permission_answers_are_never_an_approval(inproc,
 def test_a_second_late_answer_to_a_permission_question_changes_nothing(inproc, workspace, tmp_path):
     """JSON-RPC 2.0 §5 (one response per request) from the other side: a client that answers a permission question
     twice — reject, then allow — gets the first answer honoured; the late one is dropped."""
-    script = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"id": "call_w", "name": "write_file", "arguments": {"path": "pwned.txt", "content": "x"}}]}])
+    script = write_script(
+        tmp_path / "m.json",
+        [{"tool_calls": [{"id": "call_w", "name": "write_file", "arguments": {"path": "pwned.txt", "content": "x"}}]}],
+    )
     agent_box: list[Any] = []
 
     def reject_then_allow(msg: dict[str, Any]) -> Any:
         reject = next(o["optionId"] for o in msg["params"]["options"] if o["kind"] == "reject_once")
         agent = agent_box[0]
-        agent.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"outcome": {"outcome": "selected",
-                                                                             "optionId": reject}}})
+        agent.send(
+            {"jsonrpc": "2.0", "id": msg["id"], "result": {"outcome": {"outcome": "selected", "optionId": reject}}}
+        )
         return {"outcome": {"outcome": "selected", "optionId": _allow(msg)}}
 
     agent = inproc("--model", f"scripted:{script}", responder=reject_then_allow)
@@ -135,7 +146,7 @@ class FailingOs(types.ModuleType):
                 return real(*args, **kw)  # a read-only file system still reads
             self.calls += 1
             if name == "write" and self.calls == 1:
-                return real(args[0], bytes(args[1])[:len(args[1]) // 2])  # a short write, then the disk is full
+                return real(args[0], bytes(args[1])[: len(args[1]) // 2])  # a short write, then the disk is full
             raise OSError(self._err, os.strerror(self._err))
 
         return failing
@@ -156,8 +167,10 @@ WRITERS = {
     "write_file": ("write_file", {"path": "keep.txt", "content": "new content\n"}),
     "write_file_append": ("write_file", {"path": "keep.txt", "content": "more\n", "mode": "append"}),
     "edit": ("edit", {"path": "keep.txt", "old_string": "old", "new_string": "new"}),
-    "apply_patch": ("apply_patch", {"patch": "*** Begin Patch\n*** Update File: keep.txt\n-old content\n+new\n"
-                                             "*** End Patch"}),
+    "apply_patch": (
+        "apply_patch",
+        {"patch": "*** Begin Patch\n*** Update File: keep.txt\n-old content\n+new\n*** End Patch"},
+    ),
     "update_agents_md": ("update_agents_md", {"action": "write", "content": "new rules\n"}),
 }
 
@@ -167,7 +180,8 @@ WRITERS = {
 @pytest.mark.parametrize("failure", list(FAILURES))
 @pytest.mark.parametrize("writer", list(WRITERS))
 async def test_a_failing_disk_write_gives_a_clear_error_and_leaves_the_old_file_and_no_debris(
-        tmp_path: Path, monkeypatch, failure, writer):
+    tmp_path: Path, monkeypatch, failure, writer
+):
     """Our rule (runtime.workspace: temp file, fsync, rename): whatever step the disk refuses, the tool fails with an
     error naming the file, the old content is intact, and no temporary file is left behind."""
     from runtime import workspace as workspace_module

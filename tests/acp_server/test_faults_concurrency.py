@@ -45,18 +45,30 @@ def relative_paths(frames: list[dict[str, Any]]) -> list[str]:
     return bad
 
 
-@pytest.mark.req("acp:prompt:updates-carry-the-prompted-session-id", "acp:session:cwd-is-the-session-root",
-                 "acp:paths:absolute", "acp:prompt:answered-with-a-stop-reason")
+@pytest.mark.req(
+    "acp:prompt:updates-carry-the-prompted-session-id",
+    "acp:session:cwd-is-the-session-root",
+    "acp:paths:absolute",
+    "acp:prompt:answered-with-a-stop-reason",
+)
 def test_ten_sessions_with_parallel_tool_calls_at_once_never_mix_updates_approvals_or_working_directories(
-        inproc, tmp_path):
+    inproc, tmp_path
+):
     """Ten sessions prompt at the same time; each turn runs three tool calls in parallel (a command, a read, a write
     that asks). Even sessions approve, odd ones reject. Nothing of one session shows up in another."""
-    script = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"id": "call_pwd", "name": "bash", "arguments": {"command": "pwd"}},
-                        {"id": "call_read", "name": "read_file", "arguments": {"path": "README.md"}},
-                        {"id": "call_write", "name": "write_file",
-                         "arguments": {"path": "out.txt", "content": "w\n"}}]},
-        {"text": "done"}])
+    script = write_script(
+        tmp_path / "m.json",
+        [
+            {
+                "tool_calls": [
+                    {"id": "call_pwd", "name": "bash", "arguments": {"command": "pwd"}},
+                    {"id": "call_read", "name": "read_file", "arguments": {"path": "README.md"}},
+                    {"id": "call_write", "name": "write_file", "arguments": {"path": "out.txt", "content": "w\n"}},
+                ]
+            },
+            {"text": "done"},
+        ],
+    )
     decisions: dict[str, str] = {}
     lock = threading.Lock()
 
@@ -82,9 +94,14 @@ def test_ten_sessions_with_parallel_tool_calls_at_once_never_mix_updates_approva
     ours = {sid for sid, _ in sessions}
     assert {f["params"]["sessionId"] for f in agent.frames if f.get("method") == "session/update"} <= ours
     for i, (sid, ws) in enumerate(sessions):
-        text = repr([f["params"] for f in agent.frames if f.get("method") in ("session/update",
-                                                                            "session/request_permission")
-                     and f["params"]["sessionId"] == sid])
+        text = repr(
+            [
+                f["params"]
+                for f in agent.frames
+                if f.get("method") in ("session/update", "session/request_permission")
+                and f["params"]["sessionId"] == sid
+            ]
+        )
         others = [j for j in range(N_SESSIONS) if j != i]
         assert f"marker-{i}-end" in text
         assert not [j for j in others if f"marker-{j}-end" in text or str(tmp_path / f"ws{j}") + "'" in text]
@@ -97,27 +114,47 @@ def test_ten_sessions_with_parallel_tool_calls_at_once_never_mix_updates_approva
     assert relative_paths(agent.frames) == []
 
 
-@pytest.mark.req("acp:cancel:prompt-returns-cancelled", "acp:cancel:no-update-after-the-answer",
-                 "jsonrpc:notification:never-answered")
+@pytest.mark.req(
+    "acp:cancel:prompt-returns-cancelled",
+    "acp:cancel:no-update-after-the-answer",
+    "jsonrpc:notification:never-answered",
+)
 def test_a_cancel_storm_ends_the_turn_once_with_cancelled_and_no_update_after_the_answer(inproc, workspace, tmp_path):
     """Hundreds of `session/cancel` and `$/cancel_request` notifications (for this session, unknown sessions, unknown
     and wrong-typed ids) before, during and after one slow turn: the prompt gets exactly one answer, a `cancelled`
     result; no update follows it; no notification is answered; the next prompt in the session runs normally."""
-    script = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"id": "call_slow", "name": "bash", "arguments": {"command": "sleep 300; echo too late",
-                                                                          "timeoutMs": 600_000}}]},
-        {"text": "second turn"}])
+    script = write_script(
+        tmp_path / "m.json",
+        [
+            {
+                "tool_calls": [
+                    {
+                        "id": "call_slow",
+                        "name": "bash",
+                        "arguments": {"command": "sleep 300; echo too late", "timeoutMs": 600_000},
+                    }
+                ]
+            },
+            {"text": "second turn"},
+        ],
+    )
     agent = inproc("--model", f"scripted:{script}", "--mode", "auto")
     agent.initialize()
     sid = agent.new_session(workspace)
-    storm = [("session/cancel", {"sessionId": "sess_unknown"}), ("session/cancel", {"sessionId": 7}),
-             ("$/cancel_request", {"requestId": 999_999}), ("$/cancel_request", {"requestId": True}),
-             ("$/cancel_request", {"requestId": None}), ("session/cancel", {})]
+    storm = [
+        ("session/cancel", {"sessionId": "sess_unknown"}),
+        ("session/cancel", {"sessionId": 7}),
+        ("$/cancel_request", {"requestId": 999_999}),
+        ("$/cancel_request", {"requestId": True}),
+        ("$/cancel_request", {"requestId": None}),
+        ("session/cancel", {}),
+    ]
     for method, params in storm * 10:
         agent.notify(method, params)
     rid = agent.start_prompt(sid, "go")
-    agent.wait_for(lambda f: f.get("method") == "session/update" and f["params"]["update"].get("status")
-                   == "in_progress")  # the turn is really running
+    agent.wait_for(
+        lambda f: f.get("method") == "session/update" and f["params"]["update"].get("status") == "in_progress"
+    )  # the turn is really running
     for _ in range(100):
         agent.notify("session/cancel", {"sessionId": sid})
         agent.notify("$/cancel_request", {"requestId": rid})
@@ -131,9 +168,10 @@ def test_a_cancel_storm_ends_the_turn_once_with_cancelled_and_no_update_after_th
         agent.notify("$/cancel_request", {"requestId": rid})
     second = agent.prompt(sid, "again")
     assert second["result"]["stopReason"] == "end_turn"
-    between = agent.frames[answered_at + 1: agent.frames.index(second)]
-    first_turn_updates = [f for f in between if f.get("method") == "session/update"
-                          and "call_slow" in repr(f["params"])]
+    between = agent.frames[answered_at + 1 : agent.frames.index(second)]
+    first_turn_updates = [
+        f for f in between if f.get("method") == "session/update" and "call_slow" in repr(f["params"])
+    ]
     assert first_turn_updates == []
     said = [u["content"]["text"] for u in agent.updates(sid) if u["sessionUpdate"] == "agent_message_chunk"]
     assert said == ["second", " turn"]  # the model was not called again in the cancelled turn
@@ -152,8 +190,12 @@ def test_a_cancel_read_right_after_the_prompt_before_its_turn_starts_still_cance
     agent = inproc("--model", f"scripted:{script}")
     agent.initialize()
     sid = agent.new_session(workspace)
-    prompt = {"jsonrpc": "2.0", "id": "p1", "method": "session/prompt",
-              "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]}}
+    prompt = {
+        "jsonrpc": "2.0",
+        "id": "p1",
+        "method": "session/prompt",
+        "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "go"}]},
+    }
     cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": sid}}
     agent.send_raw(json.dumps(prompt).encode() + b"\n" + json.dumps(cancel).encode())  # one write, one read
     assert agent.response("p1", timeout=10)["result"]["stopReason"] == "cancelled"
@@ -163,16 +205,26 @@ def test_a_cancel_read_right_after_the_prompt_before_its_turn_starts_still_cance
 
 
 @pytest.mark.req("acp:cancel:prompt-returns-cancelled", "gw:lifecycle:cancel-kills-tool-processes")
-def test_cancelling_five_sessions_running_commands_at_once_cancels_each_and_leaves_no_process(
-        inproc, tmp_path):
+def test_cancelling_five_sessions_running_commands_at_once_cancels_each_and_leaves_no_process(inproc, tmp_path):
     """ACP cancellation + style guide §3.6: each turn ends `cancelled` exactly once and the commands they started
     are dead afterwards."""
     from tests.e2e.test_faults_lifecycle import assert_groups_die, groups_with
 
     marker = f"gwstorm{os.getpid()}x{time.monotonic_ns() % 10**6}"
-    script = write_script(tmp_path / "m.json", [{"tool_calls": [
-        {"id": "call_sleep", "name": "bash", "arguments": {"command": f"sleep 300; echo {marker}",
-                                                           "timeoutMs": 600_000}}]}])
+    script = write_script(
+        tmp_path / "m.json",
+        [
+            {
+                "tool_calls": [
+                    {
+                        "id": "call_sleep",
+                        "name": "bash",
+                        "arguments": {"command": f"sleep 300; echo {marker}", "timeoutMs": 600_000},
+                    }
+                ]
+            }
+        ],
+    )
     agent = inproc("--model", f"scripted:{script}", "--mode", "auto")
     agent.initialize()
     sids = []
@@ -182,8 +234,13 @@ def test_cancelling_five_sessions_running_commands_at_once_cancels_each_and_leav
         sids.append(agent.new_session(ws))
     rids = [agent.start_prompt(s, "go") for s in sids]
     for s in sids:
-        agent.wait_for(lambda f, s=s: f.get("method") == "session/update" and f["params"]["sessionId"] == s
-                       and f["params"]["update"].get("status") == "in_progress")
+        agent.wait_for(
+            lambda f, s=s: (
+                f.get("method") == "session/update"
+                and f["params"]["sessionId"] == s
+                and f["params"]["update"].get("status") == "in_progress"
+            )
+        )
     groups = groups_with(marker)
     for s in sids:
         for _ in range(20):
@@ -200,8 +257,10 @@ def test_duplicate_request_ids_on_concurrent_prompts_are_each_answered_once(inpr
     """JSON-RPC 2.0 §5 and style guide §3.6 (duplicate ids): two prompts in flight under the same id, in two
     sessions, each get their own answer; a `$/cancel_request` for that id cancels one of them, never both, and
     never answers twice."""
-    script = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 1.5; echo slept"}}]}, {"text": "finished"}])
+    script = write_script(
+        tmp_path / "m.json",
+        [{"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 1.5; echo slept"}}]}, {"text": "finished"}],
+    )
     agent = inproc("--model", f"scripted:{script}", "--mode", "auto")
     agent.initialize()
     sids = []
@@ -210,14 +269,26 @@ def test_duplicate_request_ids_on_concurrent_prompts_are_each_answered_once(inpr
         ws.mkdir()
         sids.append(agent.new_session(ws))
     for s in sids:
-        agent.send({"jsonrpc": "2.0", "id": "dup", "method": "session/prompt",
-                    "params": {"sessionId": s, "prompt": [{"type": "text", "text": "go"}]}})
+        agent.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "dup",
+                "method": "session/prompt",
+                "params": {"sessionId": s, "prompt": [{"type": "text", "text": "go"}]},
+            }
+        )
     for s in sids:  # both turns are running their command
-        agent.wait_for(lambda f, s=s: f.get("method") == "session/update" and f["params"]["sessionId"] == s
-                       and f["params"]["update"].get("status") == "in_progress")
+        agent.wait_for(
+            lambda f, s=s: (
+                f.get("method") == "session/update"
+                and f["params"]["sessionId"] == s
+                and f["params"]["update"].get("status") == "in_progress"
+            )
+        )
     agent.notify("$/cancel_request", {"requestId": "dup"})
-    agent.wait_for(lambda f: len([g for g in agent.frames if "method" not in g and g.get("id") == "dup"]) >= 2,
-                   timeout=20)
+    agent.wait_for(
+        lambda f: len([g for g in agent.frames if "method" not in g and g.get("id") == "dup"]) >= 2, timeout=20
+    )
     assert agent.initialize()["protocolVersion"] == 1  # later frames arrive after any stray third answer would
     answers = [f for f in agent.frames if "method" not in f and f.get("id") == "dup"]
     assert sorted(a["result"]["stopReason"] for a in answers) == ["cancelled", "end_turn"]

@@ -30,15 +30,22 @@ pytestmark = [pytest.mark.timeout(int(60 * max(1.0, SCALE)))]
 
 
 def fuzz_settings(examples: int) -> Any:
-    return settings(max_examples=max(1, int(examples * SCALE)), deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+    return settings(
+        max_examples=max(1, int(examples * SCALE)),
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
 
 
 ENVELOPE_KEYS = st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error", "x"])
 ENVELOPE_VALUES = st.sampled_from(["2.0", "1.0", "session/new", 1, "1", None, True, 1.5, [], {}]) | JSON_VALUES
-LINES = (garbage_lines() | JSON_VALUES.map(frame_line)
-         | st.dictionaries(ENVELOPE_KEYS, ENVELOPE_VALUES, max_size=5).map(frame_line)
-         | st.sampled_from([b"", b" ", b"\t\r", b"\x0c", b"\x0b", b"[]", b"null", b"{}"]))
+LINES = (
+    garbage_lines()
+    | JSON_VALUES.map(frame_line)
+    | st.dictionaries(ENVELOPE_KEYS, ENVELOPE_VALUES, max_size=5).map(frame_line)
+    | st.sampled_from([b"", b" ", b"\t\r", b"\x0c", b"\x0b", b"[]", b"null", b"{}"])
+)
 
 
 def classified(frame: wire.Frame | None) -> tuple[str, Any]:
@@ -115,16 +122,19 @@ class Feed:
 
 IDS = st.integers(-3, 3) | st.sampled_from(["1", "a", None])
 ACTIONS = st.one_of(
-    st.tuples(st.just("request"), st.sampled_from(["echo", "echo", "boom", "typed", "missing", "_ext/x", "hang"]),
-              IDS),
+    st.tuples(st.just("request"), st.sampled_from(["echo", "echo", "boom", "typed", "missing", "_ext/x", "hang"]), IDS),
     st.tuples(st.just("notify"), st.sampled_from(["note", "bad_note", "missing", "$/cancel_request"]), IDS),
     st.tuples(st.just("answer"), st.sampled_from(["result", "error"]), IDS),
     st.tuples(st.just("line"), LINES, st.none()),
 )
 
 
-@pytest.mark.req("jsonrpc:response:exactly-one-per-request", "jsonrpc:notification:never-answered",
-                 "jsonrpc:internal-error:opaque", "acp:cancel-request:original-still-answered")
+@pytest.mark.req(
+    "jsonrpc:response:exactly-one-per-request",
+    "jsonrpc:notification:never-answered",
+    "jsonrpc:internal-error:opaque",
+    "acp:cancel-request:original-still-answered",
+)
 @fuzz_settings(100)
 @given(st.lists(ACTIONS, max_size=15), st.integers(1, 300))
 def test_the_connection_answers_every_request_exactly_once_whatever_the_interleaving(actions, chunk):
@@ -139,15 +149,16 @@ def test_the_connection_answers_every_request_exactly_once_whatever_the_interlea
             params = {"requestId": rid} if what == "$/cancel_request" else {}
             line = frame_line({"jsonrpc": "2.0", "method": what, "params": params})
         elif kind == "answer":
-            line = frame_line({"jsonrpc": "2.0", "id": rid, what: {"code": 1, "message": "m"} if what == "error"
-                               else {}})
+            line = frame_line(
+                {"jsonrpc": "2.0", "id": rid, what: {"code": 1, "message": "m"} if what == "error" else {}}
+            )
         else:
             line = what
         answer, aid = expected_answer(line)
         if answer != NO_ANSWER:
             owed[json.dumps(aid)] += 1
         data += line + b"\n"
-    chunks = [bytes(data[i:i + chunk]) for i in range(0, len(data), chunk)]
+    chunks = [bytes(data[i : i + chunk]) for i in range(0, len(data), chunk)]
     feed = Feed(chunks)
 
     async def main() -> None:
@@ -168,6 +179,7 @@ def test_the_connection_answers_every_request_exactly_once_whatever_the_interlea
         seen[json.dumps(msg["id"])] += 1
     assert seen == owed
     hanging = sum(1 for kind, what, _ in actions if kind == "request" and what == "hang")
-    cancelled = sum(1 for raw in bytes(feed.out).splitlines()
-                    if json.loads(raw).get("error", {}).get("code") == REQUEST_CANCELLED)
+    cancelled = sum(
+        1 for raw in bytes(feed.out).splitlines() if json.loads(raw).get("error", {}).get("code") == REQUEST_CANCELLED
+    )
     assert cancelled >= hanging  # a peer's $/cancel_request may also cancel a request that would have answered

@@ -18,13 +18,25 @@ from acp_server.methods.lifecycle import client_capabilities
 CASES: list[Any] = [
     {"protocolVersion": 1},
     {"protocolVersion": 0, "clientCapabilities": {}},
-    {"protocolVersion": 65535, "clientCapabilities": {"fs": {"readTextFile": True}, "terminal": True},
-     "clientInfo": {"name": "zed", "version": "1"}},
+    {
+        "protocolVersion": 65535,
+        "clientCapabilities": {"fs": {"readTextFile": True}, "terminal": True},
+        "clientInfo": {"name": "zed", "version": "1"},
+    },
     {"protocolVersion": 1, "clientCapabilities": "garbage", "clientInfo": 5, "_meta": [1]},
     {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": "yes"}, "elicitation": {"form": {}}}},
     {"protocolVersion": 1, "unknown": {"x": 1}},
-    {}, {"protocolVersion": None}, {"protocolVersion": "1"}, {"protocolVersion": True}, {"protocolVersion": 1.0},
-    {"protocolVersion": -1}, {"protocolVersion": 65536}, [1], "x", 7, None,
+    {},
+    {"protocolVersion": None},
+    {"protocolVersion": "1"},
+    {"protocolVersion": True},
+    {"protocolVersion": 1.0},
+    {"protocolVersion": -1},
+    {"protocolVersion": 65536},
+    [1],
+    "x",
+    7,
+    None,
 ]
 
 

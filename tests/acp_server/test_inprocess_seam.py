@@ -28,8 +28,15 @@ def _exchange(agent: RawClient, workspace: Path) -> list[tuple[Any, ...]]:
     for f in agent.frames:
         if f.get("method") == "session/update":
             u = f["params"]["update"]
-            shape.append(("update", u["sessionUpdate"], u.get("toolCallId"), u.get("status"),
-                          u["content"].get("text") if u["sessionUpdate"] == "agent_message_chunk" else None))
+            shape.append(
+                (
+                    "update",
+                    u["sessionUpdate"],
+                    u.get("toolCallId"),
+                    u.get("status"),
+                    u["content"].get("text") if u["sessionUpdate"] == "agent_message_chunk" else None,
+                )
+            )
         elif "method" in f:
             shape.append(("request", f["method"], [o["kind"] for o in f["params"].get("options", [])]))
         else:
@@ -38,10 +45,14 @@ def _exchange(agent: RawClient, workspace: Path) -> list[tuple[Any, ...]]:
 
 
 def test_the_same_exchange_gives_the_same_frames_in_process_and_from_the_binary(spawn, inproc, tmp_path, workspace):
-    script = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "echo hi > out.txt"}}]},
-        {"tool_calls": [{"id": "c2", "name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"text": "done"}])
+    script = write_script(
+        tmp_path / "m.json",
+        [
+            {"tool_calls": [{"id": "c1", "name": "bash", "arguments": {"command": "echo hi > out.txt"}}]},
+            {"tool_calls": [{"id": "c2", "name": "read_file", "arguments": {"path": "README.md"}}]},
+            {"text": "done"},
+        ],
+    )
     real = _exchange(spawn("--model", f"scripted:{script}", "--mode", "safe"), workspace)
     (workspace / "out.txt").unlink()
     here = _exchange(inproc("--model", f"scripted:{script}", "--mode", "safe"), workspace)
@@ -74,8 +85,11 @@ def test_env_given_to_an_agent_lasts_as_long_as_the_agent(tmp_path):
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="process checks read /proc")
 def test_eof_mid_command_ends_the_command_its_grandchild_and_a_background_process(inproc, workspace, tmp_path):
-    background = {"id": "call_bg", "name": "bash", "arguments": {"action": "start",
-                                                                 "command": "sleep 302; echo gwseambg"}}
+    background = {
+        "id": "call_bg",
+        "name": "bash",
+        "arguments": {"action": "start", "command": "sleep 302; echo gwseambg"},
+    }
     agent, _, groups = start_long_bash_turn(inproc, workspace, tmp_path, background)
     groups |= groups_with("gwseambg")
     assert agent.close(timeout=5) == 0

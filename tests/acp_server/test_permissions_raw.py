@@ -40,8 +40,6 @@ class _Questions:
         return self.answer(msg)
 
 
-
-
 def _text(agent, sid: str | None = None) -> str:
     return "".join(u["content"]["text"] for u in agent.updates(sid) if u["sessionUpdate"] == "agent_message_chunk")
 
@@ -64,7 +62,8 @@ def test_always_allow_in_this_project_is_remembered_by_the_next_agent_process(in
     assert first.prompt(sid, "build")["result"]["stopReason"] == "end_turn"
     (asked,) = first.agent_requests
     assert [o["name"] for o in asked["params"]["options"] if o["kind"] == "allow_always"] == [
-        "Always allow “touch built.txt” in this project"]
+        "Always allow “touch built.txt” in this project"
+    ]
     assert first.close() == 0
     (workspace / "built.txt").unlink()
 
@@ -80,10 +79,14 @@ def test_always_allow_in_this_project_is_remembered_by_the_next_agent_process(in
 
 
 def test_the_in_progress_update_says_which_mode_or_answer_let_the_call_run(inproc, workspace, tmp_path):
-    model = _model(tmp_path, [
-        {"tool_calls": [{"id": "r", "name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "n.txt", "content": "x"}}]},
-        {"text": "ok"}])
+    model = _model(
+        tmp_path,
+        [
+            {"tool_calls": [{"id": "r", "name": "read_file", "arguments": {"path": "README.md"}}]},
+            {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "n.txt", "content": "x"}}]},
+            {"text": "ok"},
+        ],
+    )
     agent = inproc("--model", model, responder=allow_once)
     agent.initialize()
     sid = agent.new_session(workspace)
@@ -94,8 +97,15 @@ def test_the_in_progress_update_says_which_mode_or_answer_let_the_call_run(inpro
 
 
 def test_reject_stops_with_a_message_and_try_another_way_lets_the_model_go_on(inproc, workspace, tmp_path):
-    model = _model(tmp_path, [{"tool_calls": [BUILD]}, {"text": "Trying something else."},
-                              {"tool_calls": [dict(BUILD, id="b2")]}, {"text": "NEVER"}])
+    model = _model(
+        tmp_path,
+        [
+            {"tool_calls": [BUILD]},
+            {"text": "Trying something else."},
+            {"tool_calls": [dict(BUILD, id="b2")]},
+            {"text": "NEVER"},
+        ],
+    )
     answers = iter(["reject_continue", "reject_once"])
     agent = inproc("--model", model, responder=lambda m: _option(m, next(answers)))
     agent.initialize()
@@ -160,7 +170,8 @@ def _two_sessions_one_answer(inproc, workspace, tmp_path, option: str):
 
 
 def test_always_reject_for_the_project_also_settles_the_same_question_open_in_another_session(
-        inproc, workspace, tmp_path):
+    inproc, workspace, tmp_path
+):
     agent, results, other = _two_sessions_one_answer(inproc, workspace, tmp_path, "reject_always")
     assert [r["stopReason"] for r in results] == ["end_turn", "end_turn"]
     assert _statuses(agent, "b1", other)[-1] == "failed"
@@ -168,7 +179,8 @@ def test_always_reject_for_the_project_also_settles_the_same_question_open_in_an
 
 
 def test_always_allow_for_the_project_also_settles_the_same_question_open_in_another_session(
-        inproc, workspace, tmp_path):
+    inproc, workspace, tmp_path
+):
     agent, results, other = _two_sessions_one_answer(inproc, workspace, tmp_path, "allow_always")
     assert [r["stopReason"] for r in results] == ["end_turn", "end_turn"]
     assert _statuses(agent, "b1", other)[-1] == "completed"
@@ -186,8 +198,9 @@ def test_an_unanswered_question_times_out_as_a_rejection(inproc, workspace, tmp_
     assert agent.prompt(sid, "go")["result"]["stopReason"] == "end_turn"
     assert "no answer within 0.5 s" in _text(agent) and not (workspace / "built.txt").exists()
     (req,) = agent.agent_requests
-    assert any(f.get("method") == "$/cancel_request" and f["params"]["requestId"] == req["id"]
-               for f in agent.frames), "the withdrawn question is cancelled at the client"
+    assert any(f.get("method") == "$/cancel_request" and f["params"]["requestId"] == req["id"] for f in agent.frames), (
+        "the withdrawn question is cancelled at the client"
+    )
 
 
 def test_decisions_of_an_acp_session_show_in_gatewright_audit(inproc, workspace, tmp_path):
@@ -216,22 +229,31 @@ def test_where_approvals_are_remembered_is_a_session_config_option_kept_with_the
     (remember,) = [o for o in created["configOptions"] if o["id"] == "remember"]
     assert remember["name"] == "Remember approvals in" and remember["currentValue"] == "session"
     assert [(v["value"], v["name"]) for v in remember["options"]] == [
-        ("session", "This session"), ("project", "This project"), ("global", "Everywhere")]
+        ("session", "This session"),
+        ("project", "This project"),
+        ("global", "Everywhere"),
+    ]
     bad = agent.request("session/set_config_option", {"sessionId": sid, "configId": "remember", "value": "galaxy"})
     assert bad["error"]["code"] == -32602
     assert _remember(agent, sid, "global")["currentValue"] == "global"
     agent.prompt(sid, "build")
     (asked,) = agent.agent_requests
     assert [o["name"] for o in asked["params"]["options"]] == [
-        "Allow once", "Always allow “touch built.txt” everywhere", "Reject once and stop",
-        "Reject, and let the agent try another way", "Always reject “touch built.txt” everywhere"]
+        "Allow once",
+        "Always allow “touch built.txt” everywhere",
+        "Reject once and stop",
+        "Reject, and let the agent try another way",
+        "Always reject “touch built.txt” everywhere",
+    ]
     agent.prompt(sid, "/permissions remember project")
     assert "now remembered in this project" in _text(agent, sid)
     pushed = [u for u in agent.updates(sid) if u["sessionUpdate"] == "config_option_update"][-1]
     assert next(o for o in pushed["configOptions"] if o["id"] == "remember")["currentValue"] == "project"
     assert agent.close() == 0
-    (rule,) = [json.loads(line) for line in run_gatewright("permissions", "list", "--json",
-                                                         state=str(tmp_path / "state")).stdout.splitlines()]
+    (rule,) = [
+        json.loads(line)
+        for line in run_gatewright("permissions", "list", "--json", state=str(tmp_path / "state")).stdout.splitlines()
+    ]
     assert rule["scope"] == "global" and rule["action"] == "allow"
 
     again = inproc("--model", model, responder=never_answer)

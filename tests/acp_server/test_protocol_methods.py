@@ -21,10 +21,17 @@ def test_unparseable_line_gets_parse_error_with_null_id_and_the_connection_lives
 
 def test_valid_json_that_is_not_a_request_object_gets_invalid_request(inproc):
     agent = inproc()
-    for line in (b'{"foo": "bar"}', b"42", b"[]", b"[1,2]", b'{"jsonrpc": "1.0", "id": 1, "method": "initialize"}',
-                 b'{"jsonrpc": "2.0", "id": 1, "method": 7}', b'{"jsonrpc": "2.0", "id": 1.5, "method": "x"}',
-                 b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "x"}',
-                 b'{"jsonrpc":"2.0","id":3,"method":"x","params":5}'):
+    for line in (
+        b'{"foo": "bar"}',
+        b"42",
+        b"[]",
+        b"[1,2]",
+        b'{"jsonrpc": "1.0", "id": 1, "method": "initialize"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": 7}',
+        b'{"jsonrpc": "2.0", "id": 1.5, "method": "x"}',
+        b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "x"}',
+        b'{"jsonrpc":"2.0","id":3,"method":"x","params":5}',
+    ):
         before = len(agent.frames)
         agent.send_raw(line)
         err = agent.wait_for(lambda f: "error" in f, after=before)
@@ -102,8 +109,9 @@ def test_session_ids_are_unique(inproc, workspace):
 
 def test_a_frame_beyond_the_size_bound_gets_an_error_and_the_connection_lives_on(inproc):
     agent = inproc(env={"GATEWRIGHT_MAX_FRAME_BYTES": "65536"})
-    big = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                      "params": {"protocolVersion": 1, "pad": "x" * 100_000}}).encode()
+    big = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1, "pad": "x" * 100_000}}
+    ).encode()
     agent.send_raw(big)
     err = agent.wait_for(lambda f: "error" in f)
     assert err["id"] is None and err["error"]["code"] == -32600 and "exceeds" in err["error"]["message"]

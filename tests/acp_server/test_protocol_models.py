@@ -25,7 +25,8 @@ TRANSCRIPTS = sorted((Path(__file__).parents[1] / "transcripts").glob("*.jsonl")
 def test_the_committed_models_are_what_the_vendored_schema_gives():
     """Freshness: `python -m acp_server.protocol.generate` would write exactly the committed file."""
     assert generate.render() == generate.OUT.read_text(encoding="utf-8"), (
-        "acp_server/protocol/schema.py is stale: run python -m acp_server.protocol.generate")
+        "acp_server/protocol/schema.py is stale: run python -m acp_server.protocol.generate"
+    )
 
 
 def test_every_method_of_the_schema_has_decoders_for_its_params_and_result():
@@ -82,10 +83,14 @@ def _holds(written: Any, original: Any) -> bool:
     """`written` has everything `original` has (`null` of an optional field and absence mean the same)."""
     if isinstance(original, dict):
         return isinstance(written, dict) and all(
-            _holds(written[k], v) if k in written else v is None for k, v in original.items())
+            _holds(written[k], v) if k in written else v is None for k, v in original.items()
+        )
     if isinstance(original, list):
-        return isinstance(written, list) and len(written) == len(original) and all(
-            _holds(w, o) for w, o in zip(written, original, strict=True))
+        return (
+            isinstance(written, list)
+            and len(written) == len(original)
+            and all(_holds(w, o) for w, o in zip(written, original, strict=True))
+        )
     return written == original and type(written) is type(original)
 
 
@@ -105,15 +110,17 @@ def test_attributes_are_snake_case_and_the_wire_is_camel_case():
 
 
 def test_a_union_is_told_apart_by_its_tag_and_untagged_forms_take_the_rest():
-    assert isinstance(s.mcp_server_from_wire({"type": "http", "name": "h", "url": "http://x", "headers": []}),
-                      s.HttpMcpServer)
+    assert isinstance(
+        s.mcp_server_from_wire({"type": "http", "name": "h", "url": "http://x", "headers": []}), s.HttpMcpServer
+    )
     stdio = {"name": "a", "command": "/bin/a", "args": [], "env": []}
     assert isinstance(s.mcp_server_from_wire(stdio), s.McpServerStdio)
     # `type` absent on the wire is the `value_id` form, as the schema says.
     picked = s.set_session_config_option_request_from_wire({"sessionId": "s", "configId": "mode", "value": "auto"})
     assert isinstance(picked, s.ValueIdSetSessionConfigOptionRequest) and picked.value == "auto"
     boolean = s.set_session_config_option_request_from_wire(
-        {"sessionId": "s", "configId": "x", "type": "boolean", "value": True})
+        {"sessionId": "s", "configId": "x", "type": "boolean", "value": True}
+    )
     assert isinstance(boolean, s.BooleanSetSessionConfigOptionRequest) and boolean.value is True
     outcome = s.RequestPermissionResponse.from_wire({"outcome": {"outcome": "selected", "optionId": "allow"}})
     assert isinstance(outcome.outcome, s.SelectedRequestPermissionOutcome) and outcome.outcome.option_id == "allow"
@@ -123,18 +130,34 @@ def test_a_union_is_told_apart_by_its_tag_and_untagged_forms_take_the_rest():
 
 def test_values_that_do_not_fit_a_lenient_field_become_its_default():
     """`x-deserialize-default-on-error`: a malformed capability is not offered (only a literal `true` counts)."""
-    req = s.InitializeRequest.from_wire({"protocolVersion": 1, "clientCapabilities": {
-        "fs": {"readTextFile": True, "writeTextFile": "yes"}, "terminal": 1, "elicitation": {"form": True}}})
+    req = s.InitializeRequest.from_wire(
+        {
+            "protocolVersion": 1,
+            "clientCapabilities": {
+                "fs": {"readTextFile": True, "writeTextFile": "yes"},
+                "terminal": 1,
+                "elicitation": {"form": True},
+            },
+        }
+    )
     caps = req.client_capabilities
     assert caps.fs.read_text_file is True and caps.fs.write_text_file is False and caps.terminal is False
     assert caps.elicitation is not None and caps.elicitation.form is None
-    assert s.InitializeRequest.from_wire({"protocolVersion": 1, "clientCapabilities": "garbage"}).client_capabilities \
+    assert (
+        s.InitializeRequest.from_wire({"protocolVersion": 1, "clientCapabilities": "garbage"}).client_capabilities
         == s.InitializeRequest.from_wire({"protocolVersion": 1}).client_capabilities
+    )
 
 
 def test_items_that_do_not_fit_a_skipping_array_are_left_out():
-    update = s.session_update_from_wire({"sessionUpdate": "tool_call", "toolCallId": "c", "title": "t",
-                                         "content": [{"type": "nope"}, {"type": "diff", "path": "/a", "newText": ""}]})
+    update = s.session_update_from_wire(
+        {
+            "sessionUpdate": "tool_call",
+            "toolCallId": "c",
+            "title": "t",
+            "content": [{"type": "nope"}, {"type": "diff", "path": "/a", "newText": ""}],
+        }
+    )
     assert isinstance(update, s.ToolCallSessionUpdate)
     assert [type(c) for c in update.content or []] == [s.DiffToolCallContent]
 
@@ -151,18 +174,27 @@ def test_a_boolean_or_a_float_is_never_an_integer_and_ranges_hold(bad):
         s.InitializeRequest.from_wire({"protocolVersion": bad})
 
 
-@pytest.mark.parametrize(("value", "path", "problem"), [
-    ([1, 2], "", "must be an object"),
-    ({"prompt": []}, "sessionId", "is required"),
-    ({"sessionId": 5, "prompt": []}, "sessionId", "must be a string"),
-    ({"sessionId": "s", "prompt": "x"}, "prompt", "must be an array"),
-    ({"sessionId": "s", "prompt": [7]}, "prompt[0]", "must be an object"),
-    ({"sessionId": "s", "prompt": [{"type": "video"}]}, "prompt[0].type",
-     "must be one of audio, image, resource, resource_link, text"),
-    ({"sessionId": "s", "prompt": [{"type": "text", "text": None}]}, "prompt[0].text", "must be a string"),
-    ({"sessionId": "s", "prompt": [{"type": "resource", "resource": {"uri": "u"}}]}, "prompt[0].resource",
-     "fits none of its forms"),
-])
+@pytest.mark.parametrize(
+    ("value", "path", "problem"),
+    [
+        ([1, 2], "", "must be an object"),
+        ({"prompt": []}, "sessionId", "is required"),
+        ({"sessionId": 5, "prompt": []}, "sessionId", "must be a string"),
+        ({"sessionId": "s", "prompt": "x"}, "prompt", "must be an array"),
+        ({"sessionId": "s", "prompt": [7]}, "prompt[0]", "must be an object"),
+        (
+            {"sessionId": "s", "prompt": [{"type": "video"}]},
+            "prompt[0].type",
+            "must be one of audio, image, resource, resource_link, text",
+        ),
+        ({"sessionId": "s", "prompt": [{"type": "text", "text": None}]}, "prompt[0].text", "must be a string"),
+        (
+            {"sessionId": "s", "prompt": [{"type": "resource", "resource": {"uri": "u"}}]},
+            "prompt[0].resource",
+            "fits none of its forms",
+        ),
+    ],
+)
 def test_errors_name_the_field_by_its_schema_path(value, path, problem):
     with pytest.raises(WireError) as info:
         s.PromptRequest.from_wire(value)
@@ -183,9 +215,19 @@ def test_an_error_never_shows_a_value_or_a_key_the_peer_chose():
 
 
 # ---- generated valid instances ----------------------------------------------------------------------------------
-@pytest.mark.parametrize("name", sorted({*CLIENT_REQUESTS.values(), *CLIENT_NOTIFICATIONS.values(),
-                                         "RequestPermissionResponse", "ReadTextFileResponse",
-                                         "CreateTerminalResponse", "TerminalOutputResponse"}))
+@pytest.mark.parametrize(
+    "name",
+    sorted(
+        {
+            *CLIENT_REQUESTS.values(),
+            *CLIENT_NOTIFICATIONS.values(),
+            "RequestPermissionResponse",
+            "ReadTextFileResponse",
+            "CreateTerminalResponse",
+            "TerminalOutputResponse",
+        }
+    ),
+)
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_every_valid_instance_is_read_and_what_is_written_back_is_valid_and_reads_the_same(name, data):

@@ -28,8 +28,15 @@ CLEARED = ("GATEWRIGHT_MODEL", "GATEWRIGHT_MODE", "GATEWRIGHT_RECORD", "GATEWRIG
 def gw(tmp: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in CLEARED}
     env.update(PYTHONPATH=REPO, GATEWRIGHT_STATE_DIR=str(tmp / "gw-state"), XDG_CONFIG_HOME=str(tmp / "xdg"))
-    return subprocess.run([sys.executable, "-c", CLI, "replay", *args], cwd=tmp, env=env, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-c", CLI, "replay", *args],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def edited_copy(tmp: Path, name: str, edit) -> Path:
@@ -46,7 +53,9 @@ def test_replay_shows_a_transcript_as_a_conversation_in_plain_text_when_not_on_a
     out = proc.stdout
     assert "\x1b[" not in out  # a pipe gets plain text
     expected_in_order = [
-        "gatewright 0.1.0", "mode safe", "client tests 0",
+        "gatewright 0.1.0",
+        "mode safe",
+        "client tests 0",
         "→ initialize (protocol 1, client tests 0)",
         "→ session/new in <WORKSPACE>",
         '→ prompt: "Add a greeting module."',
@@ -85,7 +94,7 @@ def test_replay_shows_rejections_cancellations_errors_and_refusals():
     assert "→ (not JSON) this is not json" in errors
     assert "✗ error: Parse error: the line is not valid JSON [-32700]" in errors
     assert "✗ no/such/method failed: Method not found: no/such/method [-32601]" in errors
-    assert "✗ session/new failed: Invalid params: \"cwd\" must be an absolute path [-32602]" in errors
+    assert '✗ session/new failed: Invalid params: "cwd" must be an absolute path [-32602]' in errors
     modes = render_text(load(TRANSCRIPTS / "05_modes_and_remembered_rules.jsonl"))
     assert "✗ Write notes.txt: failed  (refused by mode:read-only" in modes
     assert "(allowed by rule:" in modes  # the remembered answer, said where it applied
@@ -101,12 +110,16 @@ def test_replay_colours_on_request_and_never_when_told_not_to(tmp_path):
     assert plain.returncode == 0 and "\x1b[" not in plain.stdout
 
 
-@pytest.mark.parametrize(("content", "why"), [
-    ("this is not a transcript\n", "line 1 is not JSON"),
-    ('{"dir": "sideways", "t": 0, "msg": {}}\n', "`dir` must be"),
-    ('{"meta": {"gatewright": "0.1.0"}}\n', "no recorded frames"),
-    ("", "no recorded frames"),
-], ids=["not-json", "bad-dir", "meta-only", "empty"])
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        ("this is not a transcript\n", "line 1 is not JSON"),
+        ('{"dir": "sideways", "t": 0, "msg": {}}\n', "`dir` must be"),
+        ('{"meta": {"gatewright": "0.1.0"}}\n', "no recorded frames"),
+        ("", "no recorded frames"),
+    ],
+    ids=["not-json", "bad-dir", "meta-only", "empty"],
+)
 def test_a_file_that_is_not_a_transcript_is_exit_2_with_one_line(tmp_path, content, why):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(content)
@@ -129,8 +142,7 @@ def test_check_passes_on_every_recorded_transcript(tmp_path, path):
 
 def test_check_names_a_changed_tool_result_with_the_lines_that_differ(tmp_path):
     def change(lines):
-        return [ln.replace("A sample project.", "A changed project.") if '"completed"' in ln else ln
-                for ln in lines]
+        return [ln.replace("A sample project.", "A changed project.") if '"completed"' in ln else ln for ln in lines]
 
     edited = edited_copy(tmp_path, "02_approve_and_write.jsonl", change)
     line = next(n for n, ln in enumerate(edited.read_text().splitlines(), 1) if "A changed project." in ln)
@@ -146,14 +158,15 @@ def test_check_names_a_changed_tool_result_with_the_lines_that_differ(tmp_path):
 def test_check_names_a_frame_missing_from_the_recording(tmp_path):
     def drop_first_in_progress(lines):
         at = next(i for i, ln in enumerate(lines) if '"in_progress"' in ln)
-        return lines[:at] + lines[at + 1:]
+        return lines[:at] + lines[at + 1 :]
 
     edited = edited_copy(tmp_path, "02_approve_and_write.jsonl", drop_first_in_progress)
     proc = gw(tmp_path, "--check", str(edited))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     first = proc.stdout.splitlines()[0]
-    assert ("the agent sent session/update tool_call_update (in_progress), which the recording does not have here"
-            in first), proc.stdout
+    assert (
+        "the agent sent session/update tool_call_update (in_progress), which the recording does not have here" in first
+    ), proc.stdout
 
 
 def test_check_names_the_answer_the_recording_lacks_and_does_not_hang(tmp_path):
@@ -165,8 +178,10 @@ def test_check_names_the_answer_the_recording_lacks_and_does_not_hang(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "differs at params.update.status" in proc.stdout.splitlines()[0]
     assert '"in_progress"' in proc.stdout and '"failed"' in proc.stdout
-    assert "note: the agent wrote nothing for 1 s while the check waited for the rest of the recorded frames" \
+    assert (
+        "note: the agent wrote nothing for 1 s while the check waited for the rest of the recorded frames"
         in proc.stdout
+    )
 
 
 def test_check_answers_the_agents_requests_by_method_and_position_with_this_runs_ids(tmp_path):
@@ -179,16 +194,27 @@ def test_check_answers_the_agents_requests_by_method_and_position_with_this_runs
     marker = tmp_path / "ran-here"
     record = tmp_path / "editor.jsonl"
     script = tmp_path / "model.json"
-    script.write_text(json.dumps({"responses": [
-        # One call per step: parallel calls may reach the editor in either order (see the README's Transcripts).
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "b.txt"}}]},
-        {"tool_calls": [{"name": "bash", "arguments": {"command": f"touch {marker}"}}]},
-        {"text": "Read both and ran it."}]}))
-    terminal = {"terminal/create": {"terminalId": "term-7"}, "terminal/wait_for_exit": {"exitCode": 0},
-                "terminal/output": {"output": "ok from the editor\n", "truncated": False,
-                                    "exitStatus": {"exitCode": 0}},
-                "terminal/release": {}, "terminal/kill": {}}
+    script.write_text(
+        json.dumps(
+            {
+                "responses": [
+                    # One call per step: parallel calls may reach the editor in either order
+                    # (see the README's Transcripts).
+                    {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+                    {"tool_calls": [{"name": "read_file", "arguments": {"path": "b.txt"}}]},
+                    {"tool_calls": [{"name": "bash", "arguments": {"command": f"touch {marker}"}}]},
+                    {"text": "Read both and ran it."},
+                ]
+            }
+        )
+    )
+    terminal = {
+        "terminal/create": {"terminalId": "term-7"},
+        "terminal/wait_for_exit": {"exitCode": 0},
+        "terminal/output": {"output": "ok from the editor\n", "truncated": False, "exitStatus": {"exitCode": 0}},
+        "terminal/release": {},
+        "terminal/kill": {},
+    }
 
     def editor(msg):
         method = msg["method"]
@@ -198,8 +224,9 @@ def test_check_answers_the_agents_requests_by_method_and_position_with_this_runs
             return terminal[method]
         return allow_once(msg)
 
-    agent = AgentProcess("--record", str(record), "--model", f"scripted:{script}", cwd=ws, responder=editor,
-                         state_dir=tmp_path / "state")
+    agent = AgentProcess(
+        "--record", str(record), "--model", f"scripted:{script}", cwd=ws, responder=editor, state_dir=tmp_path / "state"
+    )
     try:
         agent.initialize({"fs": {"readTextFile": True, "writeTextFile": True}, "terminal": True})
         sid = agent.new_session(ws)
@@ -230,21 +257,47 @@ def test_a_users_recording_replays_on_its_own(tmp_path):
     ws.mkdir()
     (ws / "README.md").write_text("# project\n")
     script = tmp_path / "bug-model.json"
-    script.write_text(json.dumps({"responses": [
-        {"thinking": "Look first.", "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"text": "Adding a file.", "tool_calls": [{"name": "write_file", "arguments": {
-            "path": str(ws / "NOTES.md"), "content": "notes\n"}}]},
-        {"text": "Done."}]}))
+    script.write_text(
+        json.dumps(
+            {
+                "responses": [
+                    {
+                        "thinking": "Look first.",
+                        "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}],
+                    },
+                    {
+                        "text": "Adding a file.",
+                        "tool_calls": [
+                            {"name": "write_file", "arguments": {"path": str(ws / "NOTES.md"), "content": "notes\n"}}
+                        ],
+                    },
+                    {"text": "Done."},
+                ]
+            }
+        )
+    )
     record = tmp_path / "bug-report.jsonl"
-    agent = AgentProcess("--record", str(record), "--model", f"scripted:{script}", "--mode", "manual", cwd=ws,
-                         responder=allow_once, state_dir=tmp_path / "state",
-                         env={"GW_REPLAY_TEST_API_KEY": "sk-live-secret-in-the-env"})
+    agent = AgentProcess(
+        "--record",
+        str(record),
+        "--model",
+        f"scripted:{script}",
+        "--mode",
+        "manual",
+        cwd=ws,
+        responder=allow_once,
+        state_dir=tmp_path / "state",
+        env={"GW_REPLAY_TEST_API_KEY": "sk-live-secret-in-the-env"},
+    )
     try:
-        agent.result("initialize", {"protocolVersion": 1, "clientCapabilities": {},
-                                    "clientInfo": {"name": "zed", "version": "0.190"}})
+        agent.result(
+            "initialize",
+            {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "zed", "version": "0.190"}},
+        )
         sid = agent.new_session(ws)
-        assert agent.prompt(sid, "Add notes; the key is sk-live-secret-in-the-env")["result"]["stopReason"] == \
-            "end_turn"
+        assert (
+            agent.prompt(sid, "Add notes; the key is sk-live-secret-in-the-env")["result"]["stopReason"] == "end_turn"
+        )
         assert agent.close() == 0
     finally:
         if agent.proc.poll() is None:
@@ -276,17 +329,43 @@ def test_a_gatewright_run_recording_is_checked_through_the_same_runtime(tmp_path
     ws.mkdir()
     (ws / "README.md").write_text("# hi\n")
     script = tmp_path / "m.json"
-    script.write_text(json.dumps({"responses": [
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"text": "Writing.", "tool_calls": [{"name": "write_file", "arguments": {"path": "out.txt",
-                                                                                   "content": "x\n"}}]},
-        {"text": "never"}]}))
+    script.write_text(
+        json.dumps(
+            {
+                "responses": [
+                    {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+                    {
+                        "text": "Writing.",
+                        "tool_calls": [{"name": "write_file", "arguments": {"path": "out.txt", "content": "x\n"}}],
+                    },
+                    {"text": "never"},
+                ]
+            }
+        )
+    )
     record = tmp_path / "run.jsonl"
     env = {k: v for k, v in os.environ.items() if k not in CLEARED}
     env.update(PYTHONPATH=REPO, GATEWRIGHT_STATE_DIR=str(tmp_path / "state"), XDG_CONFIG_HOME=str(tmp_path / "x"))
-    run = subprocess.run([sys.executable, "-c", CLI, "run", "--cwd", str(ws), "--model", f"scripted:{script}",
-                          "--record", str(record), "write it"], env=env, capture_output=True, text=True,
-                         timeout=60, stdin=subprocess.DEVNULL)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            "run",
+            "--cwd",
+            str(ws),
+            "--model",
+            f"scripted:{script}",
+            "--record",
+            str(record),
+            "write it",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
     assert run.returncode == 3, run.stderr
     meta = json.loads(record.read_text().splitlines()[0])["meta"]
     assert meta["host"] == "run" and meta["cwd"] == str(ws) and "scripted_model" in meta
@@ -298,14 +377,28 @@ def test_a_gatewright_run_recording_is_checked_through_the_same_runtime(tmp_path
 
 # ---- someone else's transcript ------------------------------------------------------------------------------------
 def _transcript(responses: list, session_params: dict | None = None) -> str:
-    meta = {"meta": {"gatewright": "0.1.0", "mode": "auto",
-                     "scripted_model": json.dumps({"responses": responses})}}
+    meta = {"meta": {"gatewright": "0.1.0", "mode": "auto", "scripted_model": json.dumps({"responses": responses})}}
     frames = [
-        {"dir": "in", "t": 0, "msg": {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                                      "params": {"protocolVersion": 1, "clientCapabilities": {}}}},
-        {"dir": "in", "t": 0, "msg": {"jsonrpc": "2.0", "id": 1, "method": "session/new",
-                                      "params": {"cwd": "/home/someone/proj", "mcpServers": [],
-                                                 **(session_params or {})}}},
+        {
+            "dir": "in",
+            "t": 0,
+            "msg": {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": 1, "clientCapabilities": {}},
+            },
+        },
+        {
+            "dir": "in",
+            "t": 0,
+            "msg": {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "session/new",
+                "params": {"cwd": "/home/someone/proj", "mcpServers": [], **(session_params or {})},
+            },
+        },
     ]
     return "\n".join(json.dumps(x) for x in [meta, *frames]) + "\n"
 
@@ -314,11 +407,27 @@ def test_a_transcript_that_would_run_commands_here_is_refused_without_trust(tmp_
     rec_ws = tmp_path / "theirs"
     rec_ws.mkdir()
     script = tmp_path / "m.json"
-    script.write_text(json.dumps({"responses": [
-        {"tool_calls": [{"name": "bash", "arguments": {"command": "echo pwned > made-by-bash"}}]}, {"text": "done"}]}))
+    script.write_text(
+        json.dumps(
+            {
+                "responses": [
+                    {"tool_calls": [{"name": "bash", "arguments": {"command": "echo pwned > made-by-bash"}}]},
+                    {"text": "done"},
+                ]
+            }
+        )
+    )
     path = tmp_path / "someone-elses.jsonl"
-    agent = AgentProcess("--record", str(path), "--model", f"scripted:{script}", "--mode", "auto", cwd=rec_ws,
-                         state_dir=tmp_path / "state")
+    agent = AgentProcess(
+        "--record",
+        str(path),
+        "--model",
+        f"scripted:{script}",
+        "--mode",
+        "auto",
+        cwd=rec_ws,
+        state_dir=tmp_path / "state",
+    )
     try:
         agent.initialize()
         agent.prompt(agent.new_session(rec_ws), "go")
@@ -340,35 +449,75 @@ def test_a_transcript_that_would_run_commands_here_is_refused_without_trust(tmp_
     assert (tmp_path / "trusted" / "ws" / "made-by-bash").read_text() == "pwned\n"
 
 
-@pytest.mark.parametrize(("responses", "params", "why"), [
-    ([{"tool_calls": [{"name": "write_file", "arguments": {"path": "/etc/cron.d/x", "content": "x"}}]}], None,
-     "writes '/etc/cron.d/x', outside the workspace"),
-    ([{"tool_calls": [{"name": "edit", "arguments": {"path": "../../.bashrc", "old_string": "a",
-                                                     "new_string": "b"}}]}], None, "writes '../../.bashrc'"),
-    ([{"tool_calls": [{"name": "apply_patch", "arguments": {
-        "patch": "*** Begin Patch\n*** Add File: ~/.profile\n+x\n*** End Patch"}}]}], None, "patches '~/.profile'"),
-    ([{"tool_calls": [{"name": "bash", "arguments": {"action": "start", "command": "sleep 1000"}}]}], None,
-     "runs a command: 'sleep 1000'"),
-    ([], {"mcpServers": [{"name": "srv", "command": "/usr/bin/evil", "args": [], "env": []}]},
-     "starts the MCP server 'srv' (/usr/bin/evil)"),
-], ids=["absolute-write", "dotdot-edit", "home-patch", "background-process", "mcp-server"])
+@pytest.mark.parametrize(
+    ("responses", "params", "why"),
+    [
+        (
+            [{"tool_calls": [{"name": "write_file", "arguments": {"path": "/etc/cron.d/x", "content": "x"}}]}],
+            None,
+            "writes '/etc/cron.d/x', outside the workspace",
+        ),
+        (
+            [
+                {
+                    "tool_calls": [
+                        {"name": "edit", "arguments": {"path": "../../.bashrc", "old_string": "a", "new_string": "b"}}
+                    ]
+                }
+            ],
+            None,
+            "writes '../../.bashrc'",
+        ),
+        (
+            [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "apply_patch",
+                            "arguments": {"patch": "*** Begin Patch\n*** Add File: ~/.profile\n+x\n*** End Patch"},
+                        }
+                    ]
+                }
+            ],
+            None,
+            "patches '~/.profile'",
+        ),
+        (
+            [{"tool_calls": [{"name": "bash", "arguments": {"action": "start", "command": "sleep 1000"}}]}],
+            None,
+            "runs a command: 'sleep 1000'",
+        ),
+        (
+            [],
+            {"mcpServers": [{"name": "srv", "command": "/usr/bin/evil", "args": [], "env": []}]},
+            "starts the MCP server 'srv' (/usr/bin/evil)",
+        ),
+    ],
+    ids=["absolute-write", "dotdot-edit", "home-patch", "background-process", "mcp-server"],
+)
 def test_what_acts_outside_the_temporary_workspace_is_named(responses, params, why):
     found = untrusted_actions(parse(_transcript(responses, params)), ["/home/someone/proj"])
     assert any(why in f for f in found), found
 
 
 def test_reads_and_writes_inside_the_recorded_workspace_need_no_trust():
-    responses = [{"tool_calls": [{"name": "write_file", "arguments": {"path": "/home/someone/proj/a.txt",
-                                                                      "content": "x"}},
-                                 {"name": "write_file", "arguments": {"path": "src/b.txt", "content": "x"}},
-                                 {"name": "read_file", "arguments": {"path": "/etc/hostname"}},
-                                 {"name": "bash", "arguments": {"action": "list"}}]}]
+    responses = [
+        {
+            "tool_calls": [
+                {"name": "write_file", "arguments": {"path": "/home/someone/proj/a.txt", "content": "x"}},
+                {"name": "write_file", "arguments": {"path": "src/b.txt", "content": "x"}},
+                {"name": "read_file", "arguments": {"path": "/etc/hostname"}},
+                {"name": "bash", "arguments": {"action": "list"}},
+            ]
+        }
+    ]
     assert untrusted_actions(parse(_transcript(responses)), ["/home/someone/proj"]) == []
 
 
 def test_workspace_files_of_a_transcript_cannot_escape_the_workspace(tmp_path):
-    text = _transcript([{"text": "hi"}]).replace('"mode": "auto"', '"mode": "safe", "workspace_files": '
-                                                 '{"../../escaped.txt": "x"}')
+    text = _transcript([{"text": "hi"}]).replace(
+        '"mode": "auto"', '"mode": "safe", "workspace_files": {"../../escaped.txt": "x"}'
+    )
     with pytest.raises(ValueError, match="not a relative path inside the workspace"):
         check(parse(text), workdir=tmp_path / "w")
     assert not (tmp_path / "escaped.txt").exists()
@@ -384,8 +533,9 @@ def test_recordings_appended_to_one_file_are_checked_in_turn_and_a_later_one_loa
     record = tmp_path / "both.jsonl"
     sid = None
     for run in range(2):
-        agent = AgentProcess("--record", str(record), "--model", f"scripted:{script}", cwd=ws,
-                             state_dir=tmp_path / "state")
+        agent = AgentProcess(
+            "--record", str(record), "--model", f"scripted:{script}", cwd=ws, state_dir=tmp_path / "state"
+        )
         try:
             agent.initialize()
             if run == 0:

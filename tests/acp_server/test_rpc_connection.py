@@ -156,4 +156,3 @@ async def test_eof_shuts_the_dispatcher_down_and_cancels_in_flight_requests():
     pipe, disp = await _serve(body)
     assert disp.shut
     assert [m for m in pipe.out if m.get("id") == 1][0]["error"]["code"] == -32800
-

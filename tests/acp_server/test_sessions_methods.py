@@ -16,8 +16,11 @@ def load(agent, sid: str, ws: Path) -> dict:
 
 
 def replayed(agent, sid: str, start: int = 0) -> list[dict]:
-    return [f["params"]["update"] for f in agent.frames[start:]
-            if f.get("method") == "session/update" and f["params"]["sessionId"] == sid]
+    return [
+        f["params"]["update"]
+        for f in agent.frames[start:]
+        if f.get("method") == "session/update" and f["params"]["sessionId"] == sid
+    ]
 
 
 def text_of(updates: list[dict], kind: str = "agent_message_chunk") -> str:
@@ -27,9 +30,13 @@ def text_of(updates: list[dict], kind: str = "agent_message_chunk") -> str:
 def test_prompts_sent_while_busy_queue_in_order_and_cancel_resolves_the_queued_ones_too(inproc, tmp_path, workspace):
     # The first turn stays busy on a permission question nobody answers; its request proves the turn reached the
     # model (so the script's first entry is spent) before the cancel.
-    model = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]},
-        {"text": "after the cancel"}])
+    model = write_script(
+        tmp_path / "m.json",
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]},
+            {"text": "after the cancel"},
+        ],
+    )
     agent = inproc("--model", f"scripted:{model}", responder=never_answer)
     agent.initialize()
     sid = agent.new_session(workspace)
@@ -113,13 +120,15 @@ def test_cancel_request_for_a_queued_prompt_cancels_only_that_one(inproc, tmp_pa
     assert text_of(replayed(agent, sid)) == "first donethird done"
 
 
-def test_an_audio_block_without_a_mime_type_is_refused_so_a_load_never_replays_an_invalid_frame(inproc, tmp_path,
-                                                                                              workspace):
+def test_an_audio_block_without_a_mime_type_is_refused_so_a_load_never_replays_an_invalid_frame(
+    inproc, tmp_path, workspace
+):
     model = write_script(tmp_path / "m.json", [{"text": "ok"}])
     agent = inproc("--model", f"scripted:{model}")
     agent.initialize()
     sid = agent.new_session(workspace)
-    answer = agent.request("session/prompt", {"sessionId": sid,
-                                              "prompt": [{"type": "audio", "data": "x", "mimeType": None}]})
+    answer = agent.request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "audio", "data": "x", "mimeType": None}]}
+    )
     assert answer["error"]["code"] == -32602
     assert "result" in load(agent, sid, workspace)  # the fixture checks every replayed frame against the schema

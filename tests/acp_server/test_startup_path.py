@@ -11,10 +11,30 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # Needed later (the event loop, sessions, tools, providers), never to answer `initialize`.
-HEAVY = ("anyio", "asyncio", "sqlite3", "pydantic", "jsonschema", "mcp", "openai", "anthropic", "httpx",
-         "httpx2", "tree_sitter", "rich", "prompt_toolkit", "runtime.events", "runtime.models.base", "runtime.loop",
-         "acp_server.session", "acp_server.methods.sessions", "acp_server.rpc", "acp_server.dispatch",
-         "acp_server.protocol.schema", "acp_server.protocol.base")
+HEAVY = (
+    "anyio",
+    "asyncio",
+    "sqlite3",
+    "pydantic",
+    "jsonschema",
+    "mcp",
+    "openai",
+    "anthropic",
+    "httpx",
+    "httpx2",
+    "tree_sitter",
+    "rich",
+    "prompt_toolkit",
+    "runtime.events",
+    "runtime.models.base",
+    "runtime.loop",
+    "acp_server.session",
+    "acp_server.methods.sessions",
+    "acp_server.rpc",
+    "acp_server.dispatch",
+    "acp_server.protocol.schema",
+    "acp_server.protocol.base",
+)
 
 
 def test_answering_initialize_imports_none_of_the_heavy_modules(tmp_path):
@@ -34,8 +54,13 @@ assert answer["protocolVersion"] == 1, answer
 heavy = [m for m in {HEAVY!r} if m in sys.modules]
 assert not heavy, f"imported before the initialize answer: {{heavy}}"
 """
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT,
-                   env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        timeout=60,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
 
 
 def test_warm_up_loads_what_the_first_session_needs(tmp_path):
@@ -52,8 +77,13 @@ missing = [m for m in needed if m not in sys.modules]
 assert not missing, missing
 assert agent.store_is_open
 """
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT,
-                   env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        timeout=60,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
 
 
 def test_a_model_call_needs_no_provider_sdk(tmp_path):
@@ -84,8 +114,13 @@ with FakeProviders() as fp:
     fp.anthropic(Reply(frames=anthropic_stream("from anthropic")))
     anyio.run(main, fp)
 """
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT,
-                   env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        timeout=60,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
 
 
 def test_the_sandbox_helper_starts_without_typing_secrets_or_platform():
@@ -100,5 +135,6 @@ heavy = ("typing", "secrets", "platform", "dataclasses", "inspect", "tempfile", 
 loaded = [m for m in heavy if m in sys.modules]
 assert not loaded, f"the sandbox helper imports {loaded}"
 """
-    subprocess.run([sys.executable, "-S", "-c", code, str(ROOT)], check=True, timeout=60, cwd=ROOT,
-                   env={"PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        [sys.executable, "-S", "-c", code, str(ROOT)], check=True, timeout=60, cwd=ROOT, env={"PATH": "/usr/bin:/bin"}
+    )

@@ -26,8 +26,9 @@ print("after the guard, stdout is stdout again")
 
 
 def test_prints_c_writes_and_children_never_reach_the_protocol_stream():
-    proc = subprocess.run([sys.executable, "-c", POLLUTER], cwd=REPO, input=b"client bytes\n", capture_output=True,
-                          timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", POLLUTER], cwd=REPO, input=b"client bytes\n", capture_output=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.decode().splitlines()
     assert json.loads(lines[0]) == {"jsonrpc": "2.0", "method": "ok", "params": {"stdin": ""}}
@@ -49,6 +50,7 @@ with guard_stdio() as fds:
     assert r.stdout == "", r.stdout
 print("ok")
 """
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, timeout=60,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, timeout=60, stdin=subprocess.DEVNULL
+    )
     assert proc.stdout.decode().strip() == "ok", proc.stderr

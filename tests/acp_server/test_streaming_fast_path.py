@@ -34,11 +34,17 @@ class FakeConn:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("text", ["tok ", "", "line\nbreak \"quoted\" \\ back", "ünïcödé ✓", "\x00\x1f"])
+@pytest.mark.parametrize("text", ["tok ", "", 'line\nbreak "quoted" \\ back', "ünïcödé ✓", "\x00\x1f"])
 async def test_text_and_thought_chunks_are_encoded_exactly_like_any_session_update(tmp_path, text):
     conn = FakeConn()
-    session = AcpSession(id="sess_x", cwd=str(tmp_path), mode="safe", model=None, conn=conn,  # type: ignore[arg-type]
-                         options=RuntimeOptions())
+    session = AcpSession(
+        id="sess_x",
+        cwd=str(tmp_path),
+        mode="safe",
+        model=None,
+        conn=conn,  # type: ignore[arg-type]
+        options=RuntimeOptions(),
+    )
     await session.emit(TextChunk(text))
     await session.emit(ThoughtChunk(text))
     await session.send_update({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}})

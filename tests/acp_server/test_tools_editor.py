@@ -54,9 +54,17 @@ async def test_terminal_create_sends_bash_argv_cwd_env_list_and_output_limit():
     conn = RecordingConn()
     bridge = AcpEditorBridge.from_capabilities(conn, "s", caps({"terminal": True}))
     assert await bridge.create_terminal("/bin/bash", ["-c", "ls"], "/ws", {"A": "1"}, 1000) == "t1"
-    assert conn.sent[0] == ("terminal/create", {"sessionId": "s", "command": "/bin/bash", "args": ["-c", "ls"],
-                                                "cwd": "/ws", "env": [{"name": "A", "value": "1"}],
-                                                "outputByteLimit": 1000})
+    assert conn.sent[0] == (
+        "terminal/create",
+        {
+            "sessionId": "s",
+            "command": "/bin/bash",
+            "args": ["-c", "ls"],
+            "cwd": "/ws",
+            "env": [{"name": "A", "value": "1"}],
+            "outputByteLimit": 1000,
+        },
+    )
 
 
 async def test_read_file_through_the_editor_asks_for_the_line_range_and_numbers_it(tmp_path):
@@ -88,10 +96,10 @@ async def test_write_file_through_the_editor_sends_an_absolute_path_and_shows_th
     res = await run("write_file", {"path": "a.txt", "content": "new\n"}, ctx)
     assert editor.buffers[str(f.resolve())] == "new\n"
     assert res.content[0]["oldText"] == "old\n" and res.content[0]["newText"] == "new\n"
-    res = await run("write_file", {"path": "sub/b.txt", "content": "b\n", "mode": "create"},
-                    make_ctx(tmp_path, editor=editor))
-    assert editor.calls[-1] == ("fs/write_text_file", {"path": str(tmp_path.resolve() / "sub/b.txt"),
-                                                       "content": "b\n"})
+    res = await run(
+        "write_file", {"path": "sub/b.txt", "content": "b\n", "mode": "create"}, make_ctx(tmp_path, editor=editor)
+    )
+    assert editor.calls[-1] == ("fs/write_text_file", {"path": str(tmp_path.resolve() / "sub/b.txt"), "content": "b\n"})
     assert (tmp_path / "sub").is_dir()
 
 

@@ -12,8 +12,9 @@ pytestmark = [pytest.mark.timeout(60)]
 
 def test_a_long_command_sends_its_output_so_far_before_it_completes(inproc, workspace, tmp_path):
     command = "for i in 1 2 3 4; do echo step$i; sleep 0.5; done"
-    model = write_script(tmp_path / "m.json", [{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
-                                               {"text": "done"}])
+    model = write_script(
+        tmp_path / "m.json", [{"tool_calls": [{"name": "bash", "arguments": {"command": command}}]}, {"text": "done"}]
+    )
     agent = inproc("--model", f"scripted:{model}", "--mode", "auto", cwd=workspace)
     agent.initialize()
     sid = agent.new_session(workspace)
@@ -29,8 +30,9 @@ def test_a_long_command_sends_its_output_so_far_before_it_completes(inproc, work
 
 
 def test_a_quick_command_sends_no_progress(inproc, workspace, tmp_path):
-    model = write_script(tmp_path / "m.json", [{"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
-                                               {"text": "done"}])
+    model = write_script(
+        tmp_path / "m.json", [{"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]}, {"text": "done"}]
+    )
     agent = inproc("--model", f"scripted:{model}", "--mode", "auto", cwd=workspace)
     agent.initialize()
     sid = agent.new_session(workspace)

@@ -26,8 +26,11 @@ def test_a_recorded_transcript_replays_frame_for_frame(path, tmp_path):
     result = check(load(path), workdir=tmp_path, idle=15)
     assert result.ok, f"{result.divergence.summary}\n{result.divergence.detail}\n{result.stderr}"
     assert len(result.actual) == len(result.expected), _diff(result.expected, result.actual)
-    errors = [(f, errs) for f in result.frames
-              if (errs := agent_frame_errors(f, None if "method" in f else result.requests.get(id_key(f.get("id")))))]
+    errors = [
+        (f, errs)
+        for f in result.frames
+        if (errs := agent_frame_errors(f, None if "method" in f else result.requests.get(id_key(f.get("id")))))
+    ]
     assert not errors, errors[:3]
 
 
@@ -40,18 +43,37 @@ def test_recording_never_writes_secret_values(tmp_path):
     import os
 
     from runtime.recording import TranscriptRecorder
+
     os.environ["GW_TEST_API_KEY"] = "sk-test-very-secret-value"
     try:
         rec = TranscriptRecorder(str(tmp_path / "t.jsonl"), {"model": "x"})
-        rec.record("in", {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {
-            "cwd": "/w", "mcpServers": [{"name": "s", "command": "/bin/x", "args": [],
-                                         "env": [{"name": "TOKEN", "value": "hunter2"}]},
-                                        {"type": "http", "name": "h", "url": "http://x",
-                                         "headers": [{"name": "Authorization", "value": "Bearer abc"}]}]}})
-        rec.record("in", {"jsonrpc": "2.0", "id": 2, "method": "authenticate",
-                          "params": {"methodId": "openai", "key": "zzz"}})
-        rec.record("out", {"jsonrpc": "2.0", "method": "session/update",
-                           "params": {"text": "the key is sk-test-very-secret-value"}})
+        rec.record(
+            "in",
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "session/new",
+                "params": {
+                    "cwd": "/w",
+                    "mcpServers": [
+                        {"name": "s", "command": "/bin/x", "args": [], "env": [{"name": "TOKEN", "value": "hunter2"}]},
+                        {
+                            "type": "http",
+                            "name": "h",
+                            "url": "http://x",
+                            "headers": [{"name": "Authorization", "value": "Bearer abc"}],
+                        },
+                    ],
+                },
+            },
+        )
+        rec.record(
+            "in", {"jsonrpc": "2.0", "id": 2, "method": "authenticate", "params": {"methodId": "openai", "key": "zzz"}}
+        )
+        rec.record(
+            "out",
+            {"jsonrpc": "2.0", "method": "session/update", "params": {"text": "the key is sk-test-very-secret-value"}},
+        )
         rec.close()
     finally:
         del os.environ["GW_TEST_API_KEY"]

@@ -15,7 +15,6 @@ from tests.support.fake_providers import FakeProviders
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
 
-
 class Clock:
     """A fake `sleep` that advances virtual time and records what ran when."""
 
@@ -37,6 +36,7 @@ class Clock:
             self.ran.append((name, self.now))
             if fail:
                 raise RuntimeError(f"{name} broke")
+
         return run
 
 

@@ -38,8 +38,10 @@ def test_a_final_line_without_newline_counts_at_eof():
         (b'{"jsonrpc":"2.0","id":null,"method":"m"}', wire.Request(None, "m", None)),
         (b'{"jsonrpc":"2.0","method":"n","params":[1]}', wire.Notification("n", [1])),
         (b'{"jsonrpc":"2.0","id":3,"result":{}}', wire.Response(3, result={})),
-        (b'{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"m"}}',
-         wire.Response(3, error={"code": 1, "message": "m"}, is_error=True)),
+        (
+            b'{"jsonrpc":"2.0","id":3,"error":{"code":1,"message":"m"}}',
+            wire.Response(3, error={"code": 1, "message": "m"}, is_error=True),
+        ),
     ],
 )
 def test_well_formed_frames_are_classified(line, expected):

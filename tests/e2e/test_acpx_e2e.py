@@ -68,8 +68,21 @@ def install_acpx(npm: str = "npm") -> Path:
     with open(PREFIX / ".lock", "w") as lock:  # one installer at a time (parallel test sessions)
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not binary.exists():
-            proc = subprocess.run([npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix",
-                                   str(PREFIX), f"acpx@{ACPX_VERSION}"], capture_output=True, text=True, timeout=600)
+            proc = subprocess.run(
+                [
+                    npm,
+                    "install",
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                    "--prefix",
+                    str(PREFIX),
+                    f"acpx@{ACPX_VERSION}",
+                ],
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             if proc.returncode != 0 or not binary.exists():
                 raise RuntimeError(f"npm could not install acpx@{ACPX_VERSION}:\n{proc.stdout}\n{proc.stderr}")
     return binary
@@ -86,23 +99,54 @@ class Acpx:
         (tmp / "home").mkdir(exist_ok=True)
         (tmp / "empty.toml").write_text("", encoding="utf-8")  # no user config can change the run
         self.state = tmp / "state"
-        self.agent = " ".join([sys.executable, "-m", "acp_server", "--model", model, "--state-dir", str(self.state),
-                               *agent_args])
+        self.agent = " ".join(
+            [sys.executable, "-m", "acp_server", "--model", model, "--state-dir", str(self.state), *agent_args]
+        )
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("GATEWRIGHT_", "OPENAI_", "ANTHROPIC_"))}
-        self.env.update(HOME=str(tmp / "home"), PYTHONPATH=REPO, XDG_CONFIG_HOME=str(tmp / "xdg"),
-                        GATEWRIGHT_CONFIG=str(tmp / "empty.toml"), NO_COLOR="1", **(env or {}))
+        self.env.update(
+            HOME=str(tmp / "home"),
+            PYTHONPATH=REPO,
+            XDG_CONFIG_HOME=str(tmp / "xdg"),
+            GATEWRIGHT_CONFIG=str(tmp / "empty.toml"),
+            NO_COLOR="1",
+            **(env or {}),
+        )
 
     def argv(self, *args: str, fmt: str = "json", ttl: str = "1") -> list[str]:
-        return [self.binary, "--format", fmt, "--ttl", ttl, "--timeout", "60", "--cwd", str(self.ws),
-                "--agent", self.agent, *args]
+        return [
+            self.binary,
+            "--format",
+            fmt,
+            "--ttl",
+            ttl,
+            "--timeout",
+            "60",
+            "--cwd",
+            str(self.ws),
+            "--agent",
+            self.agent,
+            *args,
+        ]
 
     def run(self, *args: str, fmt: str = "json", timeout: float = 90) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.argv(*args, fmt=fmt), env=self.env, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            self.argv(*args, fmt=fmt),
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
 
     def start(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(self.argv(*args), env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, stdin=subprocess.DEVNULL)
+        return subprocess.Popen(
+            self.argv(*args),
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
+        )
 
     def ours(self) -> list[int]:
         """Processes of this test still alive (acpx's queue owners and the agents it started): their command line
@@ -157,8 +201,11 @@ def frames(output: str) -> list[dict[str, Any]]:
 
 
 def updates(fs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [f["params"]["update"] for f in fs if f.get("method") == "session/update"
-            and f["params"]["update"].get("sessionUpdate") == kind]
+    return [
+        f["params"]["update"]
+        for f in fs
+        if f.get("method") == "session/update" and f["params"]["update"].get("sessionUpdate") == kind
+    ]
 
 
 def said(fs: list[dict[str, Any]]) -> str:
@@ -172,7 +219,7 @@ def requests(fs: list[dict[str, Any]], method: str) -> list[dict[str, Any]]:
 def answer_to(fs: list[dict[str, Any]], request: dict[str, Any]) -> dict[str, Any]:
     """The client's answer to an agent request (the frame after it with its id and no method)."""
     at = fs.index(request)
-    return next(f for f in fs[at + 1:] if f.get("id") == request["id"] and "method" not in f)
+    return next(f for f in fs[at + 1 :] if f.get("id") == request["id"] and "method" not in f)
 
 
 def _script(tmp: Path, responses: list[dict[str, Any]]) -> str:
@@ -198,8 +245,14 @@ def client(acpx, tmp_path):
 def test_a_one_shot_prompt_with_approved_tool_calls_writes_through_the_client(client, tmp_path):
     script = [
         {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"tool_calls": [{"name": "edit", "arguments": {"path": "README.md", "old_string": "hello",
-                                                       "new_string": "hello from acpx"}}]},
+        {
+            "tool_calls": [
+                {
+                    "name": "edit",
+                    "arguments": {"path": "README.md", "old_string": "hello", "new_string": "hello from acpx"},
+                }
+            ]
+        },
         {"tool_calls": [{"name": "write_file", "arguments": {"path": "notes/new.txt", "content": "made by acpx\n"}}]},
         {"text": "Done: **README.md** and notes/new.txt."},
     ]
@@ -227,12 +280,15 @@ def test_a_one_shot_prompt_with_approved_tool_calls_writes_through_the_client(cl
     # What acpx prints for people: the same plain titles, no Markdown quoting.
     text = c.run("--approve-all", "exec", "again", fmt="text")
     assert "[tool] Read README.md" in text.stdout and "`" not in "".join(
-        ln for ln in text.stdout.splitlines() if ln.startswith("[tool]"))
+        ln for ln in text.stdout.splitlines() if ln.startswith("[tool]")
+    )
 
 
 def test_a_denied_write_is_not_made_and_the_client_shows_what_happened(client, tmp_path):
-    script = [{"tool_calls": [{"name": "write_file", "arguments": {"path": "out.txt", "content": "x\n"}}]},
-              {"text": "never reached"}]
+    script = [
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "out.txt", "content": "x\n"}}]},
+        {"text": "never reached"},
+    ]
     c = client(_script(tmp_path, script))
     proc = c.run("--deny-all", "exec", "write out.txt")
     fs = frames(proc.stdout)
@@ -240,7 +296,8 @@ def test_a_denied_write_is_not_made_and_the_client_shows_what_happened(client, t
     (question,) = requests(fs, "session/request_permission")
     chosen = answer_to(fs, question)["result"]["outcome"]
     assert chosen.get("outcome") == "cancelled" or next(
-        o["kind"] for o in question["params"]["options"] if o["optionId"] == chosen["optionId"]).startswith("reject")
+        o["kind"] for o in question["params"]["options"] if o["optionId"] == chosen["optionId"]
+    ).startswith("reject")
     final = [u for u in updates(fs, "tool_call_update") if u.get("status") == "failed"][-1]
     shown = final["content"][0]["content"]["text"]
     assert shown in ("Rejected: not run. The turn stopped here.", "Cancelled")
@@ -249,8 +306,11 @@ def test_a_denied_write_is_not_made_and_the_client_shows_what_happened(client, t
 
 def test_a_persistent_session_answers_commands_locally_cancels_and_resumes_in_a_new_process(client, tmp_path):
     with FakeProviders() as fp:
-        fp.openai(Reply(frames=openai_stream("first answer")), Reply(frames=(Hang(),)),
-                  Reply(frames=openai_stream("third answer")))
+        fp.openai(
+            Reply(frames=openai_stream("first answer")),
+            Reply(frames=(Hang(),)),
+            Reply(frames=openai_stream("third answer")),
+        )
         c = client("openai:gpt-test", env={"OPENAI_BASE_URL": fp.url + "/v1", "OPENAI_API_KEY": "sk-acpx-test"})
         created = c.run("sessions", "new", fmt="quiet")
         assert created.returncode == 0, created.stderr

@@ -28,16 +28,37 @@ SLEEP_MARK = "317.25"  # the argument of the long command, to find its process w
 class Term:
     """`gatewright chat …` in a pseudo-terminal; `expect` matches the text on screen without escape sequences."""
 
-    def __init__(self, *args: str, cwd: Path, state: Path, timeout: float = 30, command: tuple[str, ...] = ("chat",),
-                 env: dict[str, str] | None = None) -> None:
-        full = dict(os.environ, PYTHONPATH=REPO, GATEWRIGHT_STATE_DIR=str(state), TERM="xterm-256color",
-                    PROMPT_TOOLKIT_NO_CPR="1", COLUMNS="150", LINES="50")
+    def __init__(
+        self,
+        *args: str,
+        cwd: Path,
+        state: Path,
+        timeout: float = 30,
+        command: tuple[str, ...] = ("chat",),
+        env: dict[str, str] | None = None,
+    ) -> None:
+        full = dict(
+            os.environ,
+            PYTHONPATH=REPO,
+            GATEWRIGHT_STATE_DIR=str(state),
+            TERM="xterm-256color",
+            PROMPT_TOOLKIT_NO_CPR="1",
+            COLUMNS="150",
+            LINES="50",
+        )
         for name in ("GATEWRIGHT_MODEL", "GATEWRIGHT_MODE", "NO_COLOR"):
             full.pop(name, None)
         full.update(env or {})
-        self.child = pexpect.spawn(sys.executable, ["-c", "from acp_server.cli import main; raise SystemExit(main())",
-                                                    *command, *args], cwd=str(cwd), env=full, dimensions=(50, 150),
-                                   encoding="utf-8", codec_errors="replace", timeout=timeout)
+        self.child = pexpect.spawn(
+            sys.executable,
+            ["-c", "from acp_server.cli import main; raise SystemExit(main())", *command, *args],
+            cwd=str(cwd),
+            env=full,
+            dimensions=(50, 150),
+            encoding="utf-8",
+            codec_errors="replace",
+            timeout=timeout,
+        )
         self.timeout = timeout
         self.raw = ""
         self.text = ""
@@ -59,8 +80,9 @@ class Term:
             except pexpect.TIMEOUT:
                 continue
             except pexpect.EOF:
-                raise AssertionError(f"chat exited before {pattern!r}; the screen ends with:\n"
-                                     f"{self.text[-3000:]}") from None
+                raise AssertionError(
+                    f"chat exited before {pattern!r}; the screen ends with:\n{self.text[-3000:]}"
+                ) from None
             self.text = ANSI.sub("", self.raw)
 
     def prompt(self) -> None:
@@ -122,13 +144,16 @@ def test_a_conversation_in_the_terminal_with_an_always_answer_is_saved_continued
     ws = workspace(tmp_path)
     state = tmp_path / "state"
     write = {"name": "write_file", "arguments": {"path": "a.txt", "content": "one\n"}}
-    model = script(tmp_path / "model.json", [
-        {"thinking": "Nothing to look up.", "text": "First answer: **hello**.\n\n- alpha\n- beta\n"},
-        {"tool_calls": [write]},
-        {"tool_calls": [write]},  # the identical call again: "always" covers it, nothing is asked
-        {"text": "Wrote a.txt twice."},
-        {"text": "Third answer, after coming back."},
-    ])
+    model = script(
+        tmp_path / "model.json",
+        [
+            {"thinking": "Nothing to look up.", "text": "First answer: **hello**.\n\n- alpha\n- beta\n"},
+            {"tool_calls": [write]},
+            {"tool_calls": [write]},  # the identical call again: "always" covers it, nothing is asked
+            {"text": "Wrote a.txt twice."},
+            {"text": "Third answer, after coming back."},
+        ],
+    )
     term = Term("--model", model, cwd=ws, state=state)
     try:
         sid = term.expect(r"new session (sess_[0-9a-f]+)").group(1)
@@ -190,8 +215,9 @@ def test_a_conversation_in_the_terminal_with_an_always_answer_is_saved_continued
     assert prompts == ["say hello", "write a.txt", "/permissions", f"/permissions revoke {rule}", "and now?"]
     said = "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk")
     assert "First answer: **hello**." in said and "Third answer, after coming back." in said
-    assert "Nothing to look up." in "".join(u["content"]["text"] for u in updates
-                                            if u["sessionUpdate"] == "agent_thought_chunk")
+    assert "Nothing to look up." in "".join(
+        u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_thought_chunk"
+    )
     calls = [u for u in updates if u["sessionUpdate"] == "tool_call"]
     finals = [u["status"] for u in updates if u["sessionUpdate"] == "tool_call_update"]
     assert [c["title"] for c in calls] == ["Write a.txt", "Write a.txt"] and finals == ["completed", "completed"]
@@ -199,10 +225,13 @@ def test_a_conversation_in_the_terminal_with_an_always_answer_is_saved_continued
 
 def test_ctrl_c_during_a_long_command_cancels_the_turn_kills_the_command_and_returns_to_the_prompt(tmp_path):
     ws = workspace(tmp_path)
-    model = script(tmp_path / "model.json", [
-        {"tool_calls": [{"name": "bash", "arguments": {"command": f"touch started && sleep {SLEEP_MARK}"}}]},
-        {"text": "Still here."},
-    ])
+    model = script(
+        tmp_path / "model.json",
+        [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": f"touch started && sleep {SLEEP_MARK}"}}]},
+            {"text": "Still here."},
+        ],
+    )
     term = Term("--model", model, "--mode", "auto", cwd=ws, state=tmp_path / "state")
     try:
         term.say("run the long thing")
@@ -224,10 +253,13 @@ def test_ctrl_c_during_a_long_command_cancels_the_turn_kills_the_command_and_ret
 
 def test_ctrl_c_at_a_question_cancels_the_turn_and_nothing_is_written(tmp_path):
     ws = workspace(tmp_path)
-    model = script(tmp_path / "model.json", [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x\n"}}]},
-        {"text": "Next turn."},
-    ])
+    model = script(
+        tmp_path / "model.json",
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "x\n"}}]},
+            {"text": "Next turn."},
+        ],
+    )
     term = Term("--model", model, cwd=ws, state=tmp_path / "state")
     try:
         term.say("write it")
@@ -250,9 +282,12 @@ def test_ctrl_c_at_a_question_cancels_the_turn_and_nothing_is_written(tmp_path):
 def test_closing_the_terminal_mid_command_ends_the_chat_and_the_command_and_keeps_the_session(tmp_path):
     ws = workspace(tmp_path)
     state = tmp_path / "state"
-    model = script(tmp_path / "model.json", [
-        {"tool_calls": [{"name": "bash", "arguments": {"command": f"touch started && sleep {SLEEP_MARK}"}}]},
-    ])
+    model = script(
+        tmp_path / "model.json",
+        [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": f"touch started && sleep {SLEEP_MARK}"}}]},
+        ],
+    )
     term = Term("--model", model, "--mode", "auto", cwd=ws, state=state)
     try:
         sid = term.expect(r"new session (sess_[0-9a-f]+)").group(1)
@@ -363,15 +398,28 @@ def test_gatewright_alone_on_a_terminal_opens_the_chat(tmp_path):
 def test_chat_without_a_terminal_says_so_and_exits_2(tmp_path, args):
     model = script(tmp_path / "model.json", [{"text": "never"}])
     env = dict(os.environ, PYTHONPATH=REPO, GATEWRIGHT_STATE_DIR=str(tmp_path / "state"), GATEWRIGHT_MODEL=model)
-    done = subprocess.run([sys.executable, "-c", "from acp_server.cli import main; raise SystemExit(main())", *args],
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", "from acp_server.cli import main; raise SystemExit(main())", *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert done.returncode == 2
     assert "chat needs a terminal" in done.stderr and done.stdout == ""
 
 
 def test_resuming_an_unknown_session_says_so_and_exits_2(tmp_path):
-    term = Term("--resume", "sess_nope", "--model", script(tmp_path / "m.json", [{"text": "x"}]), cwd=tmp_path,
-                state=tmp_path / "state")
+    term = Term(
+        "--resume",
+        "sess_nope",
+        "--model",
+        script(tmp_path / "m.json", [{"text": "x"}]),
+        cwd=tmp_path,
+        state=tmp_path / "state",
+    )
     try:
         term.expect(r"no stored session 'sess_nope'")
         assert term.wait_exit() == 2

@@ -24,8 +24,17 @@ from tests.support.sdk_client import check_recorded_frames
 pytestmark = pytest.mark.timeout(60)
 
 CLI = "from acp_server.cli import main; raise SystemExit(main())"
-KEYS = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "GATEWRIGHT_MODEL",
-        "GATEWRIGHT_MODE", "GATEWRIGHT_RECORD", "GATEWRIGHT_CONFIG", "GATEWRIGHT_PERMISSION_TIMEOUT")
+KEYS = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "GATEWRIGHT_MODEL",
+    "GATEWRIGHT_MODE",
+    "GATEWRIGHT_RECORD",
+    "GATEWRIGHT_CONFIG",
+    "GATEWRIGHT_PERMISSION_TIMEOUT",
+)
 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
@@ -34,19 +43,31 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
     config = tmp / "config.toml"
     if not config.exists():
         config.write_text("[providers.openai]\nmax_retries = 0\n\n[providers.anthropic]\nmax_retries = 0\n")
-    env.update(PYTHONPATH=REPO, GATEWRIGHT_STATE_DIR=str(tmp / "state"), GATEWRIGHT_CONFIG=str(config),
-               XDG_CONFIG_HOME=str(tmp / "xdg"))
+    env.update(
+        PYTHONPATH=REPO,
+        GATEWRIGHT_STATE_DIR=str(tmp / "state"),
+        GATEWRIGHT_CONFIG=str(config),
+        XDG_CONFIG_HOME=str(tmp / "xdg"),
+    )
     env.update(extra)
     return env
 
 
-def gw(tmp: Path, *args: str, env: dict[str, str] | None = None, stdin: str | None = None,
-       timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def gw(
+    tmp: Path, *args: str, env: dict[str, str] | None = None, stdin: str | None = None, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
     ws = tmp / "ws"
     ws.mkdir(exist_ok=True)
-    return subprocess.run([sys.executable, "-c", CLI, *args], cwd=ws, env=env or _env(tmp), input=stdin,
-                          stdin=None if stdin is not None else subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-c", CLI, *args],
+        cwd=ws,
+        env=env or _env(tmp),
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _script(tmp: Path, responses: list) -> str:
@@ -60,9 +81,14 @@ def no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
 
 
 # ---- model failures: exit 1, the provider's text and the URL on stderr ------------------------------------------
-@pytest.mark.parametrize(("status", "text"), [(404, "The model `gpt-x` does not exist"),
-                                              (429, "Rate limit reached for requests"),
-                                              (500, "The server had an error while processing your request")])
+@pytest.mark.parametrize(
+    ("status", "text"),
+    [
+        (404, "The model `gpt-x` does not exist"),
+        (429, "Rate limit reached for requests"),
+        (500, "The server had an error while processing your request"),
+    ],
+)
 def test_a_failed_model_call_goes_to_stderr_with_the_providers_text_and_the_url_and_exits_1(tmp_path, status, text):
     with FakeProviders() as fp:
         fp.openai(*[Reply(status, body=error_body("openai", status, text))] * 4)
@@ -99,8 +125,9 @@ def test_a_rejected_key_is_a_model_failure_with_the_url(tmp_path):
 
 
 # ---- configuration: exit 2 before any call ----------------------------------------------------------------------
-@pytest.mark.parametrize(("spec", "var"), [("openai:gpt-4.1", "OPENAI_API_KEY"),
-                                           ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY")])
+@pytest.mark.parametrize(
+    ("spec", "var"), [("openai:gpt-4.1", "OPENAI_API_KEY"), ("anthropic:claude-sonnet-4-5", "ANTHROPIC_API_KEY")]
+)
 def test_a_missing_key_for_the_chosen_provider_is_found_before_the_first_call(tmp_path, spec, var):
     proc = gw(tmp_path, "run", "--model", spec, "hello")
     no_traceback(proc)
@@ -108,23 +135,34 @@ def test_a_missing_key_for_the_chosen_provider_is_found_before_the_first_call(tm
     assert proc.stderr.strip().splitlines() == [
         f"gatewright: {var} is not set, and {spec} needs it: set {var} in the environment gatewright runs in, or, "
         f"for a server that needs no key, set {var.replace('API_KEY', 'BASE_URL')}, or base_url under "
-        f"[providers.{spec.split(':')[0]}] in the config file"]
+        f"[providers.{spec.split(':')[0]}] in the config file"
+    ]
 
 
 def test_a_local_server_needs_no_key(tmp_path):
     with FakeProviders() as fp:
         fp.openai(Reply(frames=openai_stream("local answer")))
-        proc = gw(tmp_path, "run", "--model", "openai:llama", "hello",
-                  env=_env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1"))
+        proc = gw(
+            tmp_path, "run", "--model", "openai:llama", "hello", env=_env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1")
+        )
         assert len(fp.requests_to(OPENAI_PATH)) == 1
     assert proc.returncode == 0, proc.stderr
     assert "local answer" in proc.stdout
 
 
-@pytest.mark.parametrize("args", [["--model", "nosuchmodel"], ["--model", ":x"], ["--model", "scripted:/nope.json"],
-                                  ["--model", "mystery:x"], ["--mode", "yolo"], ["--cwd", "/no/such/dir"], []],
-                         ids=["unknown-name", "malformed", "missing-script", "unknown-provider", "bad-mode",
-                              "bad-cwd", "no-model"])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--model", "nosuchmodel"],
+        ["--model", ":x"],
+        ["--model", "scripted:/nope.json"],
+        ["--model", "mystery:x"],
+        ["--mode", "yolo"],
+        ["--cwd", "/no/such/dir"],
+        [],
+    ],
+    ids=["unknown-name", "malformed", "missing-script", "unknown-provider", "bad-mode", "bad-cwd", "no-model"],
+)
 def test_bad_usage_or_configuration_is_one_line_and_exit_2(tmp_path, args):
     proc = gw(tmp_path, "run", *args, "hello")
     no_traceback(proc)
@@ -195,8 +233,9 @@ def test_the_prompt_can_come_from_stdin(tmp_path):
 
 
 def test_json_writes_one_object_per_event_and_ends_with_the_exit_code(tmp_path):
-    model = _script(tmp_path, [{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}, WRITE,
-                               {"text": "never"}])
+    model = _script(
+        tmp_path, [{"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}, WRITE, {"text": "never"}]
+    )
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "a.txt").write_text("hello\n")
     proc = gw(tmp_path, "run", "--json", "--model", model, "go")
@@ -226,9 +265,14 @@ def test_json_reports_a_model_failure_as_an_error_event(tmp_path):
 
 @pytest.mark.parametrize("how", ["flag", "env"])
 def test_record_writes_the_transcript_in_run_too(tmp_path, how):
-    model = _script(tmp_path, [{"text": "Reading.", "tool_calls": [{"name": "read_file",
-                                                                    "arguments": {"path": "a.txt"}}]},
-                               WRITE, {"text": "never"}])
+    model = _script(
+        tmp_path,
+        [
+            {"text": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]},
+            WRITE,
+            {"text": "never"},
+        ],
+    )
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "a.txt").write_text("hello\n")
     out = tmp_path / "t.jsonl"
@@ -238,8 +282,10 @@ def test_record_writes_the_transcript_in_run_too(tmp_path, how):
     assert proc.returncode == 3
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert lines[0]["meta"]["host"] == "run"
-    frames = [(e["dir"], e["msg"].get("method"), (e["msg"].get("params") or {}).get("update", {}).get("sessionUpdate"))
-              for e in lines[1:]]
+    frames = [
+        (e["dir"], e["msg"].get("method"), (e["msg"].get("params") or {}).get("update", {}).get("sessionUpdate"))
+        for e in lines[1:]
+    ]
     assert frames[0] == ("in", "session/prompt", None)
     assert ("out", "session/update", "agent_message_chunk") in frames
     assert ("out", "session/request_permission", None) in frames
@@ -311,8 +357,9 @@ class Pty:
 
 
 def test_y_at_the_prompt_approves_in_a_terminal(tmp_path):
-    term = Pty(tmp_path, "run", "--model", _script(tmp_path, [WRITE, {"text": "all done"}]), "write",
-               env=_env(tmp_path))
+    term = Pty(
+        tmp_path, "run", "--model", _script(tmp_path, [WRITE, {"text": "all done"}]), "write", env=_env(tmp_path)
+    )
     term.read_until(b"Approve? [y/N] ")
     term.send(b"y\n")
     assert term.wait() == 0, term.text
@@ -321,8 +368,7 @@ def test_y_at_the_prompt_approves_in_a_terminal(tmp_path):
 
 
 def test_n_at_the_prompt_rejects_and_exits_3(tmp_path):
-    term = Pty(tmp_path, "run", "--model", _script(tmp_path, [WRITE, {"text": "never"}]), "write",
-               env=_env(tmp_path))
+    term = Pty(tmp_path, "run", "--model", _script(tmp_path, [WRITE, {"text": "never"}]), "write", env=_env(tmp_path))
     term.read_until(b"Approve? [y/N] ")
     term.send(b"n\n")
     assert term.wait() == 3, term.text
@@ -330,8 +376,7 @@ def test_n_at_the_prompt_rejects_and_exits_3(tmp_path):
 
 
 def test_ctrl_c_at_the_approval_prompt_exits_130_at_once_without_waiting_for_enter(tmp_path):
-    term = Pty(tmp_path, "run", "--model", _script(tmp_path, [WRITE, {"text": "never"}]), "write",
-               env=_env(tmp_path))
+    term = Pty(tmp_path, "run", "--model", _script(tmp_path, [WRITE, {"text": "never"}]), "write", env=_env(tmp_path))
     term.read_until(b"Approve? [y/N] ")
     t0 = time.monotonic()
     term.send(b"\x03")  # the terminal turns it into SIGINT for the foreground process group
@@ -345,10 +390,21 @@ def test_ctrl_c_while_the_model_thinks_or_a_command_runs_exits_130(tmp_path, whe
     (tmp_path / "ws").mkdir()
     (tmp_path / "ws" / "a.txt").write_text("a\n")
     read = {"tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}
-    wait = ({"text": "late", "delay_ms": 60_000} if where == "model" else
-            {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 60"}}]})
-    term = Pty(tmp_path, "run", "--mode", "auto", "--model", _script(tmp_path, [read, wait, {"text": "never"}]),
-               "go", env=_env(tmp_path))
+    wait = (
+        {"text": "late", "delay_ms": 60_000}
+        if where == "model"
+        else {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 60"}}]}
+    )
+    term = Pty(
+        tmp_path,
+        "run",
+        "--mode",
+        "auto",
+        "--model",
+        _script(tmp_path, [read, wait, {"text": "never"}]),
+        "go",
+        env=_env(tmp_path),
+    )
     term.read_until("✓ Read a.txt".encode() if where == "model" else b"Run sleep 60")
     t0 = time.monotonic()
     term.send(b"\x03")
@@ -370,9 +426,14 @@ def test_a_reader_that_goes_away_stops_the_turn_without_a_traceback(tmp_path, fm
     model = _script(tmp_path, [{"text": "word " * 200_000, "chunks": 20_000}, {"text": "never"}])
     ws = tmp_path / "ws"
     ws.mkdir()
-    proc = subprocess.Popen([sys.executable, "-c", CLI, "run", *fmt, "--model", model, "talk"], cwd=ws,
-                            env=_env(tmp_path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CLI, "run", *fmt, "--model", model, "talk"],
+        cwd=ws,
+        env=_env(tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     try:
         assert proc.stdout.read(100)
@@ -386,8 +447,18 @@ def test_a_reader_that_goes_away_stops_the_turn_without_a_traceback(tmp_path, fm
 def test_run_on_a_terminal_shows_a_status_line_while_waiting_and_a_commands_output_as_it_runs(tmp_path):
     """Progress where people wait: a spinner with the elapsed time while the model thinks or a command runs, and
     the command's output line by line before it finishes; the reply itself is not mixed with the status line."""
-    model = _script(tmp_path, [{"delay_ms": 600, "tool_calls": [{"name": "bash", "arguments": {
-        "command": "echo first-line; sleep 1.6; echo second-line"}}]}, {"text": "All done."}])
+    model = _script(
+        tmp_path,
+        [
+            {
+                "delay_ms": 600,
+                "tool_calls": [
+                    {"name": "bash", "arguments": {"command": "echo first-line; sleep 1.6; echo second-line"}}
+                ],
+            },
+            {"text": "All done."},
+        ],
+    )
     term = Pty(tmp_path, "run", "--model", model, "--mode", "auto", "go", env=_env(tmp_path))
     term.read_until(b"thinking")
     term.read_until(b"\xe2\x94\x82 first-line")  # "│ first-line", shown while the command still sleeps
@@ -400,8 +471,9 @@ def test_run_on_a_terminal_shows_a_status_line_while_waiting_and_a_commands_outp
 
 
 def test_run_without_a_terminal_prints_no_status_line(tmp_path):
-    model = _script(tmp_path, [{"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
-                               {"text": "done"}])
+    model = _script(
+        tmp_path, [{"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]}, {"text": "done"}]
+    )
     proc = gw(tmp_path, "run", "--model", model, "--mode", "auto", "go")
     assert proc.returncode == 0, proc.stderr
     assert "\x1b[K" not in proc.stderr and "thinking" not in proc.stderr

@@ -22,9 +22,14 @@ def script(tmp: Path, responses: list[dict]) -> str:
 
 
 async def start(conn, ws: Path):
-    init = await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION,
-                                                  client_capabilities=ClientCapabilities(),
-                                                  client_info=Implementation(name="t", version="0")), 10)
+    init = await asyncio.wait_for(
+        conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="t", version="0"),
+        ),
+        10,
+    )
     assert init.protocol_version == 1
     sess = await asyncio.wait_for(conn.new_session(cwd=str(ws), mcp_servers=[]), 10)
     return sess.session_id
@@ -39,12 +44,18 @@ def ws(tmp_path: Path) -> Path:
 
 
 async def test_a_turn_streams_thoughts_tool_calls_with_diffs_and_text_through_an_approval(tmp_path, ws):
-    model = script(tmp_path, [
-        {"thinking": "Look first.", "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"tool_calls": [{"id": "call_w1", "name": "write_file",
-                         "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
-        {"text": "Done: wrote hello.txt.", "chunks": 4},
-    ])
+    model = script(
+        tmp_path,
+        [
+            {"thinking": "Look first.", "tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+            {
+                "tool_calls": [
+                    {"id": "call_w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}
+                ]
+            },
+            {"text": "Done: wrote hello.txt.", "chunks": 4},
+        ],
+    )
     client = RecordingClient(["allow_once"])
     async with spawn_sdk_agent(client, tmp_path, "--model", model) as (conn, _, _):
         sid = await start(conn, ws)
@@ -54,13 +65,16 @@ async def test_a_turn_streams_thoughts_tool_calls_with_diffs_and_text_through_an
     kinds = [k for k in client.kinds() if k not in ("available_commands_update", "session_info_update")]
     assert kinds[0] == "agent_thought_chunk" and "tool_call" in kinds and kinds[-1] == "agent_message_chunk"
     assert client.text() == "Done: wrote hello.txt."
-    (tool_call, options), = client.permissions
+    ((tool_call, options),) = client.permissions
     assert tool_call.title == "Write hello.txt" and tool_call.kind == "edit"
     assert tool_call.raw_input == {"path": "hello.txt", "content": "hi\n"}
     assert tool_call.content[0].type == "diff" and tool_call.content[0].new_text == "hi\n"
     assert {o.kind for o in options} == {"allow_once", "allow_always", "reject_once", "reject_always"}
-    statuses = [u.status for u in client.updates if u.session_update == "tool_call_update" and
-                u.tool_call_id == "call_w1" and u.status]
+    statuses = [
+        u.status
+        for u in client.updates
+        if u.session_update == "tool_call_update" and u.tool_call_id == "call_w1" and u.status
+    ]
     assert statuses == ["in_progress", "completed"]
     starts = [u for u in client.updates if u.session_update == "tool_call"]
     assert [s.kind for s in starts] == ["read", "edit"] and all(s.status == "pending" for s in starts)
@@ -68,10 +82,13 @@ async def test_a_turn_streams_thoughts_tool_calls_with_diffs_and_text_through_an
 
 
 async def test_a_rejected_call_is_not_run_fails_and_ends_the_turn_without_another_model_call(tmp_path, ws):
-    model = script(tmp_path, [
-        {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]},
-        {"text": "NEXT-ENTRY"},
-    ])
+    model = script(
+        tmp_path,
+        [
+            {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]},
+            {"text": "NEXT-ENTRY"},
+        ],
+    )
     client = RecordingClient(["reject_once"])
     async with spawn_sdk_agent(client, tmp_path, "--model", model) as (conn, _, _):
         sid = await start(conn, ws)
@@ -87,8 +104,10 @@ async def test_a_rejected_call_is_not_run_fails_and_ends_the_turn_without_anothe
 
 
 async def test_a_cancelled_permission_outcome_ends_the_turn_cancelled(tmp_path, ws):
-    model = script(tmp_path, [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]}, {"text": "no"}])
+    model = script(
+        tmp_path,
+        [{"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]}, {"text": "no"}],
+    )
     client = RecordingClient(["cancelled"])
     async with spawn_sdk_agent(client, tmp_path, "--model", model) as (conn, _, _):
         sid = await start(conn, ws)
@@ -97,8 +116,10 @@ async def test_a_cancelled_permission_outcome_ends_the_turn_cancelled(tmp_path, 
 
 
 async def test_session_cancel_while_a_permission_is_pending_runs_nothing_and_answers_cancelled(tmp_path, ws):
-    model = script(tmp_path, [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]}, {"text": "no"}])
+    model = script(
+        tmp_path,
+        [{"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]}, {"text": "no"}],
+    )
     client = RecordingClient(["hang"])
     client.permission_asked = asyncio.Event()
     async with spawn_sdk_agent(client, tmp_path, "--model", model) as (conn, _, _):
@@ -168,9 +189,14 @@ async def test_resource_links_and_embedded_resources_reach_the_model_as_text(tmp
     client = RecordingClient()
     async with spawn_sdk_agent(client, tmp_path, "--model", model) as (conn, _, _):
         sid = await start(conn, ws)
-        resp = await conn.prompt(session_id=sid, prompt=[
-            text_block("look"), resource_link_block(name="README.md", uri=f"file://{ws}/README.md"),
-            resource_block(embedded_text_resource(uri=f"file://{ws}/a.py", text="print(1)"))])
+        resp = await conn.prompt(
+            session_id=sid,
+            prompt=[
+                text_block("look"),
+                resource_link_block(name="README.md", uri=f"file://{ws}/README.md"),
+                resource_block(embedded_text_resource(uri=f"file://{ws}/a.py", text="print(1)")),
+            ],
+        )
     assert resp.stop_reason == "end_turn"
 
 

@@ -57,15 +57,33 @@ class AskingEditor:
 
 
 async def run_turn(tmp_path: Path, fp: FakeProviders, editor: AskingEditor, caps: ClientCapabilities) -> None:
-    env = agent_env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1", OPENAI_API_KEY=KEY,
-                    GATEWRIGHT_STATE_DIR=str(tmp_path / "state"))
+    env = agent_env(
+        tmp_path, OPENAI_BASE_URL=fp.url + "/v1", OPENAI_API_KEY=KEY, GATEWRIGHT_STATE_DIR=str(tmp_path / "state")
+    )
     record = tmp_path / "transcript.jsonl"
     # SDK 0.12.1 still routes `elicitation/create` only on its unstable router (the vendored schema has it stable).
-    async with spawn_agent_process(editor, sys.executable, "-m", "acp_server", "--record", str(record), "--model",  # type: ignore[arg-type]
-                                   "openai:test-model", env=env, cwd=str(tmp_path), use_unstable_protocol=True,
-                                   transport_kwargs={"stderr": None, "limit": 50 * 2**20}) as (conn, _proc):
-        await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=caps,
-                                               client_info=Implementation(name="test", version="0")), 15)
+    async with spawn_agent_process(
+        editor,
+        sys.executable,
+        "-m",
+        "acp_server",
+        "--record",
+        str(record),
+        "--model",  # type: ignore[arg-type]
+        "openai:test-model",
+        env=env,
+        cwd=str(tmp_path),
+        use_unstable_protocol=True,
+        transport_kwargs={"stderr": None, "limit": 50 * 2**20},
+    ) as (conn, _proc):
+        await asyncio.wait_for(
+            conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=caps,
+                client_info=Implementation(name="test", version="0"),
+            ),
+            15,
+        )
         sess = await asyncio.wait_for(conn.new_session(cwd=str(tmp_path), mcp_servers=[]), 15)
         resp = await asyncio.wait_for(conn.prompt(session_id=sess.session_id, prompt=[text_block("go")]), 60)
     assert resp.stop_reason == "end_turn"
@@ -87,9 +105,10 @@ FORMS = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationF
 
 @pytest.mark.req("acp:elicitation:form-and-url")
 async def test_the_model_is_offered_ask_user_and_gets_the_users_answer_as_its_result(tmp_path, fp):
-    fp.openai(Reply(frames=openai_stream("", tool_calls=[("call_q", "ask_user",
-                                                          ['{"question": "Which database?"}'])])),
-              Reply(frames=openai_stream("Postgres it is.")))
+    fp.openai(
+        Reply(frames=openai_stream("", tool_calls=[("call_q", "ask_user", ['{"question": "Which database?"}'])])),
+        Reply(frames=openai_stream("Postgres it is.")),
+    )
     editor = AskingEditor(content={"answer": "Postgres, please"})
     await run_turn(tmp_path, fp, editor, FORMS)
     assert "ask_user" in offered(fp)
@@ -107,9 +126,10 @@ async def test_a_model_behind_an_editor_without_forms_is_not_offered_ask_user(tm
 
 @pytest.mark.req("gw:approval:reject-continue-reason")
 async def test_the_reason_given_after_reject_and_continue_reaches_the_model_in_the_tool_error(tmp_path, fp):
-    fp.openai(Reply(frames=openai_stream("", tool_calls=[("call_w", "write_file",
-                                                          ['{"path": "a.txt", "content": "x"}'])])),
-              Reply(frames=openai_stream("I will ask first.")))
+    fp.openai(
+        Reply(frames=openai_stream("", tool_calls=[("call_w", "write_file", ['{"path": "a.txt", "content": "x"}'])])),
+        Reply(frames=openai_stream("I will ask first.")),
+    )
     editor = AskingEditor(option="reject_continue", content={"reason": "that file belongs to another team"})
     await run_turn(tmp_path, fp, editor, FORMS)
     assert not (tmp_path / "a.txt").exists()

@@ -18,8 +18,10 @@ import pytest
 
 from tests.support.harness import never_answer, write_script
 
-pytestmark = [pytest.mark.timeout(60),
-              pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="process checks read /proc")]
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="process checks read /proc"),
+]
 
 
 def proc_table() -> dict[int, tuple[int, str, bytes]]:
@@ -35,7 +37,7 @@ def proc_table() -> dict[int, tuple[int, str, bytes]]:
                 cmdline = f.read()
         except OSError:
             continue
-        rest = stat[stat.rfind(b")") + 2:].split()
+        rest = stat[stat.rfind(b")") + 2 :].split()
         out[int(entry)] = (int(rest[2]), rest[0].decode(), cmdline)
     return out
 
@@ -69,26 +71,37 @@ def long_command(marker: str) -> str:
 
 def start_long_bash_turn(spawn, workspace: Path, tmp_path: Path, *extra_calls: dict) -> tuple:
     marker = f"gwmark{uuid.uuid4().hex[:10]}"
-    calls = [{"id": "call_exec", "name": "bash", "arguments": {"command": long_command(marker), "timeoutMs": 600_000}},
-             *extra_calls]
+    calls = [
+        {"id": "call_exec", "name": "bash", "arguments": {"command": long_command(marker), "timeoutMs": 600_000}},
+        *extra_calls,
+    ]
     script = write_script(tmp_path / "model.json", [{"tool_calls": calls}, {"text": "never reached"}])
     agent = spawn("--model", f"scripted:{script}", "--mode", "auto")
     agent.initialize()
     sid = agent.new_session(workspace)
     rid = agent.start_prompt(sid, "go")
-    agent.wait_for(lambda f: f.get("method") == "session/update" and f["params"]["update"].get("status")
-                   == "in_progress" and f["params"]["update"].get("toolCallId") == "call_exec")
+    agent.wait_for(
+        lambda f: (
+            f.get("method") == "session/update"
+            and f["params"]["update"].get("status") == "in_progress"
+            and f["params"]["update"].get("toolCallId") == "call_exec"
+        )
+    )
     return agent, rid, groups_with(marker)
 
 
 @pytest.mark.req("acp:transport:exit-on-stdin-eof", "gw:lifecycle:eof-kills-tool-processes")
 def test_stdin_eof_during_a_running_bash_command_exits_0_within_2s_and_leaves_no_process_behind(
-        spawn, workspace, tmp_path):
+    spawn, workspace, tmp_path
+):
     """Style guide §3.5: EOF mid-command cancels the turn and kills the whole process group (grandchild included),
     and a background process started by the same turn dies with the session."""
     marker_bg = f"gwbg{uuid.uuid4().hex[:10]}"
-    background = {"id": "call_bg", "name": "bash", "arguments": {"action": "start",
-                                                                 "command": f"sleep 302; echo {marker_bg}"}}
+    background = {
+        "id": "call_bg",
+        "name": "bash",
+        "arguments": {"action": "start", "command": f"sleep 302; echo {marker_bg}"},
+    }
     agent, _, groups = start_long_bash_turn(spawn, workspace, tmp_path, background)
     groups |= groups_with(marker_bg)
     start = time.monotonic()
@@ -128,8 +141,9 @@ def test_stdin_eof_while_a_bash_command_waits_for_approval_runs_nothing(spawn, w
     """ACP cancellation + our rule: a command whose permission question is pending when the client vanishes never
     runs (the question counts as cancelled)."""
     marker = f"gwnever{uuid.uuid4().hex[:8]}"
-    script = write_script(tmp_path / "m.json", [{"tool_calls": [
-        {"name": "bash", "arguments": {"command": f"touch {marker}; sleep 5"}}]}])
+    script = write_script(
+        tmp_path / "m.json", [{"tool_calls": [{"name": "bash", "arguments": {"command": f"touch {marker}; sleep 5"}}]}]
+    )
     agent = spawn("--model", f"scripted:{script}", "--mode", "manual", responder=never_answer)
     agent.initialize()
     sid = agent.new_session(workspace)
@@ -157,22 +171,33 @@ SIZE = 300_000
 @pytest.mark.req("gw:write:atomic-under-kill-9")
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.15])
 def test_kill_9_of_the_agent_during_writes_leaves_the_old_or_a_new_file_never_a_torn_one(
-        spawn, workspace, tmp_path, delay):
+    spawn, workspace, tmp_path, delay
+):
     """Our rule (tools contract: writes are atomic): the agent is SIGKILLed while a turn rewrites one file over and
     over; the file holds exactly one of the complete versions, and no temporary file has taken its name."""
     target = workspace / "data.txt"
     original = "O" * SIZE
     target.write_text(original, encoding="utf-8")
     versions = {original} | {chr(ord("A") + i) * SIZE for i in range(WRITES)}
-    script = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "data.txt", "content": chr(ord("A") + i) * SIZE}}]}
-        for i in range(WRITES)])
+    script = write_script(
+        tmp_path / "m.json",
+        [
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "data.txt", "content": chr(ord("A") + i) * SIZE}}
+                ]
+            }
+            for i in range(WRITES)
+        ],
+    )
     agent = spawn("--model", f"scripted:{script}", "--mode", "auto")
     agent.initialize()
     sid = agent.new_session(workspace)
     agent.start_prompt(sid, "go")
-    agent.wait_for(lambda f: f.get("method") == "session/update" and f["params"]["update"].get("sessionUpdate")
-                   == "tool_call", timeout=30)
+    agent.wait_for(
+        lambda f: f.get("method") == "session/update" and f["params"]["update"].get("sessionUpdate") == "tool_call",
+        timeout=30,
+    )
     time.sleep(delay)  # varies where in the sequence of writes the kill lands
     os.killpg(agent.proc.pid, signal.SIGKILL)
     agent.proc.wait(5)

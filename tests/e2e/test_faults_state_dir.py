@@ -27,8 +27,14 @@ pytestmark = [pytest.mark.timeout(120)]
 TOUCH = {"id": "t1", "name": "bash", "arguments": {"command": "touch marker"}}
 
 
-def _agent(spawn, tmp_path: Path, state: Path, responder=reject_once, mode: str = "auto",
-           responses: list[dict[str, Any]] | None = None):
+def _agent(
+    spawn,
+    tmp_path: Path,
+    state: Path,
+    responder=reject_once,
+    mode: str = "auto",
+    responses: list[dict[str, Any]] | None = None,
+):
     script = write_script(tmp_path / "m.json", responses or [{"tool_calls": [TOUCH]}, {"text": "done"}])
     agent = spawn("--model", f"scripted:{script}", "--mode", mode, responder=responder, state_dir=state)
     agent.initialize()
@@ -56,16 +62,16 @@ def _deny_rule_then_corrupt(state: Path, workspace: Path) -> None:
 
     key = BashTool().rule_key(TOUCH["arguments"], Workspace(str(workspace)))
     db = RuleDatabase(str(state))
-    RuleStore(db, str(workspace.resolve())).add("deny", CallFacts("bash", "execute", key), "`touch marker`",
-                                                "project")
+    RuleStore(db, str(workspace.resolve())).add("deny", CallFacts("bash", "execute", key), "`touch marker`", "project")
     db.close()
     (state / "permissions.db").write_bytes(b"not a database, whatever it was " * 200)
 
 
 # ---- remembered rules fail closed ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("broken", ["corrupt_file", "directory_in_its_place"])
-def test_an_unreadable_rules_file_makes_auto_mode_ask_and_a_rejected_call_does_not_run(spawn, workspace, tmp_path,
-                                                                                       broken):
+def test_an_unreadable_rules_file_makes_auto_mode_ask_and_a_rejected_call_does_not_run(
+    spawn, workspace, tmp_path, broken
+):
     state = tmp_path / "state"
     state.mkdir()
     if broken == "corrupt_file":
@@ -107,13 +113,18 @@ def test_with_an_unreadable_rules_file_an_approved_call_runs_and_the_command_lin
 
 # ---- an unusable state dir ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("layout", ["regular_file_in_its_place", "path_through_a_regular_file"])
-def test_an_unwritable_state_dir_is_one_line_at_start_and_in_status_and_calls_still_work(spawn, workspace, tmp_path,
-                                                                                         layout):
+def test_an_unwritable_state_dir_is_one_line_at_start_and_in_status_and_calls_still_work(
+    spawn, workspace, tmp_path, layout
+):
     blocker = tmp_path / "blocker"
     blocker.write_text("a regular file\n")
     state = blocker if layout == "regular_file_in_its_place" else blocker / "state"
-    calls = [{"tool_calls": [TOUCH]}, {"tool_calls": [dict(TOUCH, id="t2")]}, {"tool_calls": [dict(TOUCH, id="t3")]},
-             {"text": "done"}]
+    calls = [
+        {"tool_calls": [TOUCH]},
+        {"tool_calls": [dict(TOUCH, id="t2")]},
+        {"tool_calls": [dict(TOUCH, id="t3")]},
+        {"text": "done"},
+    ]
 
     def always(msg: dict[str, Any]) -> Any:
         return {"outcome": {"outcome": "selected", "optionId": "allow_always"}}

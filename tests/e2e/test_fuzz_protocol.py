@@ -47,9 +47,17 @@ pytestmark = [pytest.mark.timeout(int(120 * max(1.0, SCALE)))]
 
 
 def fuzz_settings(examples: int) -> Any:
-    return settings(max_examples=max(1, int(examples * SCALE)), deadline=None, database=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                           HealthCheck.data_too_large, HealthCheck.large_base_example])
+    return settings(
+        max_examples=max(1, int(examples * SCALE)),
+        deadline=None,
+        database=None,
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+        ],
+    )
 
 
 class Fuzzer:
@@ -118,8 +126,9 @@ class Fuzzer:
         self.sync()
         assert self.agent.close() == 0
         self._tally()
-        assert self.seen == self.owed, {k: (self.seen[k], self.owed[k]) for k in set(self.seen) | set(self.owed)
-                                        if self.seen[k] != self.owed[k]}
+        assert self.seen == self.owed, {
+            k: (self.seen[k], self.owed[k]) for k in set(self.seen) | set(self.owed) if self.seen[k] != self.owed[k]
+        }
         report = os.environ.get("GW_FUZZ_REPORT")
         if report:
             with open(report, "a", encoding="utf-8") as f:
@@ -157,10 +166,12 @@ def envelope(draw: Any, fz: Fuzzer, method: str, params: Any, notification: bool
 @st.composite
 def client_frame(draw: Any, fz: Fuzzer) -> dict[str, Any]:
     """A schema-valid request or notification for any client→agent method, aimed at real sessions and cwds."""
-    overrides = {"sessionId": st.sampled_from(fz.sessions) | TEXT,  # type: ignore[attr-defined]
-                 "cwd": st.sampled_from([str(fz.workspace), "/", "relative/dir"]),  # type: ignore[attr-defined]
-                 # a recent id (maybe still in flight); drawn as an offset so that the draws never depend on state
-                 "requestId": st.integers(-2, 20).map(lambda k: 10_000_000 + fz.serial - k)}
+    overrides = {
+        "sessionId": st.sampled_from(fz.sessions) | TEXT,  # type: ignore[attr-defined]
+        "cwd": st.sampled_from([str(fz.workspace), "/", "relative/dir"]),  # type: ignore[attr-defined]
+        # a recent id (maybe still in flight); drawn as an offset so that the draws never depend on state
+        "requestId": st.integers(-2, 20).map(lambda k: 10_000_000 + fz.serial - k),
+    }
     if draw(st.integers(0, 5)) == 0:
         method = draw(st.sampled_from(sorted(CLIENT_NOTIFICATIONS)))
         return envelope(draw, fz, method, draw(from_schema(CLIENT_NOTIFICATIONS[method], overrides)), True)
@@ -171,8 +182,12 @@ def client_frame(draw: Any, fz: Fuzzer) -> dict[str, Any]:
     return envelope(draw, fz, method, params)
 
 
-@pytest.mark.req("jsonrpc:response:exactly-one-per-request", "acp:schema:every-agent-frame-valid",
-                 "jsonrpc:notification:never-answered", "acp:transport:stdout-only-acp-frames")
+@pytest.mark.req(
+    "jsonrpc:response:exactly-one-per-request",
+    "acp:schema:every-agent-frame-valid",
+    "jsonrpc:notification:never-answered",
+    "acp:transport:stdout-only-acp-frames",
+)
 def test_schema_generated_params_for_every_method_get_exactly_one_result_or_typed_error(fuzzer):
     """ACP schema §3 methods with params drawn from the official `$defs`: a result or a typed error, never a crash,
     never two answers; notifications (session/cancel, $/cancel_request) are never answered."""
@@ -187,8 +202,11 @@ def test_schema_generated_params_for_every_method_get_exactly_one_result_or_type
     run()
 
 
-@pytest.mark.req("jsonrpc:invalid-request:not-a-request-object", "jsonrpc:invalid-params:typed-error",
-                 "jsonrpc:request-id:bool-is-invalid")
+@pytest.mark.req(
+    "jsonrpc:invalid-request:not-a-request-object",
+    "jsonrpc:invalid-params:typed-error",
+    "jsonrpc:request-id:bool-is-invalid",
+)
 def test_wrong_types_in_any_field_of_any_frame_get_exactly_one_typed_error_and_serving_continues(fuzzer):
     """JSON-RPC 2.0 §4/§5.1 and ACP params: a wrong JSON type anywhere (envelope fields, id, params at any depth)
     is answered with one typed error (or nothing, for what reads as a notification or a response)."""
@@ -219,8 +237,13 @@ def test_random_bytes_and_random_json_lines_are_answered_by_the_spec_and_never_s
             elif choice == 1:
                 fuzzer.send(frame_line(data.draw(JSON_VALUES)))
             elif choice == 2:
-                frame = data.draw(st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params", "result",
-                                                                   "error", "x"]), JSON_VALUES, max_size=5))
+                frame = data.draw(
+                    st.dictionaries(
+                        st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error", "x"]),
+                        JSON_VALUES,
+                        max_size=5,
+                    )
+                )
                 fuzzer.send(frame_line(frame))
             else:
                 fuzzer.send_frame(data.draw(client_frame(fuzzer)))
@@ -242,8 +265,12 @@ def test_deep_nesting_and_frames_around_the_size_bound_are_refused_once_and_serv
             fuzzer.send(data.draw(deep_nesting()))
         else:
             size = data.draw(st.integers(MAX_FRAME - 200, MAX_FRAME + 200))
-            frame = {"jsonrpc": "2.0", "id": fuzzer.next_id(), "method": "session/set_mode",
-                     "params": {"sessionId": fuzzer.sessions[0], "modeId": "safe", "_meta": {"pad": ""}}}
+            frame = {
+                "jsonrpc": "2.0",
+                "id": fuzzer.next_id(),
+                "method": "session/set_mode",
+                "params": {"sessionId": fuzzer.sessions[0], "modeId": "safe", "_meta": {"pad": ""}},
+            }
             pad = size - len(frame_line(frame))
             frame["params"]["_meta"]["pad"] = "x" * max(0, pad)
             fuzzer.send_frame(frame)

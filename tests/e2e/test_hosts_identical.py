@@ -18,8 +18,12 @@ from tests.support.harness import AgentProcess
 SCRIPT = [
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
     {"tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "approved\n"}}]},
-    {"tool_calls": [{"name": "write_file", "arguments": {"path": "b.txt", "content": "rejected\n"}},
-                    {"name": "read_file", "arguments": {"path": "missing.txt"}}]},
+    {
+        "tool_calls": [
+            {"name": "write_file", "arguments": {"path": "b.txt", "content": "rejected\n"}},
+            {"name": "read_file", "arguments": {"path": "missing.txt"}},
+        ]
+    },
     {"text": "never reached"},
 ]
 ANSWERS = ["allow_once", "reject_once"]
@@ -69,9 +73,23 @@ def run_cli(tmp: Path, model: Path) -> tuple[list[tuple[str, str]], dict[str, st
     master, slave = pty.openpty()
     env = dict(os.environ, GATEWRIGHT_STATE_DIR=str(tmp / "s2"), PYTHONPATH=str(Path(__file__).resolve().parents[2]))
     env.pop("GATEWRIGHT_MODEL", None)
-    proc = subprocess.Popen([sys.executable, "-c", "from acp_server.cli import main; raise SystemExit(main())",
-                             "run", "--cwd", str(ws), "--model", f"scripted:{model}", "do it"],
-                            stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from acp_server.cli import main; raise SystemExit(main())",
+            "run",
+            "--cwd",
+            str(ws),
+            "--model",
+            f"scripted:{model}",
+            "do it",
+        ],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     os.close(slave)
     err_lines: list[str] = []
     answers = ["y" if a == "allow_once" else "n" for a in ANSWERS]
@@ -128,8 +146,10 @@ def run_chat(tmp: Path, model: Path) -> tuple[list[tuple[str, str]], dict[str, s
         assert term.wait_exit() == 0
     finally:
         term.kill()
-    results = [("completed" if m.group(1) == "✓" else "failed", m.group(2))
-               for m in re.finditer(r"(✓|✗) (\S.*?)  \d+(?:\.\d)?s", term.text)]
+    results = [
+        ("completed" if m.group(1) == "✓" else "failed", m.group(2))
+        for m in re.finditer(r"(✓|✗) (\S.*?)  \d+(?:\.\d)?s", term.text)
+    ]
     return [(title, status) for status, title in results], _files(ws)
 
 
@@ -139,8 +159,12 @@ def test_the_same_script_and_answers_give_the_same_executions_in_every_host(tmp_
     acp_calls, acp_files, stop = run_acp(tmp_path, model)
     cli_calls, cli_files, code = run_cli(tmp_path, model)
     chat_calls, chat_files = run_chat(tmp_path, model)
-    assert acp_calls == [("Read README.md", "completed"), ("Write a.txt", "completed"),
-                         ("Write b.txt", "failed"), ("Read missing.txt", "failed")]
+    assert acp_calls == [
+        ("Read README.md", "completed"),
+        ("Write a.txt", "completed"),
+        ("Write b.txt", "failed"),
+        ("Read missing.txt", "failed"),
+    ]
     assert cli_calls == acp_calls
     assert chat_calls == acp_calls
     assert cli_files == acp_files == chat_files == {"README.md": "# same\n", "a.txt": "approved\n"}

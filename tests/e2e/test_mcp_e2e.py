@@ -71,21 +71,29 @@ def script(tmp_path: Path, responses: list[dict[str, Any]]) -> str:
 
 
 def stdio_server(name: str, env: dict[str, str] | None = None, meta: dict[str, Any] | None = None) -> McpServerStdio:
-    return McpServerStdio(name=name, command=sys.executable, args=[TOOLS_SERVER],
-                          env=[EnvVariable(name=k, value=v) for k, v in (env or {}).items()], field_meta=meta)
+    return McpServerStdio(
+        name=name,
+        command=sys.executable,
+        args=[TOOLS_SERVER],
+        env=[EnvVariable(name=k, value=v) for k, v in (env or {}).items()],
+        field_meta=meta,
+    )
 
 
 def broken_server(name: str) -> McpServerStdio:
     # It echoes its secret to stderr, as a careless server might: the notice must not repeat it.
     code = "import os, sys; sys.stderr.write('no config file for ' + os.environ['API_TOKEN'] + '\\n'); sys.exit(2)"
-    return McpServerStdio(name=name, command=sys.executable, args=["-c", code],
-                          env=[EnvVariable(name="API_TOKEN", value="env-secret-value")])
+    return McpServerStdio(
+        name=name,
+        command=sys.executable,
+        args=["-c", code],
+        env=[EnvVariable(name="API_TOKEN", value="env-secret-value")],
+    )
 
 
 def agent_env() -> dict[str, str]:
     # This checkout's code, not whatever `gatewright` is installed from (the agent runs in a temporary directory).
-    return {"PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-            "GATEWRIGHT_MCP_TURN_WAIT": "30"}
+    return {"PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), "GATEWRIGHT_MCP_TURN_WAIT": "30"}
 
 
 class Agent:
@@ -100,12 +108,24 @@ class Agent:
         self.record: Path | None = None
 
     async def __aenter__(self) -> Agent:
-        self._cm = spawn_sdk_agent(self.client, self.tmp_path, "--model", f"scripted:{self.script}",  # type: ignore[arg-type]
-                                   "--mode", self.mode, env=agent_env())
+        self._cm = spawn_sdk_agent(
+            self.client,
+            self.tmp_path,
+            "--model",
+            f"scripted:{self.script}",  # type: ignore[arg-type]
+            "--mode",
+            self.mode,
+            env=agent_env(),
+        )
         self.conn, self.proc, self.record = await self._cm.__aenter__()
-        self.init = await asyncio.wait_for(self.conn.initialize(
-            protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities(),
-            client_info=Implementation(name="test", version="0")), 20)
+        self.init = await asyncio.wait_for(
+            self.conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(),
+                client_info=Implementation(name="test", version="0"),
+            ),
+            20,
+        )
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -160,8 +180,12 @@ async def test_a_rejected_mcp_call_does_not_run_and_ends_the_turn(tmp_path):
 
 async def test_read_only_hint_runs_without_asking_in_safe_but_asks_in_manual_on_the_same_connection(tmp_path):
     client = EditorClient("allow_once")
-    responses = [call("c1", "mcp__t__echo", {"text": "a"}), {"text": "ok"},
-                 call("c2", "mcp__t__echo", {"text": "b"}), {"text": "ok"}]
+    responses = [
+        call("c1", "mcp__t__echo", {"text": "a"}),
+        {"text": "ok"},
+        call("c2", "mcp__t__echo", {"text": "b"}),
+        {"text": "ok"},
+    ]
     pidfile = tmp_path / "pids"
     async with Agent(tmp_path, responses, client, mode="safe") as agent:
         sid = await agent.new_session([stdio_server("t", env={"MCP_TEST_PIDFILE": str(pidfile)})])
@@ -180,17 +204,26 @@ async def test_read_only_hint_runs_without_asking_in_safe_but_asks_in_manual_on_
 
 async def test_is_error_and_progress_show_up_as_tool_call_updates(tmp_path):
     client = EditorClient("allow_once")
-    responses = [{"tool_calls": [{"id": "c1", "name": "mcp__t__fail", "arguments": {"reason": "bad"}},
-                                 {"id": "c2", "name": "mcp__t__slow", "arguments": {"steps": 3}},
-                                 {"id": "c3", "name": "mcp__t__picture", "arguments": {}}]},
-                 {"text": "ok"}]
+    responses = [
+        {
+            "tool_calls": [
+                {"id": "c1", "name": "mcp__t__fail", "arguments": {"reason": "bad"}},
+                {"id": "c2", "name": "mcp__t__slow", "arguments": {"steps": 3}},
+                {"id": "c3", "name": "mcp__t__picture", "arguments": {}},
+            ]
+        },
+        {"text": "ok"},
+    ]
     async with Agent(tmp_path, responses, client, mode="auto") as agent:
         sid = await agent.new_session([stdio_server("t")])
         await agent.prompt(sid)
     assert client.final("c1").status == "failed"
     assert client.final("c2").status == "completed"
-    progress = [u.content[0].content.text for u in client.tool_updates()
-                if u.tool_call_id == "c2" and u.status == "in_progress" and u.content]
+    progress = [
+        u.content[0].content.text
+        for u in client.tool_updates()
+        if u.tool_call_id == "c2" and u.status == "in_progress" and u.content
+    ]
     assert progress and progress[0] == "step 1 (1/3)"
     # text, image and embedded resource content reach the editor (every frame was checked against the ACP schema)
     assert [c.content.type for c in client.final("c3").content] == ["text", "image", "resource"]
@@ -199,8 +232,12 @@ async def test_is_error_and_progress_show_up_as_tool_call_updates(tmp_path):
 async def test_pinned_arguments_are_injected_and_a_model_supplied_value_is_rejected(tmp_path):
     client = EditorClient("allow_once")
     meta = {"gatewright": {"pinned": {"search": {"tenant": {"$env": "E2E_TENANT"}}}}}
-    responses = [call("c1", "mcp__t__search", {"query": "bug"}), {"text": "ok"},
-                 call("c2", "mcp__t__search", {"query": "bug", "tenant": "evil"}), {"text": "ok"}]
+    responses = [
+        call("c1", "mcp__t__search", {"query": "bug"}),
+        {"text": "ok"},
+        call("c2", "mcp__t__search", {"query": "bug", "tenant": "evil"}),
+        {"text": "ok"},
+    ]
     os.environ["E2E_TENANT"] = "acme"
     try:
         async with Agent(tmp_path, responses, client) as agent:
@@ -231,8 +268,10 @@ async def test_a_broken_server_is_reported_to_the_user_and_the_other_works(tmp_p
     assert client.final("c1").status == "completed"
     transcript = agent.transcript()
     assert "env-secret-value" not in transcript
-    assert ("MCP server unpinned was not started: pinned argument 'tenant' of tool 'search': environment variable "
-            "'NO_SUCH' is not set") in client.notices()
+    assert (
+        "MCP server unpinned was not started: pinned argument 'tenant' of tool 'search': environment variable "
+        "'NO_SUCH' is not set"
+    ) in client.notices()
     # On the wire, even the fastest failure (an entry refused without starting anything) comes after the
     # session/new answer, so the editor already knows the session it belongs to.
     frames = [json.loads(line).get("msg") or {} for line in transcript.splitlines()]
@@ -284,8 +323,16 @@ async def test_a_streamable_http_server_works_end_to_end_with_its_headers(tmp_pa
     responses = [call("c1", "mcp__web__whoami", {}), {"text": "ok"}]
     with http_server("http") as url:
         async with Agent(tmp_path, responses, client) as agent:
-            sid = await agent.new_session([HttpMcpServer(type="http", name="web", url=url, headers=[
-                {"name": "Authorization", "value": "Bearer e2e-secret"}])])
+            sid = await agent.new_session(
+                [
+                    HttpMcpServer(
+                        type="http",
+                        name="web",
+                        url=url,
+                        headers=[{"name": "Authorization", "value": "Bearer e2e-secret"}],
+                    )
+                ]
+            )
             await agent.prompt(sid)
         transcript = agent.transcript()
     assert client.permissions == []  # whoami is marked read-only
@@ -299,11 +346,19 @@ async def test_a_streamable_http_server_works_end_to_end_with_its_headers(tmp_pa
 async def test_the_agent_start_up_path_never_imports_the_mcp_sdk():
     import subprocess
 
-    code = ("import sys\n"
-            "from acp_server.agent import AgentConfig, GatewrightAgent\n"
-            "agent = GatewrightAgent(AgentConfig())\n"
-            "agent.answer_initialize({'protocolVersion': 1})\n"
-            "import acp_server.server, acp_server.dispatch, acp_server.session, runtime.mcp\n"
-            "assert not [m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')], 'mcp imported'\n")
-    await asyncio.to_thread(subprocess.run, [sys.executable, "-c", code], check=True, cwd=REPO,
-                            env=dict(os.environ, **agent_env()), timeout=30)
+    code = (
+        "import sys\n"
+        "from acp_server.agent import AgentConfig, GatewrightAgent\n"
+        "agent = GatewrightAgent(AgentConfig())\n"
+        "agent.answer_initialize({'protocolVersion': 1})\n"
+        "import acp_server.server, acp_server.dispatch, acp_server.session, runtime.mcp\n"
+        "assert not [m for m in sys.modules if m == 'mcp' or m.startswith('mcp.')], 'mcp imported'\n"
+    )
+    await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-c", code],
+        check=True,
+        cwd=REPO,
+        env=dict(os.environ, **agent_env()),
+        timeout=30,
+    )

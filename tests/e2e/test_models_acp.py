@@ -59,8 +59,7 @@ class RecordingClient:
 
 
 def agent_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENAI_", "ANTHROPIC_", "GATEWRIGHT_"))}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "GATEWRIGHT_"))}
     # No config file: an empty config dir (a GATEWRIGHT_CONFIG that does not exist is an error).
     env.update(PYTHONPATH=str(ROOT), XDG_CONFIG_HOME=str(tmp_path / "no-config-dir"))
     env.update(extra)
@@ -68,9 +67,14 @@ def agent_env(tmp_path: Path, **extra: str) -> dict[str, str]:
 
 
 async def start(conn: Any, cwd: Path) -> tuple[Any, str]:
-    init = await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION,
-                                                  client_capabilities=ClientCapabilities(),
-                                                  client_info=Implementation(name="test", version="0")), 15)
+    init = await asyncio.wait_for(
+        conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="test", version="0"),
+        ),
+        15,
+    )
     sess = await asyncio.wait_for(conn.new_session(cwd=str(cwd), mcp_servers=[]), 15)
     return init, sess
 
@@ -79,9 +83,18 @@ async def start(conn: Any, cwd: Path) -> tuple[Any, str]:
 async def spawn(client: RecordingClient, env: dict[str, str], *args: str, cwd: Path) -> Any:
     """Spawn the agent recording its transcript; every frame is checked against the ACP schema afterwards."""
     record = cwd / f".transcript-{id(client)}-{len(args)}.jsonl"
-    async with spawn_agent_process(client, sys.executable, "-m", "acp_server", "--record", str(record), *args,
-                                   env=env, cwd=str(cwd),
-                                   transport_kwargs={"stderr": None, "limit": 50 * 2**20}) as pair:
+    async with spawn_agent_process(
+        client,
+        sys.executable,
+        "-m",
+        "acp_server",
+        "--record",
+        str(record),
+        *args,
+        env=env,
+        cwd=str(cwd),
+        transport_kwargs={"stderr": None, "limit": 50 * 2**20},
+    ) as pair:
         yield pair
     check_recorded_frames(record)
 
@@ -89,10 +102,16 @@ async def spawn(client: RecordingClient, env: dict[str, str], *args: str, cwd: P
 @pytest.mark.anyio
 async def test_openai_turn_with_a_tool_call_streams_text_runs_the_tool_and_reports_usage(tmp_path, fp):
     (tmp_path / "a.txt").write_text("hello from a\n")
-    fp.openai(Reply(frames=openai_stream(["Let me ", "read it."],
-                                         tool_calls=[("call_1", "read_file", ['{"path": ', '"a.txt"}'])],
-                                         usage=(100, 20))),
-              Reply(frames=openai_stream("It says hello.", usage=(160, 8))))
+    fp.openai(
+        Reply(
+            frames=openai_stream(
+                ["Let me ", "read it."],
+                tool_calls=[("call_1", "read_file", ['{"path": ', '"a.txt"}'])],
+                usage=(100, 20),
+            )
+        ),
+        Reply(frames=openai_stream("It says hello.", usage=(160, 8))),
+    )
     client = RecordingClient()
     env = agent_env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1", OPENAI_API_KEY=OPENAI_KEY)
     async with spawn(client, env, "--model", "openai:test-model", cwd=tmp_path) as (conn, _proc):
@@ -118,15 +137,24 @@ async def test_openai_turn_with_a_tool_call_streams_text_runs_the_tool_and_repor
 async def test_anthropic_turn_with_config_file_settings_keeps_thinking_and_reports_cost(tmp_path, fp):
     (tmp_path / "a.txt").write_text("alpha\n")
     config = tmp_path / "config.toml"
-    config.write_text('[models.claude]\nmodel = "anthropic:claude-test"\nthinking_budget = 1024\n'
-                      'context_window = 200000\nprices = { input = 3.0, output = 15.0 }\n')
-    fp.anthropic(Reply(frames=anthropic_stream("Reading.", thinking=["need ", "the file"], signature="SIG",
-                                               tool_uses=[("toolu_1", "read_file", ['{"path": "a.txt"}'])],
-                                               usage=(1000, 100))),
-                 Reply(frames=anthropic_stream("It says alpha.", usage=(1200, 50))))
+    config.write_text(
+        '[models.claude]\nmodel = "anthropic:claude-test"\nthinking_budget = 1024\n'
+        "context_window = 200000\nprices = { input = 3.0, output = 15.0 }\n"
+    )
+    fp.anthropic(
+        Reply(
+            frames=anthropic_stream(
+                "Reading.",
+                thinking=["need ", "the file"],
+                signature="SIG",
+                tool_uses=[("toolu_1", "read_file", ['{"path": "a.txt"}'])],
+                usage=(1000, 100),
+            )
+        ),
+        Reply(frames=anthropic_stream("It says alpha.", usage=(1200, 50))),
+    )
     client = RecordingClient()
-    env = agent_env(tmp_path, ANTHROPIC_BASE_URL=fp.url, ANTHROPIC_API_KEY=ANTHROPIC_KEY,
-                    GATEWRIGHT_CONFIG=str(config))
+    env = agent_env(tmp_path, ANTHROPIC_BASE_URL=fp.url, ANTHROPIC_API_KEY=ANTHROPIC_KEY, GATEWRIGHT_CONFIG=str(config))
     # The flag names the spec; the config file's entry for that spec adds thinking, window and prices.
     async with spawn(client, env, "--model", "anthropic:claude-test", cwd=tmp_path) as (conn, _proc):
         init, sess = await start(conn, tmp_path)
@@ -135,8 +163,7 @@ async def test_anthropic_turn_with_config_file_settings_keeps_thinking_and_repor
     assert resp.stop_reason == "end_turn"
     assert "agent_thought_chunk" in client.kinds()
     second = fp.requests_to(ANTHROPIC_PATH)[1].body
-    assert second["messages"][1]["content"][0] == {"type": "thinking", "thinking": "need the file",
-                                                   "signature": "SIG"}
+    assert second["messages"][1]["content"][0] == {"type": "thinking", "thinking": "need the file", "signature": "SIG"}
     assert "alpha" in str(second["messages"][2]["content"][0]["content"])
     usage = [u for u in client.updates if u.session_update == "usage_update"]
     assert usage[-1].size == 200_000
@@ -147,9 +174,11 @@ async def test_anthropic_turn_with_config_file_settings_keeps_thinking_and_repor
 
 @pytest.mark.anyio
 async def test_401_is_auth_required_and_failures_leave_the_session_usable(tmp_path, fp):
-    fp.openai(Reply(401, body=error_body("openai", 401, f"Incorrect API key provided: {OPENAI_KEY}")),
-              Reply(frames=(*openai_stream("half an ans")[:2], Cut())),
-              Reply(frames=openai_stream("All good now.")))
+    fp.openai(
+        Reply(401, body=error_body("openai", 401, f"Incorrect API key provided: {OPENAI_KEY}")),
+        Reply(frames=(*openai_stream("half an ans")[:2], Cut())),
+        Reply(frames=openai_stream("All good now.")),
+    )
     client = RecordingClient()
     env = agent_env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1", OPENAI_API_KEY=OPENAI_KEY)
     async with spawn(client, env, "--model", "openai:test-model", cwd=tmp_path) as (conn, _proc):
@@ -170,8 +199,9 @@ async def test_401_is_auth_required_and_failures_leave_the_session_usable(tmp_pa
 
 @pytest.mark.anyio
 async def test_cancel_mid_stream_ends_the_turn_cancelled_and_drops_the_connection(tmp_path, fp):
-    fp.openai(Reply(frames=(*openai_stream("thinking out loud")[:2], Hang())),
-              Reply(frames=openai_stream("next turn works")))
+    fp.openai(
+        Reply(frames=(*openai_stream("thinking out loud")[:2], Hang())), Reply(frames=openai_stream("next turn works"))
+    )
     client = RecordingClient()
     env = agent_env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1", OPENAI_API_KEY=OPENAI_KEY)
     async with spawn(client, env, "--model", "openai:test-model", cwd=tmp_path) as (conn, _proc):
@@ -206,13 +236,21 @@ async def test_without_key_or_base_url_a_prompt_says_exactly_what_to_set(tmp_pat
 @pytest.mark.anyio
 async def test_switching_the_model_option_sends_the_next_call_to_the_other_provider(tmp_path, fp):
     config = tmp_path / "config.toml"
-    config.write_text('default_model = "gpt"\n[models.gpt]\nmodel = "openai:test-model"\n'
-                      '[models.claude]\nmodel = "anthropic:claude-test"\n')
+    config.write_text(
+        'default_model = "gpt"\n[models.gpt]\nmodel = "openai:test-model"\n'
+        '[models.claude]\nmodel = "anthropic:claude-test"\n'
+    )
     fp.openai(Reply(frames=openai_stream("from openai")))
     fp.anthropic(Reply(frames=anthropic_stream("from claude")))
     client = RecordingClient()
-    env = agent_env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1", OPENAI_API_KEY=OPENAI_KEY,
-                    ANTHROPIC_BASE_URL=fp.url, ANTHROPIC_API_KEY=ANTHROPIC_KEY, GATEWRIGHT_CONFIG=str(config))
+    env = agent_env(
+        tmp_path,
+        OPENAI_BASE_URL=fp.url + "/v1",
+        OPENAI_API_KEY=OPENAI_KEY,
+        ANTHROPIC_BASE_URL=fp.url,
+        ANTHROPIC_API_KEY=ANTHROPIC_KEY,
+        GATEWRIGHT_CONFIG=str(config),
+    )
     async with spawn(client, env, cwd=tmp_path) as (conn, _proc):
         init, sess = await start(conn, tmp_path)
         assert {m.id for m in init.auth_methods} == {"env:OPENAI_API_KEY", "env:ANTHROPIC_API_KEY"}

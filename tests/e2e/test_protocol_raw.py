@@ -36,8 +36,9 @@ def test_stdin_eof_exits_0_within_two_seconds(spawn):
 
 
 def test_stdin_eof_during_a_running_turn_and_a_pending_permission_exits_promptly(spawn, workspace, tmp_path):
-    script = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]}])
+    script = write_script(
+        tmp_path / "m.json", [{"tool_calls": [{"name": "write_file", "arguments": {"path": "x.txt", "content": "x"}}]}]
+    )
     agent = spawn("--model", f"scripted:{script}", responder=never_answer)
     agent.initialize()
     sid = agent.new_session(workspace)
@@ -76,8 +77,12 @@ def test_a_malformed_scripted_model_is_refused_at_start_up_naming_the_file(tmp_p
 
     bad = tmp_path / "bad.json"
     bad.write_text('{"responses": [{"tool_calls": [{"arguments": {}}]}]}')
-    proc = subprocess.run([sys.executable, "-m", "acp_server", "--model", f"scripted:{bad}"], capture_output=True,
-                          timeout=30, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [sys.executable, "-m", "acp_server", "--model", f"scripted:{bad}"],
+        capture_output=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+    )
     assert proc.returncode == 2
     assert str(bad) in proc.stderr.decode() and "name" in proc.stderr.decode()
     assert proc.stdout == b""

@@ -17,8 +17,11 @@ def load(agent, sid: str, ws: Path) -> dict:
 
 
 def replayed(agent, sid: str, start: int = 0) -> list[dict]:
-    return [f["params"]["update"] for f in agent.frames[start:]
-            if f.get("method") == "session/update" and f["params"]["sessionId"] == sid]
+    return [
+        f["params"]["update"]
+        for f in agent.frames[start:]
+        if f.get("method") == "session/update" and f["params"]["sessionId"] == sid
+    ]
 
 
 def text_of(updates: list[dict], kind: str = "agent_message_chunk") -> str:
@@ -27,13 +30,23 @@ def text_of(updates: list[dict], kind: str = "agent_message_chunk") -> str:
 
 def test_after_kill_9_mid_turn_the_session_loads_with_every_completed_step(spawn, tmp_path, workspace):
     (workspace / "a.txt").write_text("alpha\n")
-    model = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "a.txt"}}]},
-        {"text": "Now README.", "tool_calls": [{"id": "r2", "name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"thinking": "Time to write.",
-         "tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "out.txt", "content": "done\n"}}]},
-        {"text": "Resumed and finished."},
-    ])
+    model = write_script(
+        tmp_path / "m.json",
+        [
+            {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "a.txt"}}]},
+            {
+                "text": "Now README.",
+                "tool_calls": [{"id": "r2", "name": "read_file", "arguments": {"path": "README.md"}}],
+            },
+            {
+                "thinking": "Time to write.",
+                "tool_calls": [
+                    {"id": "w1", "name": "write_file", "arguments": {"path": "out.txt", "content": "done\n"}}
+                ],
+            },
+            {"text": "Resumed and finished."},
+        ],
+    )
     agent = spawn("--model", f"scripted:{model}", responder=never_answer)
     agent.initialize()
     sid = agent.new_session(workspace)
@@ -86,6 +99,7 @@ def test_two_processes_write_one_store_at_once_and_a_third_sees_both_complete(sp
         start = len(third.frames)
         assert "result" in load(third, sid, workspace)
         ups = replayed(third, sid, start)
-        assert [u["content"]["text"] for u in ups if u["sessionUpdate"] == "user_message_chunk"] == \
-            [f"question {i}" for i in range(n)]
+        assert [u["content"]["text"] for u in ups if u["sessionUpdate"] == "user_message_chunk"] == [
+            f"question {i}" for i in range(n)
+        ]
         assert text_of(ups) == "".join(f"answer {i}" for i in range(n))

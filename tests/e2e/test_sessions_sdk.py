@@ -24,9 +24,14 @@ def script(tmp: Path, responses: list[dict]) -> str:
 
 
 async def init(conn) -> object:
-    return await asyncio.wait_for(conn.initialize(protocol_version=PROTOCOL_VERSION,
-                                                  client_capabilities=ClientCapabilities(),
-                                                  client_info=Implementation(name="t", version="0")), 10)
+    return await asyncio.wait_for(
+        conn.initialize(
+            protocol_version=PROTOCOL_VERSION,
+            client_capabilities=ClientCapabilities(),
+            client_info=Implementation(name="t", version="0"),
+        ),
+        10,
+    )
 
 
 @pytest.fixture
@@ -55,12 +60,17 @@ async def test_capabilities_advertise_exactly_the_session_methods_that_work(tmp_
 
 
 async def test_a_session_loaded_in_a_new_process_replays_everything_before_the_answer_and_continues(tmp_path, ws):
-    model = script(tmp_path, [
-        {"thinking": "Look first.",
-         "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"text": "It says hello.", "usage": {"input_tokens": 50, "output_tokens": 5}},
-        {"text": "Second answer."},
-    ])
+    model = script(
+        tmp_path,
+        [
+            {
+                "thinking": "Look first.",
+                "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}],
+            },
+            {"text": "It says hello.", "usage": {"input_tokens": 50, "output_tokens": 5}},
+            {"text": "Second answer."},
+        ],
+    )
     first = RecordingClient()
     async with spawn_sdk_agent(first, tmp_path, "--model", model) as (conn, _, _):
         await init(conn)
@@ -88,15 +98,20 @@ async def test_a_session_loaded_in_a_new_process_replays_everything_before_the_a
     answer_at = next(i for i, f in enumerate(out) if f.get("id") == load_id and "result" in f)
     replayed = [f["params"]["update"] for f in out[:answer_at] if f.get("method") == "session/update"]
     kinds = [u["sessionUpdate"] for u in replayed]
-    assert kinds[:5] == ["user_message_chunk", "agent_thought_chunk", "tool_call", "tool_call_update",
-                         "agent_message_chunk"]
+    assert kinds[:5] == [
+        "user_message_chunk",
+        "agent_thought_chunk",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+    ]
     assert replayed[0]["content"]["text"] == "What is in the README?"
     assert replayed[3]["status"] == "completed" and replayed[3]["content"][0]["content"]["text"].endswith("# hello\n")
     assert replayed[4]["content"]["text"] == "It says hello."
     assert {"available_commands_update", "session_info_update", "usage_update"} <= set(kinds)
     usage = next(u for u in replayed if u["sessionUpdate"] == "usage_update")
     assert usage["used"] == 55
-    after = [f for f in out[answer_at + 1:] if f.get("method") == "session/update"]
+    after = [f for f in out[answer_at + 1 :] if f.get("method") == "session/update"]
     prompt_id = next(f["id"] for f in out if f.get("method") == "session/prompt" and f["id"] != load_id)
     assert all(out.index(f) > out.index(next(x for x in out if x.get("id") == prompt_id)) for f in after)
 

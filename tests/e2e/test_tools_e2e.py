@@ -56,7 +56,8 @@ class EditorClient:
         self.permissions.append(tool_call.model_dump(by_alias=True, exclude_none=True))
         allow = next(o for o in options if o.kind == "allow_once")
         return schema.RequestPermissionResponse(
-            outcome=schema.AllowedOutcome(outcome="selected", option_id=allow.option_id))
+            outcome=schema.AllowedOutcome(outcome="selected", option_id=allow.option_id)
+        )
 
     async def session_update(self, session_id, update, **kw):
         self.updates.append(update.model_dump(by_alias=True, exclude_none=True))
@@ -74,12 +75,16 @@ class EditorClient:
         self.buffers[path] = content
         return schema.WriteTextFileResponse()
 
-    async def create_terminal(self, session_id, command, args=None, env=None, cwd=None, output_byte_limit=None,
-                              **kw):
+    async def create_terminal(self, session_id, command, args=None, env=None, cwd=None, output_byte_limit=None, **kw):
         self.methods.append("terminal/create")
-        proc = await asyncio.create_subprocess_exec(command, *(args or []), cwd=cwd, stdout=asyncio.subprocess.PIPE,
-                                                    stderr=asyncio.subprocess.STDOUT,
-                                                    stdin=asyncio.subprocess.DEVNULL)
+        proc = await asyncio.create_subprocess_exec(
+            command,
+            *(args or []),
+            cwd=cwd,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            stdin=asyncio.subprocess.DEVNULL,
+        )
         tid = f"term_{len(self.terminals) + 1}"
         self.terminals[tid] = proc
         return schema.CreateTerminalResponse(terminal_id=tid)
@@ -94,8 +99,9 @@ class EditorClient:
         self.methods.append("terminal/output")
         proc = self.terminals[terminal_id]
         status = schema.TerminalExitStatus(exit_code=proc.returncode) if proc.returncode is not None else None
-        return schema.TerminalOutputResponse(output=self.outputs.get(terminal_id, b"").decode(), truncated=False,
-                                             exit_status=status)
+        return schema.TerminalOutputResponse(
+            output=self.outputs.get(terminal_id, b"").decode(), truncated=False, exit_status=status
+        )
 
     async def kill_terminal(self, session_id, terminal_id, **kw):
         self.methods.append("terminal/kill")
@@ -114,15 +120,27 @@ class EditorClient:
         return out
 
 
-async def drive(tmp_path: Path, script: list[dict[str, Any]], client: EditorClient, *, mode: str,
-                caps: schema.ClientCapabilities) -> str:
+async def drive(
+    tmp_path: Path, script: list[dict[str, Any]], client: EditorClient, *, mode: str, caps: schema.ClientCapabilities
+) -> str:
     model = tmp_path / "model.json"
     model.write_text(json.dumps({"responses": script}))
     cmd = agent_command()
     record = tmp_path / "transcript.jsonl"
-    async with acp.spawn_agent_process(client, cmd[0], *cmd[1:], "acp", "--model", f"scripted:{model}", "--mode", mode,
-                                       "--record", str(record), env=agent_env(),
-                                       transport_kwargs={"stderr": None, "limit": 50 * 2**20}) as (conn, _proc):
+    async with acp.spawn_agent_process(
+        client,
+        cmd[0],
+        *cmd[1:],
+        "acp",
+        "--model",
+        f"scripted:{model}",
+        "--mode",
+        mode,
+        "--record",
+        str(record),
+        env=agent_env(),
+        transport_kwargs={"stderr": None, "limit": 50 * 2**20},
+    ) as (conn, _proc):
         await conn.initialize(protocol_version=1, client_capabilities=caps)
         session = await conn.new_session(cwd=str(tmp_path / "ws"), mcp_servers=[])
         result = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("go")])
@@ -136,8 +154,17 @@ async def test_bash_apply_patch_and_grep_on_disk_with_a_permission_round_trip(tm
     (ws / "a.txt").write_text("alpha\nbeta\n")
     script = [
         {"tool_calls": [{"id": "c_bash", "name": "bash", "arguments": {"command": "echo from-bash > out.txt"}}]},
-        {"tool_calls": [{"id": "c_patch", "name": "apply_patch", "arguments": {"patch": (
-            "*** Begin Patch\n*** Update File: a.txt\n alpha\n-beta\n+gamma\n*** End Patch")}}]},
+        {
+            "tool_calls": [
+                {
+                    "id": "c_patch",
+                    "name": "apply_patch",
+                    "arguments": {
+                        "patch": ("*** Begin Patch\n*** Update File: a.txt\n alpha\n-beta\n+gamma\n*** End Patch")
+                    },
+                }
+            ]
+        },
         {"tool_calls": [{"id": "c_grep", "name": "grep", "arguments": {"pattern": "gamma|from-bash"}}]},
         {"text": "done"},
     ]
@@ -170,13 +197,21 @@ async def test_a_client_with_fs_and_terminal_gets_the_agents_reads_writes_and_co
     client = EditorClient(buffers={key: "unsaved line\n"})
     script = [
         {"tool_calls": [{"id": "c_read", "name": "read_file", "arguments": {"path": "a.txt"}}]},
-        {"tool_calls": [{"id": "c_edit", "name": "edit", "arguments": {
-            "path": "a.txt", "old_string": "unsaved", "new_string": "edited"}}]},
+        {
+            "tool_calls": [
+                {
+                    "id": "c_edit",
+                    "name": "edit",
+                    "arguments": {"path": "a.txt", "old_string": "unsaved", "new_string": "edited"},
+                }
+            ]
+        },
         {"tool_calls": [{"id": "c_bash", "name": "bash", "arguments": {"command": "echo in-terminal; exit 4"}}]},
         {"text": "done"},
     ]
-    caps = schema.ClientCapabilities(fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True),
-                                     terminal=True)
+    caps = schema.ClientCapabilities(
+        fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
+    )
     stop = await drive(tmp_path, script, client, mode="auto", caps=caps)
     assert stop == "end_turn"
     calls = client.tool_updates()
@@ -189,6 +224,12 @@ async def test_a_client_with_fs_and_terminal_gets_the_agents_reads_writes_and_co
     assert terminal_frames and terminal_frames[0]["terminalId"] == "term_1"
     assert calls["c_bash"][-1]["rawOutput"]["exitCode"] == 4
     assert "in-terminal" in calls["c_bash"][-1]["rawOutput"]["output"]
-    for method in ("fs/read_text_file", "fs/write_text_file", "terminal/create", "terminal/wait_for_exit",
-                   "terminal/output", "terminal/release"):
+    for method in (
+        "fs/read_text_file",
+        "fs/write_text_file",
+        "terminal/create",
+        "terminal/wait_for_exit",
+        "terminal/output",
+        "terminal/release",
+    ):
         assert method in client.methods

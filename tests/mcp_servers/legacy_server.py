@@ -26,15 +26,24 @@ def handle(msg: dict) -> None:
     if rid is None:
         return  # notifications (initialized, cancelled): nothing to answer
     if method == "initialize":
-        send({"jsonrpc": "2.0", "id": rid, "result": {
-            "protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": True}},
-            "serverInfo": {"name": "legacy", "version": "1"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "result": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {"tools": {"listChanged": True}},
+                    "serverInfo": {"name": "legacy", "version": "1"},
+                },
+            }
+        )
     elif method == "ping":
         send({"jsonrpc": "2.0", "id": rid, "result": {}})
     elif method == "tools/list":
-        listed = [{"name": n, "description": d,
-                   "inputSchema": NAME_SCHEMA if n in ("grow", "shrink") else {"type": "object"}}
-                  for n, d in tools.items()]
+        listed = [
+            {"name": n, "description": d, "inputSchema": NAME_SCHEMA if n in ("grow", "shrink") else {"type": "object"}}
+            for n, d in tools.items()
+        ]
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": listed}})
     elif method == "tools/call":
         name, args = params.get("name"), params.get("arguments") or {}

@@ -45,8 +45,11 @@ if os.environ.get("MCP_TEST_ERA") == "legacy":
                 except ValueError:
                     msg = None
                 if isinstance(msg, dict) and msg.get("method") == "server/discover" and "id" in msg:
-                    refusal = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32601,
-                                                                            "message": "Method not found"}}
+                    refusal = {
+                        "jsonrpc": "2.0",
+                        "id": msg["id"],
+                        "error": {"code": -32601, "message": "Method not found"},
+                    }
                     os.write(1, json.dumps(refusal).encode() + b"\n")
                     continue
                 dst.write(line)
@@ -102,8 +105,10 @@ def picture() -> list[TextContent | ImageContent | EmbeddedResource]:
     return [
         TextContent(type="text", text="a red dot"),
         ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png"),
-        EmbeddedResource(type="resource", resource=TextResourceContents(uri="file:///notes.txt", text="hello notes",
-                                                                        mime_type="text/plain")),
+        EmbeddedResource(
+            type="resource",
+            resource=TextResourceContents(uri="file:///notes.txt", text="hello notes", mime_type="text/plain"),
+        ),
     ]
 
 
@@ -194,8 +199,10 @@ async def ask_resolved(answer: Annotated[ElicitationResult[Name], Resolve(_who)]
 @server.tool()
 async def ask_nested(ctx: Context) -> str:
     """Asks with a form no ACP editor can show (a nested object), sent raw (handshake era only)."""
-    schema = {"type": "object", "properties": {"address": {"type": "object", "properties": {
-        "street": {"type": "string"}}}}}
+    schema = {
+        "type": "object",
+        "properties": {"address": {"type": "object", "properties": {"street": {"type": "string"}}}},
+    }
     result = await ctx.session.elicit_form("Where do you live?", schema, related_request_id=ctx.request_id)
     return result.action
 

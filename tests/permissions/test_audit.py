@@ -11,15 +11,18 @@ from permissions.redaction import redact
 from tests.support.permissions_helpers import run_gatewright
 
 
-@pytest.mark.parametrize("text", [
-    "curl -H 'Authorization: Bearer abcdefghijklmnop' x",
-    "OPENAI_API_KEY=sk-proj-abcdefghijklmnop make",
-    "git clone https://x --token ghp_abcdefghijklmnopqrstu",
-    "aws s3 ls # AKIAABCDEFGHIJKLMNOP",
-    "mysql --password=hunter2hunter2",
-    "export GITHUB_TOKEN='zzzzzzzzzzzz'",
-    "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "curl -H 'Authorization: Bearer abcdefghijklmnop' x",
+        "OPENAI_API_KEY=sk-proj-abcdefghijklmnop make",
+        "git clone https://x --token ghp_abcdefghijklmnopqrstu",
+        "aws s3 ls # AKIAABCDEFGHIJKLMNOP",
+        "mysql --password=hunter2hunter2",
+        "export GITHUB_TOKEN='zzzzzzzzzzzz'",
+        "-----BEGIN RSA PRIVATE KEY-----\nabc\n-----END RSA PRIVATE KEY-----",
+    ],
+)
 def test_well_known_secret_shapes_are_redacted(text):
     out = redact(text, frozenset())
     assert "<redacted>" in out
@@ -45,10 +48,26 @@ def test_argument_summaries_show_file_contents_only_by_length():
 
 def test_entries_are_recorded_completed_and_filtered(tmp_path):
     log = AuditLog(str(tmp_path))
-    a = log.begin(session_id="s1", call_id="c1", tool="bash", summary='{"command": "ls"}', decision="allow",
-                  decided_by="mode:safe", reason="r", project="/ws")
-    log.begin(session_id="s2", call_id="c2", tool="edit", summary="{}", decision="deny", decided_by="mode:read-only",
-              reason="r", outcome="denied")
+    a = log.begin(
+        session_id="s1",
+        call_id="c1",
+        tool="bash",
+        summary='{"command": "ls"}',
+        decision="allow",
+        decided_by="mode:safe",
+        reason="r",
+        project="/ws",
+    )
+    log.begin(
+        session_id="s2",
+        call_id="c2",
+        tool="edit",
+        summary="{}",
+        decision="deny",
+        decided_by="mode:read-only",
+        reason="r",
+        outcome="denied",
+    )
     log.end(a, "completed", 12)
     entries = log.entries()
     assert [(e.call_id, e.outcome, e.run_ms) for e in entries] == [("c1", "completed", 12), ("c2", "denied", None)]
@@ -61,18 +80,26 @@ def test_an_unwritable_audit_log_never_breaks_a_call(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     log = AuditLog(str(blocker / "sub"))  # its directory cannot be created
-    assert log.begin(session_id="s", call_id="c", tool="t", summary="", decision="allow", decided_by="m",
-                     reason="r") is None
+    assert (
+        log.begin(session_id="s", call_id="c", tool="t", summary="", decision="allow", decided_by="m", reason="r")
+        is None
+    )
     log.end(None, "completed")
-
-
 
 
 def test_gatewright_audit_shows_the_log_readably_and_as_json(tmp_path):
     log = AuditLog(str(tmp_path))
-    seq = log.begin(session_id="sess_1", call_id="call_1", tool="bash", summary='{"command": "npm test"}',
-                    decision="ask", decided_by="user", reason="safe mode asks before execute actions",
-                    option="allow_once", ask_ms=1500)
+    seq = log.begin(
+        session_id="sess_1",
+        call_id="call_1",
+        tool="bash",
+        summary='{"command": "npm test"}',
+        decision="ask",
+        decided_by="user",
+        reason="safe mode asks before execute actions",
+        option="allow_once",
+        ask_ms=1500,
+    )
     log.end(seq, "completed", 40)
     log.close()
     out = run_gatewright("audit", state=str(tmp_path))
@@ -81,5 +108,6 @@ def test_gatewright_audit_shows_the_log_readably_and_as_json(tmp_path):
     assert "asked 1500 ms, ran 40 ms" in out.stdout and "npm test" in out.stdout
     (line,) = run_gatewright("audit", "--json", state=str(tmp_path)).stdout.splitlines()
     assert json.loads(line)["decided_by"] == "user"
-    assert run_gatewright("audit", "--session", "other", state=str(tmp_path)).stdout.strip() == \
-        "The audit log is empty."
+    assert (
+        run_gatewright("audit", "--session", "other", state=str(tmp_path)).stdout.strip() == "The audit log is empty."
+    )

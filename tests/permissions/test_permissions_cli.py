@@ -21,8 +21,10 @@ def test_rules_are_listed_and_revoked_from_the_terminal(tmp_path):
     assert out.returncode == 0, out.stderr
     assert f"{p.id}  allow  `npm test`  in this project ({proj})" in out.stdout
     assert f"{g.id}  deny   `git push`  everywhere" in out.stdout
-    listed = [json.loads(line) for line in run_gatewright("permissions", "list", "--json",
-                                                       state=str(tmp_path)).stdout.splitlines()]
+    listed = [
+        json.loads(line)
+        for line in run_gatewright("permissions", "list", "--json", state=str(tmp_path)).stdout.splitlines()
+    ]
     assert {r["id"] for r in listed} == {p.id, g.id}
     elsewhere = run_gatewright("permissions", "list", "--project", str(tmp_path), state=str(tmp_path)).stdout
     assert g.id in elsewhere and p.id not in elsewhere

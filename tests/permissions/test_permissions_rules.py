@@ -18,12 +18,12 @@ from tests.support.permissions_helpers import REPO
 def _python(code: str, *args: str) -> list[str]:
     return [sys.executable, "-c", f"import sys; sys.path.insert(0, {REPO!r})\n" + code, *args]
 
+
 WS = "/ws"
 
 
 def bash_facts(cmd: str, root: str = WS) -> CallFacts:
-    return CallFacts("bash", "execute", f"bash:run:{root}:{cmd}", portable_key=f"bash:run:<workspace>:{cmd}",
-                     root=root)
+    return CallFacts("bash", "execute", f"bash:run:{root}:{cmd}", portable_key=f"bash:run:<workspace>:{cmd}", root=root)
 
 
 def write_facts(path: str = "/ws/a.py") -> CallFacts:
@@ -106,7 +106,10 @@ def test_the_session_api_lists_and_revokes_rules_of_every_scope(tmp_path):
     g = rules.add("allow", bash_facts("c"), "`c`", "global")
     listed = rules.list()
     assert [(r.id, r.scope, r.action, r.label) for r in listed] == [
-        (s.id, "session", "allow", "`a`"), (p.id, "project", "deny", "`b`"), (g.id, "global", "allow", "`c`")]
+        (s.id, "session", "allow", "`a`"),
+        (p.id, "project", "deny", "`b`"),
+        (g.id, "global", "allow", "`c`"),
+    ]
     assert p.describe() == "always reject `b` in this project"
     assert rules.revoke(p.id) and rules.revoke(s.id) and not rules.revoke("nope")
     assert [r.id for r in rules.list()] == [g.id]
@@ -135,8 +138,14 @@ def test_everywhere_is_for_commands_with_nothing_to_look_at_again_and_falls_back
     rules = RuleStore(RuleDatabase(str(tmp_path)), "/ws")
     assert rules.add("allow", bash_facts("make"), "`make`", "global").scope == "global"
     assert rules.add("allow", write_facts(), "x", "global").scope == "project", "not a command"
-    risky = CallFacts("bash", "execute", "bash:run:/ws:k", portable_key="bash:run:<workspace>:k", root=WS,
-                      dangerous=("pipes a download into a shell",))
+    risky = CallFacts(
+        "bash",
+        "execute",
+        "bash:run:/ws:k",
+        portable_key="bash:run:<workspace>:k",
+        root=WS,
+        dangerous=("pipes a download into a shell",),
+    )
     assert rules.add("allow", risky, "x", "global").scope == "project", "a command that needs a closer look"
 
 
@@ -144,8 +153,14 @@ def test_an_everywhere_approval_never_covers_a_call_that_needs_a_closer_look(tmp
     rules = RuleStore(RuleDatabase(str(tmp_path)), "/ws")
     rules.add("allow", bash_facts("make"), "`make`", "global")
     elsewhere = RuleStore(RuleDatabase(str(tmp_path)), "/other")
-    same_key_but_risky = CallFacts("bash", "execute", "bash:run:/other:make", root="/other", dangerous=("x",),
-                                   portable_key="bash:run:<workspace>:make")
+    same_key_but_risky = CallFacts(
+        "bash",
+        "execute",
+        "bash:run:/other:make",
+        root="/other",
+        dangerous=("x",),
+        portable_key="bash:run:<workspace>:make",
+    )
     assert decide(same_key_but_risky, "auto", elsewhere).action == "ask"
 
 
@@ -202,8 +217,9 @@ def test_while_the_file_is_unreadable_this_sessions_own_answers_still_decide(tmp
     rules.database.close()  # type: ignore[union-attr]  # the next read opens the corrupted file
     _corrupt(tmp_path / "permissions.db")
     assert decide(bash_facts("make deploy"), "auto", rules).action == "deny", "a session rejection holds"
-    assert decide(bash_facts("npm test"), "auto", rules).action == "ask", \
+    assert decide(bash_facts("npm test"), "auto", rules).action == "ask", (
         f"{before.id} was given before the file broke: a remembered rejection might now cover it"
+    )
     rules.add("allow", bash_facts("npm test"), "`npm test`", "project")  # answered with the reason in view
     assert decide(bash_facts("npm test"), "auto", rules).action == "allow"
 
@@ -257,10 +273,12 @@ def test_no_secret_in_a_remembered_command_reaches_the_rules_file(tmp_path):
     tool, ws = BashTool(), Workspace(str(tmp_path))
     key = tool.rule_key({"command": command}, ws)
     facts = CallFacts("bash", "execute", key, portable_key=key, root=str(tmp_path))
-    RuleStore(RuleDatabase(str(tmp_path / "st")), str(tmp_path)).add("allow", facts, tool.summary(
-        {"command": command}, ws), "project")
+    RuleStore(RuleDatabase(str(tmp_path / "st")), str(tmp_path)).add(
+        "allow", facts, tool.summary({"command": command}, ws), "project"
+    )
     stored = (tmp_path / "st" / "permissions.db").read_bytes() + b"".join(
-        f.read_bytes() for f in (tmp_path / "st").glob("permissions.db-*"))
+        f.read_bytes() for f in (tmp_path / "st").glob("permissions.db-*")
+    )
     assert b"abcdefghijklmnop" not in stored and b"curl" in stored
 
 
@@ -273,6 +291,8 @@ def test_the_rules_file_is_private_to_its_owner(tmp_path):
 
 
 def test_sqlite_is_not_imported_on_the_start_up_path_nor_by_creating_a_session_object():
-    code = ("import acp_server.cli, acp_server.server, acp_server.agent, acp_server.session, permissions.store, "
-            "permissions.audit\nassert 'sqlite3' not in sys.modules, 'sqlite3 imported at start-up'")
+    code = (
+        "import acp_server.cli, acp_server.server, acp_server.agent, acp_server.session, permissions.store, "
+        "permissions.audit\nassert 'sqlite3' not in sys.modules, 'sqlite3 imported at start-up'"
+    )
     subprocess.run(_python(code), check=True, timeout=60)

@@ -105,8 +105,7 @@ REAL_CALLS = [
     ("write_file", {"path": "{protected}", "content": "x"}, "protected", ("ask", "ask", "ask", "deny")),
     ("edit", {"path": "{inside}", "old_string": "a", "new_string": "b"}, "inside", ("ask", "ask", "allow", "deny")),
     ("edit", {"path": "{outside}", "old_string": "a", "new_string": "b"}, "outside", ("ask", "ask", "ask", "deny")),
-    ("edit", {"path": "{protected}", "old_string": "a", "new_string": "b"}, "protected",
-     ("ask", "ask", "ask", "deny")),
+    ("edit", {"path": "{protected}", "old_string": "a", "new_string": "b"}, "protected", ("ask", "ask", "ask", "deny")),
     ("apply_patch", {"patch": _PATCH.format(p="{inside}")}, "inside", ("ask", "ask", "allow", "deny")),
     ("apply_patch", {"patch": _PATCH.format(p="{outside}")}, "outside", ("ask", "ask", "ask", "deny")),
     ("apply_patch", {"patch": _PATCH.format(p="{protected}")}, "protected", ("ask", "ask", "ask", "deny")),
@@ -149,15 +148,23 @@ def real_workspace(tmp_path):
     (ws / ".git" / "config").write_text("a\n")
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "o.txt").write_text("a\n")
-    places = {"inside": "a.txt", "outside": str(tmp_path / "outside" / "o.txt"), "protected": ".git/config",
-              "inside_dir": "sub", "outside_dir": str(tmp_path / "outside"), "protected_dir": ".git"}
+    places = {
+        "inside": "a.txt",
+        "outside": str(tmp_path / "outside" / "o.txt"),
+        "protected": ".git/config",
+        "inside_dir": "sub",
+        "outside_dir": str(tmp_path / "outside"),
+        "protected_dir": ".git",
+    }
     return ws, places
 
 
-@pytest.mark.parametrize(("tool", "args", "klass", "expected"), REAL_CALLS,
-                         ids=[f"{t}-{k}-{i}" for i, (t, _, k, _) in enumerate(REAL_CALLS)])
+@pytest.mark.parametrize(
+    ("tool", "args", "klass", "expected"), REAL_CALLS, ids=[f"{t}-{k}-{i}" for i, (t, _, k, _) in enumerate(REAL_CALLS)]
+)
 def test_every_built_in_tool_gets_the_documented_decision_in_every_mode_and_path_class(
-        real_workspace, tool, args, klass, expected):
+    real_workspace, tool, args, klass, expected
+):
     import anyio
 
     from runtime.approval import make_describer
@@ -181,8 +188,16 @@ def test_every_built_in_tool_gets_the_documented_decision_in_every_mode_and_path
 
 
 def test_the_real_table_covers_all_eight_tools_and_every_path_class():
-    assert {t for t, *_ in REAL_CALLS} == {"read_file", "write_file", "edit", "apply_patch", "glob", "grep",
-                                           "update_agents_md", "bash"}
+    assert {t for t, *_ in REAL_CALLS} == {
+        "read_file",
+        "write_file",
+        "edit",
+        "apply_patch",
+        "glob",
+        "grep",
+        "update_agents_md",
+        "bash",
+    }
     assert {k for _, _, k, _ in REAL_CALLS} == {"none", "inside", "outside", "protected"}
 
 
@@ -210,8 +225,10 @@ def test_a_rule_source_that_says_unknown_makes_the_call_ask_with_that_reason():
 
     decision = decide(facts("execute", "none"), "auto", Unknown())  # type: ignore[arg-type]
     assert decision.action == "ask" and decision.by == "mode:auto"
-    assert decision.reason == ("the remembered rules cannot be read (/s/permissions.db: file is not a database); "
-                               "a remembered rejection might cover this call")
+    assert decision.reason == (
+        "the remembered rules cannot be read (/s/permissions.db: file is not a database); "
+        "a remembered rejection might cover this call"
+    )
 
 
 def test_decisions_name_what_decided_them():
@@ -227,16 +244,28 @@ _KEY_CASES = [
     # (tool, arguments, the same call with something that decides its effect changed)
     ("bash", {"command": "make"}, {"command": "make", "cwd": "sub"}),
     ("bash", {"command": "make"}, {"command": "make test"}),
-    ("bash", {"action": "write", "processId": "proc_1", "input": "echo hello\n"},
-     {"action": "write", "processId": "proc_1", "input": "rm -rf ~\n"}),
-    ("bash", {"action": "write", "processId": "proc_1", "input": "y\n"},
-     {"action": "write", "processId": "proc_2", "input": "y\n"}),
+    (
+        "bash",
+        {"action": "write", "processId": "proc_1", "input": "echo hello\n"},
+        {"action": "write", "processId": "proc_1", "input": "rm -rf ~\n"},
+    ),
+    (
+        "bash",
+        {"action": "write", "processId": "proc_1", "input": "y\n"},
+        {"action": "write", "processId": "proc_2", "input": "y\n"},
+    ),
     ("write_file", {"path": "a.txt", "content": "one"}, {"path": "a.txt", "content": "two"}),
     ("write_file", {"path": "a.txt", "content": "one"}, {"path": "a.txt", "content": "one", "mode": "append"}),
-    ("edit", {"path": "a.txt", "old_string": "a", "new_string": "b"},
-     {"path": "a.txt", "old_string": "a", "new_string": "import os"}),
-    ("edit", {"path": "a.txt", "old_string": "a", "new_string": "b"},
-     {"path": "a.txt", "old_string": "a", "new_string": "b", "replaceAll": True}),
+    (
+        "edit",
+        {"path": "a.txt", "old_string": "a", "new_string": "b"},
+        {"path": "a.txt", "old_string": "a", "new_string": "import os"},
+    ),
+    (
+        "edit",
+        {"path": "a.txt", "old_string": "a", "new_string": "b"},
+        {"path": "a.txt", "old_string": "a", "new_string": "b", "replaceAll": True},
+    ),
     ("apply_patch", {"patch": _PATCH.format(p="n.txt")}, {"patch": _PATCH.format(p="n.txt").replace("+x", "+y")}),
     ("update_agents_md", {"action": "append", "content": "be nice"}, {"action": "append", "content": "curl | sh"}),
     ("read_file", {"path": "a.txt"}, {"path": "sub/a.txt"}),
@@ -246,8 +275,9 @@ _KEY_CASES = [
 
 
 @pytest.mark.parametrize(("tool", "args", "changed"), _KEY_CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(_KEY_CASES)])
-def test_a_rule_key_changes_with_anything_that_decides_the_effect_and_holds_no_content(real_workspace, tool, args,
-                                                                                       changed):
+def test_a_rule_key_changes_with_anything_that_decides_the_effect_and_holds_no_content(
+    real_workspace, tool, args, changed
+):
     from runtime.tools.builtin import builtin_tools
     from runtime.workspace import Workspace
 
@@ -273,8 +303,12 @@ def test_calls_on_a_background_process_are_tied_to_this_session_and_never_offere
     ws, _ = real_workspace
     describe = make_describer(ToolRegistry(builtin_tools()))
     ctx = ToolContext("s", "c", Workspace(str(ws)))
-    for args in ({"action": "write", "processId": "proc_1", "input": "x"}, {"action": "stop", "processId": "proc_1"},
-                 {"action": "logs", "processId": "proc_1"}, {"action": "status", "processId": "proc_1"}):
+    for args in (
+        {"action": "write", "processId": "proc_1", "input": "x"},
+        {"action": "stop", "processId": "proc_1"},
+        {"action": "logs", "processId": "proc_1"},
+        {"action": "status", "processId": "proc_1"},
+    ):
         facts = anyio.run(describe, ToolCall("c", "bash", args, "{}"), ctx).facts
         assert facts.session_only and facts.everywhere_key == "", args
     run = anyio.run(describe, ToolCall("c", "bash", {"command": "make"}, "{}"), ctx).facts

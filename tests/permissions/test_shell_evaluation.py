@@ -28,9 +28,9 @@ ATTACKS = [
     (f"test -v {S}", True),
     (f"[ -v {S} ]", True),
     (f"[[ -v {S} ]]", True),
-    (f"x={S}; [ -v \"$x\" ]", True),
+    (f'x={S}; [ -v "$x" ]', True),
     (f"x={S}; [[ -v a[x] ]]", True),
-    (f"x={S}; test -v \"a[x]\"", True),
+    (f'x={S}; test -v "a[x]"', True),
     (f"test -R {S}", False),
     # arithmetic comparisons: `[[` evaluates both operands, `test`/`[` do not (fail closed all the same)
     (f"[[ {S} -eq 1 ]]", True),
@@ -48,7 +48,7 @@ ATTACKS = [
     (f"x={S}; typeset -i y=x", True),
     # subscripts, substrings and indirection in expansions
     (f"x={S}; echo ${{a[x]}}", True),
-    (f"x={S}; : \"${{a[x]}}\"", True),
+    (f'x={S}; : "${{a[x]}}"', True),
     (f"x={S}; [[ -n ${{a[x]}} ]]", True),
     (f"y=abc; x={S}; echo ${{y:x}}", True),
     (f"y=abc; x={S}; echo ${{y:0:x}}", True),
@@ -69,7 +69,7 @@ ATTACKS = [
     ("typeset 'a[$(touch M)]=1'", True),
     (f"x={S}; declare a[x]=1", True),
     (f"a=(); unset {S}", True),
-    (f"x={S}; a=(); unset \"a[x]\"", True),
+    (f'x={S}; a=(); unset "a[x]"', True),
     (f"declare {S}", False),
     (f"read -a {S} <<< x", False),
     (f"printf -v {S} x", True),
@@ -166,15 +166,18 @@ def test_scripts_for_shells_that_are_not_bash_are_not_analysed_as_bash() -> None
         assert analysis.opaque_paths
 
 
-@pytest.mark.skipif(not (shutil.which("localedef") and Path("/usr/share/i18n/charmaps/GBK.gz").exists()),
-                    reason="needs localedef and the GBK charmap")
+@pytest.mark.skipif(
+    not (shutil.which("localedef") and Path("/usr/share/i18n/charmaps/GBK.gz").exists()),
+    reason="needs localedef and the GBK charmap",
+)
 def test_switching_to_a_multibyte_locale_is_not_read_only(tmp_path: Path) -> None:
     """Under zh_CN.GBK the bytes of `中\\` form two characters, so bash ends the string at the next quote and runs
     what the parser saw as quoted text. Real bash, with a locale compiled for the test, creates the marker."""
     locales = tmp_path / "locales"
     locales.mkdir()
-    subprocess.run(["localedef", "-f", "GBK", "-i", "zh_CN", str(locales / "zh_CN.GBK")], capture_output=True,
-                   timeout=120)
+    subprocess.run(
+        ["localedef", "-f", "GBK", "-i", "zh_CN", str(locales / "zh_CN.GBK")], capture_output=True, timeout=120
+    )
     if not (locales / "zh_CN.GBK").exists():
         pytest.skip("could not compile the zh_CN.GBK locale")
     work = tmp_path / "work"
@@ -183,15 +186,28 @@ def test_switching_to_a_multibyte_locale_is_not_read_only(tmp_path: Path) -> Non
     assert analyze_command(command.replace("LC_ALL=zh_CN.GBK", "LC_ALL=C")).read_only  # one echo, to the parser
     assert not analyze_command(command).read_only
     gbk = command.encode("utf-8")  # bash reads the bytes; only the locale decides how
-    subprocess.run([BASH, "-c", gbk], cwd=work, env={"PATH": "/usr/bin:/bin", "LOCPATH": str(locales)},
-                   stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
+    subprocess.run(
+        [BASH, "-c", gbk],
+        cwd=work,
+        env={"PATH": "/usr/bin:/bin", "LOCPATH": str(locales)},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=20,
+    )
     assert (work / "M").exists()
 
 
 @pytest.mark.parametrize(
     "command",
-    ["exec -c git log", "env -i git log", "env - git log", "env -u GIT_CONFIG_COUNT git log",
-     "env --unset=GIT_PAGER git log", "unset GIT_CONFIG_COUNT; git log", "GIT_CONFIG_COUNT=0 git log"],
+    [
+        "exec -c git log",
+        "env -i git log",
+        "env - git log",
+        "env -u GIT_CONFIG_COUNT git log",
+        "env --unset=GIT_PAGER git log",
+        "unset GIT_CONFIG_COUNT; git log",
+        "GIT_CONFIG_COUNT=0 git log",
+    ],
 )
 def test_commands_that_drop_the_read_only_environment_are_not_read_only(command: str) -> None:
     """The runtime disarms configured programs with `READ_ONLY_GIT_ENV`; a command that drops it proves nothing."""
@@ -204,19 +220,29 @@ def test_a_translated_string_is_not_read_only(tmp_path: Path) -> None:
     the workspace: a message catalog there translates `hello` to `$(touch M)`. Real bash creates the marker."""
     locales = tmp_path / "locales"
     locales.mkdir()
-    subprocess.run(["localedef", "-f", "UTF-8", "-i", "en_US", str(locales / "en_US.UTF-8")], capture_output=True,
-                   timeout=120)
+    subprocess.run(
+        ["localedef", "-f", "UTF-8", "-i", "en_US", str(locales / "en_US.UTF-8")], capture_output=True, timeout=120
+    )
     if not (locales / "en_US.UTF-8").exists():
         pytest.skip("could not compile the en_US.UTF-8 locale")
     work = tmp_path / "work"
     (work / "po" / "en_US" / "LC_MESSAGES").mkdir(parents=True)
     (work / "e.po").write_text('msgid "hello"\nmsgstr "$(touch M)"\n')
-    subprocess.run(["msgfmt", "-o", str(work / "po" / "en_US" / "LC_MESSAGES" / "evil.mo"), str(work / "e.po")],
-                   check=True, timeout=60)
+    subprocess.run(
+        ["msgfmt", "-o", str(work / "po" / "en_US" / "LC_MESSAGES" / "evil.mo"), str(work / "e.po")],
+        check=True,
+        timeout=60,
+    )
     command = 'TEXTDOMAINDIR=./po TEXTDOMAIN=evil\necho $"hello"'
     analysis = analyze_command(command)
     assert not analysis.read_only
     assert not analyze_command('echo $"hello"').read_only
-    subprocess.run([BASH, "-c", command], cwd=work, stdin=subprocess.DEVNULL, capture_output=True, timeout=20,
-                   env={"PATH": "/usr/bin:/bin", "LOCPATH": str(locales), "LC_ALL": "en_US.UTF-8"})
+    subprocess.run(
+        [BASH, "-c", command],
+        cwd=work,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=20,
+        env={"PATH": "/usr/bin:/bin", "LOCPATH": str(locales), "LC_ALL": "en_US.UTF-8"},
+    )
     assert (work / "M").exists()

@@ -72,8 +72,9 @@ UNPROVEN = [
 
 def _git(repo: Path, *args: str, env: Mapping[str, str] | None = None) -> str:
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(repo.parent), "GIT_CONFIG_NOSYSTEM": "1"}
-    result = subprocess.run(["git", *args], cwd=repo, env={**base, **(env or {})}, capture_output=True, text=True,
-                            timeout=60, check=True)
+    result = subprocess.run(
+        ["git", *args], cwd=repo, env={**base, **(env or {})}, capture_output=True, text=True, timeout=60, check=True
+    )
     return result.stdout.strip()
 
 
@@ -132,10 +133,19 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     _git(repo, "commit", "-qam", "two")
     # A commit carrying a signature, so that showing it verifies the signature with gpg.program.
     tree, parent = _git(repo, "rev-parse", "HEAD^{tree}"), _git(repo, "rev-parse", "HEAD")
-    body = (f"tree {tree}\nparent {parent}\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\n"
-            "gpgsig -----BEGIN PGP SIGNATURE-----\n \n -----END PGP SIGNATURE-----\n\nsigned\n")
-    signed = subprocess.run(["git", "hash-object", "-t", "commit", "-w", "--stdin"], cwd=repo, input=body,
-                            capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    body = (
+        f"tree {tree}\nparent {parent}\nauthor a <a@b> 1 +0000\ncommitter a <a@b> 1 +0000\n"
+        "gpgsig -----BEGIN PGP SIGNATURE-----\n \n -----END PGP SIGNATURE-----\n\nsigned\n"
+    )
+    signed = subprocess.run(
+        ["git", "hash-object", "-t", "commit", "-w", "--stdin"],
+        cwd=repo,
+        input=body,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
     _git(repo, "update-ref", "refs/heads/signed", signed)
     (repo / ".gitattributes").write_text("* diff=evil filter=evil\n")
     # A nested repository and an embedded bare one, each with hostile configuration of its own.
@@ -170,8 +180,15 @@ def _run_on_a_terminal(command: str, cwd: Path, env: Mapping[str, str]) -> None:
     reader = threading.Thread(target=drain, daemon=True)
     reader.start()
     try:
-        subprocess.run(shlex.split(command), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL, stdout=slave,
-                       stderr=slave, timeout=60)
+        subprocess.run(
+            shlex.split(command),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=slave,
+            stderr=slave,
+            timeout=60,
+        )
     finally:
         os.close(slave)
         reader.join(timeout=10)
@@ -179,8 +196,12 @@ def _run_on_a_terminal(command: str, cwd: Path, env: Mapping[str, str]) -> None:
 
 
 def _environment(repo: Path, *, overrides: bool) -> dict[str, str]:
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(repo.parent), "GIT_CONFIG_NOSYSTEM": "1",
-           "TERM": "dumb"}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(repo.parent),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "TERM": "dumb",
+    }
     return read_only_git_env(env) if overrides else env
 
 
@@ -249,8 +270,9 @@ def test_an_embedded_bare_repository_is_not_used_implicitly(hostile: tuple[Path,
     _run_on_a_terminal("git -C inner.git log", repo, _environment(repo, overrides=False))
     assert "pager-log" in _fired(markers)
     env = _environment(repo, overrides=True)
-    result = subprocess.run(["git", "-C", "inner.git", "log"], cwd=repo, env=env, capture_output=True, text=True,
-                            timeout=60)
+    result = subprocess.run(
+        ["git", "-C", "inner.git", "log"], cwd=repo, env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode != 0 and "safe.bareRepository" in result.stderr
 
 
@@ -273,8 +295,14 @@ def test_a_partial_clone_does_not_fetch_lazily_over_a_configured_ssh_command(tmp
     command = ["git", "log", "--stat"]
     assert analyze_command(shlex.join(command)).read_only
     for overrides, fired in ((False, ["ssh"]), (True, [])):
-        subprocess.run(command, cwd=clone, env=_environment(clone, overrides=overrides), capture_output=True,
-                       stdin=subprocess.DEVNULL, timeout=60)
+        subprocess.run(
+            command,
+            cwd=clone,
+            env=_environment(clone, overrides=overrides),
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
+            timeout=60,
+        )
         assert _fired(markers) == fired
 
 
@@ -291,9 +319,19 @@ def test_the_overrides_follow_configuration_the_environment_already_passes() -> 
 
 @pytest.mark.parametrize(
     "command",
-    ["git -c core.pager=evil log", "git --git-dir=inner.git log", "git --exec-path=. log", "git -C $X log",
-     "git log --format=%G?", "git log --ext-diff", "git log --textconv", "git grep -O a",
-     "git grep --recurse-submodules a", "git ls-files --recurse-submodules", "git log -L1,2:f.txt"],
+    [
+        "git -c core.pager=evil log",
+        "git --git-dir=inner.git log",
+        "git --exec-path=. log",
+        "git -C $X log",
+        "git log --format=%G?",
+        "git log --ext-diff",
+        "git log --textconv",
+        "git grep -O a",
+        "git grep --recurse-submodules a",
+        "git ls-files --recurse-submodules",
+        "git log -L1,2:f.txt",
+    ],
 )
 def test_git_options_that_bring_back_configured_programs_are_not_proven(command: str) -> None:
     assert not analyze_command(command).read_only

@@ -91,7 +91,7 @@ NAMED = [
     ("sed 's/x/touch \\/outside\\/f/e' notes.txt", {"notes.txt": W}, True),
     ("sed 's/[/]/x/w /outside/f' notes.txt", {"notes.txt": W}, True),
     ("sed -f script.sed f", {"script.sed": W, "f": W}, True),
-    ("sed \"$S\" f", {"f": W}, True),
+    ('sed "$S" f', {"f": W}, True),
     ("awk 'BEGIN{system(\"touch x\")}'", {}, True),
     ("awk '{print | \"sh\"}' f", {"f": W}, True),
     ("awk '$3 > 1' f", {"f": W}, True),  # a comparison reads like a redirection: fail closed

@@ -22,11 +22,18 @@ from runtime.tools.base import SCHEMA_DIR, ToolFailure, _validator, validate_arg
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMAS = {p.stem: json.loads(p.read_text()) for p in sorted(SCHEMA_DIR.glob("*.json"))}
 
-JSON_SCALARS = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False) | \
-    st.sampled_from([0, 1, -1, 1.0, 0.0, 2.5, "", "x", "high", "pending", True, False, 10**9])
-JSON = st.recursive(JSON_SCALARS | st.text(max_size=8),
-                    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
-                    max_leaves=6)
+JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**6), 10**6)
+    | st.floats(allow_nan=False)
+    | st.sampled_from([0, 1, -1, 1.0, 0.0, 2.5, "", "x", "high", "pending", True, False, 10**9])
+)
+JSON = st.recursive(
+    JSON_SCALARS | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+    max_leaves=6,
+)
 
 
 def _valid(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
@@ -38,12 +45,17 @@ def _valid(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
         props = schema.get("properties", {})
         required = [k for k in props if k in schema.get("required", [])]
         optional = [k for k in props if k not in required]
-        return st.fixed_dictionaries({k: _valid(props[k]) for k in required},
-                                     optional={k: _valid(props[k]) for k in optional})
+        return st.fixed_dictionaries(
+            {k: _valid(props[k]) for k in required}, optional={k: _valid(props[k]) for k in optional}
+        )
     if kind == "array":
         least = schema.get("minItems", 0)
-        return st.lists(_valid(schema.get("items", {})), min_size=least,
-                        max_size=max(min(schema.get("maxItems", 3), 3), least), unique=schema.get("uniqueItems", False))
+        return st.lists(
+            _valid(schema.get("items", {})),
+            min_size=least,
+            max_size=max(min(schema.get("maxItems", 3), 3), least),
+            unique=schema.get("uniqueItems", False),
+        )
     if kind == "string":
         return st.text(min_size=schema.get("minLength", 0), max_size=min(schema.get("maxLength", 12), 12))
     if kind == "integer":
@@ -58,8 +70,11 @@ def _mutations(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
 
     def mutate(value: Any, draw: Any) -> Any:
         if isinstance(value, dict):
-            out = {k: mutate(v, draw) if draw(st.booleans()) else v for k, v in value.items()
-                   if draw(st.integers(0, 5)) != 0}
+            out = {
+                k: mutate(v, draw) if draw(st.booleans()) else v
+                for k, v in value.items()
+                if draw(st.integers(0, 5)) != 0
+            }
             if draw(st.integers(0, 4)) == 0:
                 out[draw(st.sampled_from(["extra", "path", "zz", "mode", "a"]))] = draw(JSON)
             return out
@@ -97,27 +112,33 @@ def test_the_errors_match_jsonschema_exactly_on_generated_arguments(name, data):
     assert _ours(schema, instance) == _theirs(schema, instance)
 
 
-@pytest.mark.parametrize(("instance", "message"), [
-    ({"path": 5}, "5 is not of type 'string'"),
-    ({"path": True}, "True is not of type 'string'"),
-    ({}, "'path' is a required property"),
-    ({"path": "a", "x": 1, "b": 2}, "Additional properties are not allowed ('b', 'x' were unexpected)"),
-    ({"path": "a", "startLine": 0}, "0 is less than the minimum of 1"),
-    ({"path": "a", "startLine": 2.0}, None),  # 1.0-style floats are integers in JSON Schema 2020-12
-    ({"path": "a", "startLine": True}, "True is not of type 'integer'"),  # and bools are not
-    ({"path": ""}, "'' should be non-empty"),
-])
+@pytest.mark.parametrize(
+    ("instance", "message"),
+    [
+        ({"path": 5}, "5 is not of type 'string'"),
+        ({"path": True}, "True is not of type 'string'"),
+        ({}, "'path' is a required property"),
+        ({"path": "a", "x": 1, "b": 2}, "Additional properties are not allowed ('b', 'x' were unexpected)"),
+        ({"path": "a", "startLine": 0}, "0 is less than the minimum of 1"),
+        ({"path": "a", "startLine": 2.0}, None),  # 1.0-style floats are integers in JSON Schema 2020-12
+        ({"path": "a", "startLine": True}, "True is not of type 'integer'"),  # and bools are not
+        ({"path": ""}, "'' should be non-empty"),
+    ],
+)
 def test_read_file_arguments(instance, message):
     errors = _ours(SCHEMAS["read_file"], instance)
     assert errors == _theirs(SCHEMAS["read_file"], instance)
     assert (errors[0][1] if errors else None) == message
 
 
-@pytest.mark.parametrize(("instance", "message"), [
-    ({"question": "q", "options": []}, "[] should be non-empty"),
-    ({"question": "q", "options": ["a", "b", "a"]}, "['a', 'b', 'a'] has non-unique elements"),
-    ({"question": "q", "options": ["a", "b"]}, None),
-])
+@pytest.mark.parametrize(
+    ("instance", "message"),
+    [
+        ({"question": "q", "options": []}, "[] should be non-empty"),
+        ({"question": "q", "options": ["a", "b", "a"]}, "['a', 'b', 'a'] has non-unique elements"),
+        ({"question": "q", "options": ["a", "b"]}, None),
+    ],
+)
 def test_ask_user_arguments_min_and_unique_items(instance, message):
     errors = _ours(SCHEMAS["ask_user"], instance)
     assert errors == _theirs(SCHEMAS["ask_user"], instance)
@@ -135,15 +156,18 @@ def test_unique_items_decides_as_jsonschema_does_on_any_json_list(items):
     assert _ours(schema, doubled) == _theirs(schema, doubled)
 
 
-@pytest.mark.parametrize("schema", [
-    {"type": "object", "properties": {"q": {"type": "string", "pattern": "^a"}}},  # a keyword argcheck lacks
-    {"type": "object", "properties": {"q": {"$ref": "#/$defs/s"}}, "$defs": {"s": {"type": "string"}}},
-    {"type": "object", "properties": {"q": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}},
-    {"type": "object", "additionalProperties": {"type": "string"}},  # a schema, not true/false
-    {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"},  # another draft: other rules
-    {"type": "object", "properties": {"q": True}},  # a boolean schema
-    {"type": "object", "properties": {"q": {"type": "strnig"}}},  # not a type: jsonschema says so
-])
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"q": {"type": "string", "pattern": "^a"}}},  # a keyword argcheck lacks
+        {"type": "object", "properties": {"q": {"$ref": "#/$defs/s"}}, "$defs": {"s": {"type": "string"}}},
+        {"type": "object", "properties": {"q": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}},
+        {"type": "object", "additionalProperties": {"type": "string"}},  # a schema, not true/false
+        {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object"},  # another draft: other rules
+        {"type": "object", "properties": {"q": True}},  # a boolean schema
+        {"type": "object", "properties": {"q": {"type": "strnig"}}},  # not a type: jsonschema says so
+    ],
+)
 def test_a_schema_beyond_argchecks_part_of_json_schema_is_left_to_jsonschema(schema):
     assert not argcheck.supported(schema)
     assert not isinstance(_validator("mcp_tool", json.dumps(schema, sort_keys=True)), argcheck.Checker)
@@ -178,5 +202,10 @@ else:
     raise AssertionError("not refused")
 assert "jsonschema" not in sys.modules
 """
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT,
-                   env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        [sys.executable, "-c", code],
+        check=True,
+        timeout=60,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )

@@ -22,13 +22,16 @@ def view() -> tuple[ChatView, io.StringIO]:
     return ChatView(Console(file=out, width=100, force_terminal=False, color_system=None)), out
 
 
-@pytest.mark.parametrize(("text", "done", "rest"), [
-    ("one para", "", "one para"),
-    ("one\n\ntwo", "one\n\n", "two"),
-    ("- a\n- b\n\nnext", "- a\n- b\n\n", "next"),
-    ("```\ncode\n\nmore\n", "", "```\ncode\n\nmore\n"),  # a blank line inside an open fence is no cut
-    ("```\ncode\n```\n\nafter", "```\ncode\n```\n\n", "after"),
-])
+@pytest.mark.parametrize(
+    ("text", "done", "rest"),
+    [
+        ("one para", "", "one para"),
+        ("one\n\ntwo", "one\n\n", "two"),
+        ("- a\n- b\n\nnext", "- a\n- b\n\n", "next"),
+        ("```\ncode\n\nmore\n", "", "```\ncode\n\nmore\n"),  # a blank line inside an open fence is no cut
+        ("```\ncode\n```\n\nafter", "```\ncode\n```\n\n", "after"),
+    ],
+)
 def test_streamed_markdown_is_printed_block_by_block_once_a_blank_line_ends_a_block(text, done, rest):
     assert stable_split(text) == (done, rest)
 
@@ -37,8 +40,12 @@ def test_the_five_options_get_their_letters_and_the_second_reject_is_try_another
     facts = CallFacts("bash", "execute", "bash:npm test")
     options = tuple(c.option for c in build_choices(facts, "`npm test`", persistent=False))
     assert [(k, o.option_id) for k, o in option_keys(options)] == [
-        ("y", "allow_once"), ("a", "allow_always"), ("n", "reject_once"), ("t", "reject_continue"),
-        ("d", "reject_always")]
+        ("y", "allow_once"),
+        ("a", "allow_always"),
+        ("n", "reject_once"),
+        ("t", "reject_continue"),
+        ("d", "reject_always"),
+    ]
     odd = (PermissionOption("x1", "Allow once", "allow_once"), PermissionOption("x2", "Allow too", "allow_once"))
     assert [k for k, _ in option_keys(odd)] == ["y", "2"]
 
@@ -46,15 +53,23 @@ def test_the_five_options_get_their_letters_and_the_second_reject_is_try_another
 def test_a_turn_leaves_its_reply_collapsed_thought_tool_lines_plan_notice_and_usage():
     v, out = view()
     v.start_turn()
-    for ev in [ThoughtChunk("I should "), ThoughtChunk("read it."), TextChunk("Here is **the** answer.\n\n"),
-               TextChunk("- one\n- two\n"),
-               ToolCallStarted("c1", "read_file", "Read a.py", "read", {}),
-               ToolCallProgress("c1", status="in_progress"), ToolCallProgress("c1", status="completed"),
-               ToolCallStarted("c2", "bash", "Run make", "execute", {}),
-               ToolCallProgress("c2", status="failed", content=({"type": "content", "content": {
-                   "type": "text", "text": "make: *** no rule\nsecond line"}},)),
-               PlanUpdated(({"content": "Fix it", "status": "in_progress", "priority": "high"},)),
-               NoticeEvent("warning", "Heads up", "something")]:
+    for ev in [
+        ThoughtChunk("I should "),
+        ThoughtChunk("read it."),
+        TextChunk("Here is **the** answer.\n\n"),
+        TextChunk("- one\n- two\n"),
+        ToolCallStarted("c1", "read_file", "Read a.py", "read", {}),
+        ToolCallProgress("c1", status="in_progress"),
+        ToolCallProgress("c1", status="completed"),
+        ToolCallStarted("c2", "bash", "Run make", "execute", {}),
+        ToolCallProgress(
+            "c2",
+            status="failed",
+            content=({"type": "content", "content": {"type": "text", "text": "make: *** no rule\nsecond line"}},),
+        ),
+        PlanUpdated(({"content": "Fix it", "status": "in_progress", "priority": "high"},)),
+        NoticeEvent("warning", "Heads up", "something"),
+    ]:
         v.event(ev)
     v.end_turn(None, Usage(12, 3), Usage(40, 9), 0.0)
     screen = out.getvalue()
@@ -82,17 +97,30 @@ def test_an_edit_shows_its_diff_after_it_ran_unless_its_question_showed_it():
 def _request() -> PermissionRequest:
     facts = CallFacts("write_file", "write", "write_file:a.txt")
     options = tuple(c.option for c in build_choices(facts, "this write to `a.txt`", persistent=False))
-    return PermissionRequest("c1", "write_file", "Write a.txt", "edit", {"path": "a.txt"}, options,
-                             "safe mode asks before write actions",
-                             content=({"type": "diff", "path": "/w/a.txt", "oldText": None, "newText": "hi\n"},))
+    return PermissionRequest(
+        "c1",
+        "write_file",
+        "Write a.txt",
+        "edit",
+        {"path": "a.txt"},
+        options,
+        "safe mode asks before write actions",
+        content=({"type": "diff", "path": "/w/a.txt", "oldText": None, "newText": "hi\n"},),
+    )
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("key", "outcome"), [
-    ("y", PermissionOutcome.selected("allow_once")), ("a", PermissionOutcome.selected("allow_always")),
-    ("n", PermissionOutcome.selected("reject_once")), ("t", PermissionOutcome.selected("reject_continue")),
-    ("d", PermissionOutcome.selected("reject_always")), (CANCEL, PermissionOutcome.cancel()),
-])
+@pytest.mark.parametrize(
+    ("key", "outcome"),
+    [
+        ("y", PermissionOutcome.selected("allow_once")),
+        ("a", PermissionOutcome.selected("allow_always")),
+        ("n", PermissionOutcome.selected("reject_once")),
+        ("t", PermissionOutcome.selected("reject_continue")),
+        ("d", PermissionOutcome.selected("reject_always")),
+        (CANCEL, PermissionOutcome.cancel()),
+    ],
+)
 async def test_each_key_answers_its_option_and_ctrl_c_cancels_the_turn(key, outcome):
     v, out = view()
     cancelled = []
@@ -117,8 +145,16 @@ async def test_a_command_the_title_cannot_show_is_printed_whole_under_the_questi
     command = "echo hello" + " " * 200 + "; touch PAYLOAD"
     facts = CallFacts("bash", "execute", "bash:x")
     options = tuple(c.option for c in build_choices(facts, "`echo hello…`", persistent=False))
-    request = PermissionRequest("c1", "bash", "Run echo hello…", "execute", {"command": command}, options,
-                                "safe mode asks before execute actions", content=command_block(command))
+    request = PermissionRequest(
+        "c1",
+        "bash",
+        "Run echo hello…",
+        "execute",
+        {"command": command},
+        options,
+        "safe mode asks before execute actions",
+        content=command_block(command),
+    )
     v, out = view()
 
     async def read_key(message, keys):
@@ -135,4 +171,3 @@ def test_the_live_region_redraws_only_the_end_of_a_long_unfinished_block():
     tail = live_tail(text)
     assert len(tail) <= LIVE_CHARS + 10 and tail.startswith("```\n") and tail.endswith("line_1999 = 1999\n")
     assert live_tail("short") == "short"
-

@@ -33,15 +33,23 @@ def test_project_commands_come_from_markdown_templates_with_arguments(tmp_path: 
 
 
 def _commands_update(agent, sid):
-    return [f["params"]["update"]["availableCommands"] for f in agent.frames
-            if f.get("method") == "session/update" and f["params"]["sessionId"] == sid
-            and f["params"]["update"]["sessionUpdate"] == "available_commands_update"]
+    return [
+        f["params"]["update"]["availableCommands"]
+        for f in agent.frames
+        if f.get("method") == "session/update"
+        and f["params"]["sessionId"] == sid
+        and f["params"]["update"]["sessionUpdate"] == "available_commands_update"
+    ]
 
 
 def _said(agent, sid, start=0) -> str:
-    return "".join(f["params"]["update"]["content"]["text"] for f in agent.frames[start:]
-                   if f.get("method") == "session/update" and f["params"]["sessionId"] == sid
-                   and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+    return "".join(
+        f["params"]["update"]["content"]["text"]
+        for f in agent.frames[start:]
+        if f.get("method") == "session/update"
+        and f["params"]["sessionId"] == sid
+        and f["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
 
 
 def run(agent, sid, text):
@@ -58,8 +66,9 @@ def test_commands_are_announced_right_after_session_new_and_run_locally(inproc, 
     agent.initialize()
     rid = agent.start_request("session/new", {"cwd": str(workspace), "mcpServers": []})
     sid = agent.response(rid)["result"]["sessionId"]
-    update = agent.wait_for(lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate")
-                            == "available_commands_update")
+    update = agent.wait_for(
+        lambda f: f.get("params", {}).get("update", {}).get("sessionUpdate") == "available_commands_update"
+    )
     assert agent.frames.index(update) > next(i for i, f in enumerate(agent.frames) if f.get("id") == rid)
     names = [c["name"] for c in update["params"]["update"]["availableCommands"]]
     assert names == ["help", "mode", "model", "permissions", "compact", "status", "review"]
@@ -68,8 +77,11 @@ def test_commands_are_announced_right_after_session_new_and_run_locally(inproc, 
     assert stop == "end_turn" and "/compact" in text and "/review" in text
     stop, text = run(agent, sid, "/mode read-only")
     assert stop == "end_turn" and "read-only" in text
-    mode_updates = [f["params"]["update"] for f in agent.frames if f.get("method") == "session/update"
-                    and f["params"]["update"]["sessionUpdate"] == "current_mode_update"]
+    mode_updates = [
+        f["params"]["update"]
+        for f in agent.frames
+        if f.get("method") == "session/update" and f["params"]["update"]["sessionUpdate"] == "current_mode_update"
+    ]
     assert mode_updates[-1]["currentModeId"] == "read-only"
     assert "No remembered approval rules" in run(agent, sid, "/permissions")[1]
     assert "No rule" in run(agent, sid, "/permissions revoke rule-404")[1]
@@ -81,10 +93,20 @@ def test_commands_are_announced_right_after_session_new_and_run_locally(inproc, 
 
 
 def test_the_command_list_is_announced_again_when_the_workspace_adds_one(inproc, tmp_path, workspace):
-    model = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": ".gatewright/commands/ship.md",
-                                                             "content": "Ship it: $ARGUMENTS"}}]},
-        {"text": "added"}])
+    model = write_script(
+        tmp_path / "m.json",
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "write_file",
+                        "arguments": {"path": ".gatewright/commands/ship.md", "content": "Ship it: $ARGUMENTS"},
+                    }
+                ]
+            },
+            {"text": "added"},
+        ],
+    )
     agent = inproc("--model", f"scripted:{model}", "--mode", "auto")
     agent.initialize()
     sid = agent.new_session(workspace)
@@ -95,8 +117,9 @@ def test_the_command_list_is_announced_again_when_the_workspace_adds_one(inproc,
 
 
 def test_compact_on_request_uses_one_model_call_and_the_conversation_goes_on(inproc, tmp_path, workspace):
-    model = write_script(tmp_path / "m.json", [{"text": "hello there"}, {"text": '{"goal": "greet"}'},
-                                               {"text": "still here"}])
+    model = write_script(
+        tmp_path / "m.json", [{"text": "hello there"}, {"text": '{"goal": "greet"}'}, {"text": "still here"}]
+    )
     agent = inproc("--model", f"scripted:{model}")
     agent.initialize()
     sid = agent.new_session(workspace)

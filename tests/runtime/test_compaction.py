@@ -57,13 +57,29 @@ def test_the_cut_never_separates_a_call_from_its_results_and_keeps_the_newest_st
 
 
 def test_a_json_checkpoint_is_rendered_in_sections_and_free_text_is_kept_as_is():
-    text = render_checkpoint("Here: " + json.dumps({
-        "goal": "fix the parser", "constraints": ["no new deps"],
-        "progress": {"done": ["read parser.py"], "inProgress": ["edit"], "blocked": []},
-        "keyDecisions": ["use a table"], "nextSteps": ["run tests"], "criticalContext": ["src/parser.py:42"]}))
+    text = render_checkpoint(
+        "Here: "
+        + json.dumps(
+            {
+                "goal": "fix the parser",
+                "constraints": ["no new deps"],
+                "progress": {"done": ["read parser.py"], "inProgress": ["edit"], "blocked": []},
+                "keyDecisions": ["use a table"],
+                "nextSteps": ["run tests"],
+                "criticalContext": ["src/parser.py:42"],
+            }
+        )
+    )
     assert text.startswith(CHECKPOINT_HEADER)
-    for part in ("## Goal\nfix the parser", "- no new deps", "- Done: read parser.py", "- In progress: edit",
-                 "## Key decisions", "## Next steps\n- run tests", "src/parser.py:42"):
+    for part in (
+        "## Goal\nfix the parser",
+        "- no new deps",
+        "- Done: read parser.py",
+        "- In progress: edit",
+        "## Key decisions",
+        "## Next steps\n- run tests",
+        "src/parser.py:42",
+    ):
         assert part in text
     assert render_checkpoint("just prose") == f"{CHECKPOINT_HEADER}\n\njust prose"
 
@@ -105,8 +121,9 @@ async def test_a_failed_summary_drops_the_oldest_tool_outputs_instead(tmp_path):
     outcome = await rt.run_turn([TextPart("go")], Sink())
     assert outcome.stop_reason == "end_turn" and rt.history[-1].text == "all done"
     assert compactor.failures == 2
-    dropped = [m for m in rt.history
-               if isinstance(m, ToolResultMessage) and m.output.startswith("[tool output dropped")]
+    dropped = [
+        m for m in rt.history if isinstance(m, ToolResultMessage) and m.output.startswith("[tool output dropped")
+    ]
     assert dropped and pairs_intact(rt.history)
     assert isinstance(rt.history[0], UserMessage) and rt.history[0].parts[0].text == "go"  # nothing summarised
 

@@ -22,8 +22,13 @@ from tests.support.fake_providers import OPENAI_PATH, Reply, openai_stream
 
 
 def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
-                   capture_output=True, timeout=30)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        timeout=30,
+    )
 
 
 def _context(root: Path, mode: str = "safe", **kw) -> SessionContext:
@@ -136,8 +141,7 @@ def test_the_nested_listing_honours_gitignore(tmp_path):
 
 # ---- environment ---------------------------------------------------------------------------------------------
 def test_the_environment_block_names_workspace_os_shell_date_git_mode_and_sandbox(tmp_path):
-    ctx = _context(tmp_path, "auto", sandbox=lambda: "Landlock active (test)",
-                   today=lambda: datetime.date(2026, 3, 4))
+    ctx = _context(tmp_path, "auto", sandbox=lambda: "Landlock active (test)", today=lambda: datetime.date(2026, 3, 4))
     env = ctx.system_prompt("B").split("# Environment", 1)[1]
     assert f"- Workspace root: {os.path.realpath(tmp_path)}" in env
     assert "- Operating system: Linux" in env
@@ -232,12 +236,31 @@ async def test_a_turn_right_after_the_prefetch_uses_it_and_a_later_one_looks_aga
 
 def test_the_system_prompt_covers_tools_errors_approvals_and_the_sandbox():
     p = DEFAULT_SYSTEM_PROMPT
-    for tool in ("read_file", "grep", "glob", "edit", "apply_patch", "write_file", "bash", "update_plan",
-                 "update_agents_md", "delegate_explore", "ask_user"):
+    for tool in (
+        "read_file",
+        "grep",
+        "glob",
+        "edit",
+        "apply_patch",
+        "write_file",
+        "bash",
+        "update_plan",
+        "update_agents_md",
+        "delegate_explore",
+        "ask_user",
+    ):
         assert f"`{tool}`" in p, tool
-    for phrase in ("read a file before you edit it", "Never claim a success that a tool result did not show",
-                   "TOOL_ERROR:", "`UserDeclined`", "`PermissionDenied`", "`OutcomeUnknown`", "sandbox",
-                   "did not run", "small, verified steps"):
+    for phrase in (
+        "read a file before you edit it",
+        "Never claim a success that a tool result did not show",
+        "TOOL_ERROR:",
+        "`UserDeclined`",
+        "`PermissionDenied`",
+        "`OutcomeUnknown`",
+        "sandbox",
+        "did not run",
+        "small, verified steps",
+    ):
         assert phrase in p, phrase
 
 
@@ -249,16 +272,17 @@ def _system(body: dict) -> str:
 
 
 @pytest.mark.anyio
-async def test_the_provider_receives_instructions_and_environment_and_an_agents_md_edit_shows_next_prompt(
-        tmp_path, fp):
+async def test_the_provider_receives_instructions_and_environment_and_an_agents_md_edit_shows_next_prompt(tmp_path, fp):
     ws = tmp_path / "ws"
     (ws / "src" / "api").mkdir(parents=True)
     (ws / "AGENTS.md").write_text("Project rule: tabs, never spaces.\n")
     (ws / "src" / "api" / "AGENTS.md").write_text("API rule: every handler is async.\n")
     (ws / "src" / "api" / "h.py").write_text("async def h(): ...\n")
-    fp.openai(Reply(frames=openai_stream(tool_calls=[("call_1", "read_file", ['{"path": "src/api/h.py"}'])])),
-              Reply(frames=openai_stream("Read it.")),
-              Reply(frames=openai_stream("Second answer.")))
+    fp.openai(
+        Reply(frames=openai_stream(tool_calls=[("call_1", "read_file", ['{"path": "src/api/h.py"}'])])),
+        Reply(frames=openai_stream("Read it.")),
+        Reply(frames=openai_stream("Second answer.")),
+    )
     client = RecordingClient()
     env = agent_env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1", OPENAI_API_KEY=OPENAI_KEY)
     async with spawn(client, env, "--model", "openai:test-model", "--mode", "auto", cwd=tmp_path) as (conn, _p):
@@ -290,10 +314,11 @@ async def test_a_subagent_gets_the_project_instructions_too(tmp_path, fp):
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "AGENTS.md").write_text("Project rule for everyone: no new dependencies.\n")
-    fp.openai(Reply(frames=openai_stream(tool_calls=[("call_1", "delegate_explore",
-                                                      ['{"task": "where is main?"}'])])),
-              Reply(frames=openai_stream("main is nowhere.")),
-              Reply(frames=openai_stream("The subagent says main is nowhere.")))
+    fp.openai(
+        Reply(frames=openai_stream(tool_calls=[("call_1", "delegate_explore", ['{"task": "where is main?"}'])])),
+        Reply(frames=openai_stream("main is nowhere.")),
+        Reply(frames=openai_stream("The subagent says main is nowhere.")),
+    )
     client = RecordingClient()
     env = agent_env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1", OPENAI_API_KEY=OPENAI_KEY)
     async with spawn(client, env, "--model", "openai:test-model", cwd=tmp_path) as (conn, _p):
@@ -312,8 +337,13 @@ def test_the_terminal_host_builds_the_same_context(tmp_path):
     from runtime import build_runtime
 
     (tmp_path / "AGENTS.md").write_text("terminal rule\n")
-    runtime = build_runtime(session_id="cli", cwd=str(tmp_path), model=None, gateway=None,  # type: ignore[arg-type]
-                            mode=lambda: "read-only").runtime
+    runtime = build_runtime(
+        session_id="cli",
+        cwd=str(tmp_path),
+        model=None,
+        gateway=None,  # type: ignore[arg-type]
+        mode=lambda: "read-only",
+    ).runtime
     prompt = runtime.current_system_prompt()
     assert prompt.startswith(DEFAULT_SYSTEM_PROMPT) and "terminal rule" in prompt and "`read-only`" in prompt
 

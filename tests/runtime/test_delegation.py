@@ -20,7 +20,6 @@ from tests.support.delegation_helpers import ScriptsByTask, Sink, error_of, scri
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
 
-
 def delegate(cid: str, task: str, name: str = "delegate_task", **extra) -> dict:
     return {"id": cid, "name": name, "arguments": {"task": task, **extra}}
 
@@ -33,12 +32,14 @@ NESTING = spec_with(TASK, denied_tools=frozenset({"update_plan"}))
 
 
 async def test_a_delegate_call_runs_a_child_with_its_own_context_and_returns_its_report(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "What does the README say?")]},
-        {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},  # the child
-        {"text": "The README says hello."},  # the child's report
-        {"text": "Done."},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "What does the README say?")]},
+            {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},  # the child
+            {"text": "The README says hello."},  # the child's report
+            {"text": "Done."},
+        ]
+    )
     rt, gw, _ = session_runtime(tmp_path, model)
     sink = Sink()
     outcome = await rt.run_turn([TextPart("go")], sink)
@@ -60,12 +61,14 @@ async def test_a_delegate_call_runs_a_child_with_its_own_context_and_returns_its
 
 
 async def test_a_childs_write_is_asked_through_the_sessions_gateway_under_a_session_wide_id(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "Create hello.txt")]},
-        {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
-        {"text": "Wrote hello.txt."},
-        {"text": "Done."},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "Create hello.txt")]},
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
+            {"text": "Wrote hello.txt."},
+            {"text": "Done."},
+        ]
+    )
     rt, gw, ws = session_runtime(tmp_path, model, answers=["allow_once"])
     await rt.run_turn([TextPart("go")], Sink())
     assert [q.call_id for q in gw.asked] == ["d1/w1"]
@@ -73,12 +76,14 @@ async def test_a_childs_write_is_asked_through_the_sessions_gateway_under_a_sess
 
 
 async def test_rejecting_a_childs_call_stops_the_parent_turn_as_blocked_by_approval(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "Create hello.txt")]},
-        {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
-        {"text": "never reached"},
-        {"text": "never reached either"},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "Create hello.txt")]},
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
+            {"text": "never reached"},
+            {"text": "never reached either"},
+        ]
+    )
     rt, gw, ws = session_runtime(tmp_path, model, answers=["reject_once"])
     sink = Sink()
     outcome = await rt.run_turn([TextPart("go")], sink)
@@ -88,10 +93,12 @@ async def test_rejecting_a_childs_call_stops_the_parent_turn_as_blocked_by_appro
 
 
 async def test_a_cancelled_permission_question_in_a_child_cancels_the_whole_turn(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "Create hello.txt")]},
-        {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "Create hello.txt")]},
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
+        ]
+    )
     rt, gw, ws = session_runtime(tmp_path, model, answers=["cancel"])
     sink = Sink()
     assert (await rt.run_turn([TextPart("go")], sink)).stop_reason == "cancelled"
@@ -99,12 +106,14 @@ async def test_a_cancelled_permission_question_in_a_child_cancels_the_whole_turn
 
 
 async def test_manual_mode_asks_for_the_handoff_and_then_for_the_childs_call_without_deadlock(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "What does the README say?")]},
-        {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"text": "hello"},
-        {"text": "Done."},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "What does the README say?")]},
+            {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},
+            {"text": "hello"},
+            {"text": "Done."},
+        ]
+    )
     rt, gw, _ = session_runtime(tmp_path, model, mode="manual", answers=["allow_once", "allow_once"])
     with anyio.fail_after(5):
         await rt.run_turn([TextPart("go")], Sink())
@@ -112,12 +121,14 @@ async def test_manual_mode_asks_for_the_handoff_and_then_for_the_childs_call_wit
 
 
 async def test_read_only_mode_governs_the_childs_calls(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "Create hello.txt")]},
-        {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
-        {"text": "I was not allowed to write."},
-        {"text": "Done."},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "Create hello.txt")]},
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}]},
+            {"text": "I was not allowed to write."},
+            {"text": "Done."},
+        ]
+    )
     rt, gw, ws = session_runtime(tmp_path, model, mode="read-only")
     sink = Sink()
     await rt.run_turn([TextPart("go")], sink)
@@ -127,13 +138,19 @@ async def test_read_only_mode_governs_the_childs_calls(tmp_path):
 
 
 async def test_the_explore_child_sees_and_runs_only_its_allowed_tools(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "Look around", "delegate_explore")]},
-        {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "x.txt", "content": "x"}},
-                        {"id": "b1", "name": "bash", "arguments": {"command": "touch y.txt"}}]},
-        {"text": "I could only read."},
-        {"text": "Done."},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "Look around", "delegate_explore")]},
+            {
+                "tool_calls": [
+                    {"id": "w1", "name": "write_file", "arguments": {"path": "x.txt", "content": "x"}},
+                    {"id": "b1", "name": "bash", "arguments": {"command": "touch y.txt"}},
+                ]
+            },
+            {"text": "I could only read."},
+            {"text": "Done."},
+        ]
+    )
     rt, gw, ws = session_runtime(tmp_path, model, mode="auto")
     seen: list[list[str]] = []
     original = model.stream
@@ -167,12 +184,14 @@ async def test_the_childs_executor_refuses_unexposed_tools_even_when_validation_
 
 
 async def test_a_handoff_beyond_max_depth_is_denied_at_execution_time(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "outer")]},
-        {"tool_calls": [delegate("d2", "inner")]},  # the child tries to hand off again
-        {"text": "could not delegate"},
-        {"text": "Done."},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "outer")]},
+            {"tool_calls": [delegate("d2", "inner")]},  # the child tries to hand off again
+            {"text": "could not delegate"},
+            {"text": "Done."},
+        ]
+    )
     rt, _, _ = session_runtime(tmp_path, model, specs=(NESTING,))
     sink = Sink()
     await rt.run_turn([TextPart("go")], sink)
@@ -182,14 +201,16 @@ async def test_a_handoff_beyond_max_depth_is_denied_at_execution_time(tmp_path):
 
 
 async def test_nested_handoffs_within_max_depth_link_each_call_to_its_own_parent(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "outer")]},
-        {"tool_calls": [delegate("d2", "inner")]},
-        {"tool_calls": [{"id": "s1", "name": "sleep", "arguments": {"ms": 1}}]},  # the grandchild
-        {"text": "inner report"},
-        {"text": "outer report"},
-        {"text": "Done."},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "outer")]},
+            {"tool_calls": [delegate("d2", "inner")]},
+            {"tool_calls": [{"id": "s1", "name": "sleep", "arguments": {"ms": 1}}]},  # the grandchild
+            {"text": "inner report"},
+            {"text": "outer report"},
+            {"text": "Done."},
+        ]
+    )
     rt, _, _ = session_runtime(tmp_path, model, specs=(spec_with(NESTING, max_depth=2),))
     sink = Sink()
     await rt.run_turn([TextPart("go")], sink)
@@ -201,13 +222,21 @@ async def test_nested_handoffs_within_max_depth_link_each_call_to_its_own_parent
 
 
 async def test_parallel_handoffs_each_keep_their_own_depth_and_parent(tmp_path):
-    model = ScriptsByTask({
-        "PARENT": [{"tool_calls": [delegate("a", "task ALPHA"), delegate("b", "task BETA")]}, {"text": "Done."}],
-        "ALPHA": [{"tool_calls": [{"id": "s", "name": "sleep", "arguments": {"ms": 150}}]},
-                  {"tool_calls": [delegate("n", "nested ALPHA")]}, {"text": "alpha report"}],
-        "BETA": [{"tool_calls": [{"id": "s", "name": "sleep", "arguments": {"ms": 50}}]},
-                 {"tool_calls": [delegate("n", "nested BETA")]}, {"text": "beta report"}],
-    })
+    model = ScriptsByTask(
+        {
+            "PARENT": [{"tool_calls": [delegate("a", "task ALPHA"), delegate("b", "task BETA")]}, {"text": "Done."}],
+            "ALPHA": [
+                {"tool_calls": [{"id": "s", "name": "sleep", "arguments": {"ms": 150}}]},
+                {"tool_calls": [delegate("n", "nested ALPHA")]},
+                {"text": "alpha report"},
+            ],
+            "BETA": [
+                {"tool_calls": [{"id": "s", "name": "sleep", "arguments": {"ms": 50}}]},
+                {"tool_calls": [delegate("n", "nested BETA")]},
+                {"text": "beta report"},
+            ],
+        }
+    )
     rt, _, _ = session_runtime(tmp_path, model, specs=(NESTING,))
     sink = Sink()
     start = time.monotonic()
@@ -221,11 +250,13 @@ async def test_parallel_handoffs_each_keep_their_own_depth_and_parent(tmp_path):
 
 
 async def test_a_child_that_outlives_its_time_limit_is_stopped_and_its_calls_closed(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "slow")]},
-        {"tool_calls": [{"id": "s1", "name": "sleep", "arguments": {"ms": 10_000, "write": True}}]},
-        {"text": "The subagent timed out; I will check."},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "slow")]},
+            {"tool_calls": [{"id": "s1", "name": "sleep", "arguments": {"ms": 10_000, "write": True}}]},
+            {"text": "The subagent timed out; I will check."},
+        ]
+    )
     rt, _, _ = session_runtime(tmp_path, model, mode="auto", specs=(spec_with(TASK, timeout_millis=300),))
     sink = Sink()
     start = time.monotonic()
@@ -238,32 +269,35 @@ async def test_a_child_that_outlives_its_time_limit_is_stopped_and_its_calls_clo
 
 
 async def test_on_error_fallback_hands_the_task_back_instead_of_failing(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "slow task")]},
-        {"delay_ms": 10_000, "text": "late"},
-        {"text": "I did it myself."},
-    ])
-    rt, _, _ = session_runtime(tmp_path, model,
-                               specs=(spec_with(TASK, timeout_millis=200, on_error="fallback"),))
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "slow task")]},
+            {"delay_ms": 10_000, "text": "late"},
+            {"text": "I did it myself."},
+        ]
+    )
+    rt, _, _ = session_runtime(tmp_path, model, specs=(spec_with(TASK, timeout_millis=200, on_error="fallback"),))
     await rt.run_turn([TextPart("go")], Sink())
     (r,) = tool_results(rt)
     assert not r.is_error and "Do the task yourself instead" in r.output and "slow task" in r.output
 
 
 async def test_on_denied_fallback_and_the_input_filter(tmp_path):
-    refuse_secrets = spec_with(TASK, on_denied="fallback",
-                               input_filter=lambda text: None if "SECRET" in text else text)
-    model = scripted([
-        {"tool_calls": [delegate("d1", "print the SECRET")]},
-        {"text": "Done."},
-    ])
+    refuse_secrets = spec_with(TASK, on_denied="fallback", input_filter=lambda text: None if "SECRET" in text else text)
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "print the SECRET")]},
+            {"text": "Done."},
+        ]
+    )
     rt, _, _ = session_runtime(tmp_path, model, specs=(refuse_secrets,))
     await rt.run_turn([TextPart("go")], Sink())
     (r,) = tool_results(rt)
     assert not r.is_error and "input filter refused" in r.output and model.position == 2
     failing = spec_with(TASK, input_filter=lambda text: None)
-    rt2, _, _ = session_runtime(tmp_path, scripted([{"tool_calls": [delegate("d1", "x")]}, {"text": "ok"}]),
-                                specs=(failing,))
+    rt2, _, _ = session_runtime(
+        tmp_path, scripted([{"tool_calls": [delegate("d1", "x")]}, {"text": "ok"}]), specs=(failing,)
+    )
     await rt2.run_turn([TextPart("go")], Sink())
     assert error_of(tool_results(rt2)[0])["errorType"] == "HandoffDenied"
 
@@ -284,11 +318,13 @@ async def test_a_childs_model_error_fails_the_delegate_call(tmp_path):
 
 
 async def test_cancelling_the_turn_cancels_the_child_and_nothing_asks_afterwards(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "slow")]},
-        {"tool_calls": [{"id": "s1", "name": "sleep", "arguments": {"ms": 10_000}}]},
-        {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "late.txt", "content": "x"}}]},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "slow")]},
+            {"tool_calls": [{"id": "s1", "name": "sleep", "arguments": {"ms": 10_000}}]},
+            {"tool_calls": [{"id": "w1", "name": "write_file", "arguments": {"path": "late.txt", "content": "x"}}]},
+        ]
+    )
     rt, gw, ws = session_runtime(tmp_path, model)
     sink = Sink()
     running = anyio.Event()
@@ -316,11 +352,13 @@ async def test_cancelling_the_turn_cancels_the_child_and_nothing_asks_afterwards
 
 
 async def test_a_childs_usage_counts_toward_the_session(tmp_path):
-    model = scripted([
-        {"tool_calls": [delegate("d1", "x")], "usage": {"input_tokens": 10, "output_tokens": 1}},
-        {"text": "child", "usage": {"input_tokens": 100, "output_tokens": 20}},
-        {"text": "ok", "usage": {"input_tokens": 5, "output_tokens": 2}},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "x")], "usage": {"input_tokens": 10, "output_tokens": 1}},
+            {"text": "child", "usage": {"input_tokens": 100, "output_tokens": 20}},
+            {"text": "ok", "usage": {"input_tokens": 5, "output_tokens": 2}},
+        ]
+    )
     rt, _, _ = session_runtime(tmp_path, model)
     await rt.run_turn([TextPart("go")], Sink())
     assert (rt.total_usage.input_tokens, rt.total_usage.output_tokens) == (115, 23)
@@ -328,13 +366,23 @@ async def test_a_childs_usage_counts_toward_the_session(tmp_path):
 
 async def test_a_childs_plan_and_text_stay_inside_the_child(tmp_path):
     planning = spec_with(TASK, denied_tools=frozenset())
-    model = scripted([
-        {"tool_calls": [delegate("d1", "x")]},
-        {"text": "thinking aloud", "tool_calls": [{"id": "p", "name": "update_plan", "arguments": {
-            "entries": [{"content": "child step", "status": "pending"}]}}]},
-        {"text": "child report"},
-        {"text": "ok"},
-    ])
+    model = scripted(
+        [
+            {"tool_calls": [delegate("d1", "x")]},
+            {
+                "text": "thinking aloud",
+                "tool_calls": [
+                    {
+                        "id": "p",
+                        "name": "update_plan",
+                        "arguments": {"entries": [{"content": "child step", "status": "pending"}]},
+                    }
+                ],
+            },
+            {"text": "child report"},
+            {"text": "ok"},
+        ]
+    )
     rt, _, _ = session_runtime(tmp_path, model, specs=(planning,))
     sink = Sink()
     await rt.run_turn([TextPart("go")], sink)
@@ -353,11 +401,15 @@ async def test_the_default_policies_keep_children_from_delegating_or_planning():
 
 async def test_delegate_tools_reach_the_session_results_through_the_call_order(tmp_path):
     """A delegate call and an ordinary call in one step: results keep the model's call order."""
-    model = ScriptsByTask({
-        "PARENT": [{"tool_calls": [delegate("a", "task ALPHA"),
-                                   {"id": "s", "name": "sleep", "arguments": {"ms": 1}}]}, {"text": "Done."}],
-        "ALPHA": [{"tool_calls": [{"id": "s", "name": "sleep", "arguments": {"ms": 100}}]}, {"text": "alpha"}],
-    })
+    model = ScriptsByTask(
+        {
+            "PARENT": [
+                {"tool_calls": [delegate("a", "task ALPHA"), {"id": "s", "name": "sleep", "arguments": {"ms": 1}}]},
+                {"text": "Done."},
+            ],
+            "ALPHA": [{"tool_calls": [{"id": "s", "name": "sleep", "arguments": {"ms": 100}}]}, {"text": "alpha"}],
+        }
+    )
     rt, _, _ = session_runtime(tmp_path, model, options=RuntimeOptions(max_parallel_tool_calls=4))
     await rt.run_turn([TextPart("PARENT")], Sink())
     assert [(r.call_id, r.output) for r in tool_results(rt)] == [("a", "alpha"), ("s", "slept in root@0")]

@@ -51,8 +51,11 @@ class RecordingGateway:
         return PermissionOutcome.selected(self.option)
 
 
-SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}, "tenant": {"type": "string"}},
-          "required": ["q", "tenant"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"q": {"type": "string"}, "tenant": {"type": "string"}},
+    "required": ["q", "tenant"],
+}
 
 
 def make(mode: str, read_only: bool, option: str = "allow_once"):
@@ -60,8 +63,9 @@ def make(mode: str, read_only: bool, option: str = "allow_once"):
     remote = RemoteTool("lookup", "Look things up", SCHEMA, read_only_hint=read_only)
     registry = ToolRegistry([McpTool("mcp__srv__lookup", conn, remote, {"tenant": "acme"})])  # type: ignore[arg-type]
     gateway = RecordingGateway(option)
-    executor = ToolApprovalDecorator(RoutingToolExecutor(registry), gateway, make_describer(registry),
-                                     lambda: mode, RuleStore())  # type: ignore[arg-type,return-value]
+    executor = ToolApprovalDecorator(
+        RoutingToolExecutor(registry), gateway, make_describer(registry), lambda: mode, RuleStore()
+    )  # type: ignore[arg-type,return-value]
     return conn, registry, gateway, executor
 
 
@@ -72,13 +76,16 @@ def ctx(tmp_path) -> ToolContext:
 CALL = ToolCall("c1", "mcp__srv__lookup", {"q": "x"}, '{"q": "x"}')
 
 
-@pytest.mark.parametrize(("mode", "read_only", "asks"), [
-    ("safe", True, False),    # the hint is honoured in safe
-    ("safe", False, True),
-    ("manual", True, True),   # ...but never in manual
-    ("manual", False, True),
-    ("auto", False, False),
-])
+@pytest.mark.parametrize(
+    ("mode", "read_only", "asks"),
+    [
+        ("safe", True, False),  # the hint is honoured in safe
+        ("safe", False, True),
+        ("manual", True, True),  # ...but never in manual
+        ("manual", False, True),
+        ("auto", False, False),
+    ],
+)
 async def test_who_asks_before_an_mcp_tool_runs(tmp_path, mode, read_only, asks):
     conn, _, gateway, executor = make(mode, read_only)
     result = await executor.execute(CALL, ctx(tmp_path))

@@ -11,40 +11,62 @@ CTX = {"id": "sess_1", "cwd": "/work/ws"}
 
 
 def test_stdio_entries_keep_args_and_env_pairs():
-    specs, problems = parse_servers([{"name": "fs", "command": "/bin/srv", "args": ["-v"],
-                                      "env": [{"name": "TOKEN", "value": "abcd1234"}]}], CTX)
+    specs, problems = parse_servers(
+        [{"name": "fs", "command": "/bin/srv", "args": ["-v"], "env": [{"name": "TOKEN", "value": "abcd1234"}]}], CTX
+    )
     assert problems == []
     assert specs == [StdioServer("fs", "/bin/srv", ("-v",), (("TOKEN", "abcd1234"),))]
 
 
 def test_http_and_sse_entries_keep_header_pairs():
-    specs, _ = parse_servers([
-        {"type": "http", "name": "a", "url": "https://x/mcp", "headers": [{"name": "Authorization", "value": "B x"}]},
-        {"type": "sse", "name": "b", "url": "http://y/sse", "headers": []},
-    ], CTX)
-    assert specs == [HttpServer("a", "https://x/mcp", "http", (("Authorization", "B x"),)),
-                     HttpServer("b", "http://y/sse", "sse")]
+    specs, _ = parse_servers(
+        [
+            {
+                "type": "http",
+                "name": "a",
+                "url": "https://x/mcp",
+                "headers": [{"name": "Authorization", "value": "B x"}],
+            },
+            {"type": "sse", "name": "b", "url": "http://y/sse", "headers": []},
+        ],
+        CTX,
+    )
+    assert specs == [
+        HttpServer("a", "https://x/mcp", "http", (("Authorization", "B x"),)),
+        HttpServer("b", "http://y/sse", "sse"),
+    ]
 
 
 def test_bad_entries_become_problems_without_hiding_the_good_ones():
-    specs, problems = parse_servers([
-        {"name": "nocmd", "args": [], "env": []},
-        {"name": "badenv", "command": "x", "args": [], "env": {"A": "b"}},
-        {"type": "acp", "name": "inproc", "serverId": "s"},
-        {"type": "http", "name": "nourl", "headers": []},
-        "garbage",
-        {"name": "ok", "command": "x", "args": [], "env": []},
-    ], CTX)
+    specs, problems = parse_servers(
+        [
+            {"name": "nocmd", "args": [], "env": []},
+            {"name": "badenv", "command": "x", "args": [], "env": {"A": "b"}},
+            {"type": "acp", "name": "inproc", "serverId": "s"},
+            {"type": "http", "name": "nourl", "headers": []},
+            "garbage",
+            {"name": "ok", "command": "x", "args": [], "env": []},
+        ],
+        CTX,
+    )
     assert [s.name for s in specs] == ["ok"]
     assert [p.name for p in problems] == ["nocmd", "badenv", "inproc", "nourl", "mcp-5"]
     assert all(isinstance(p, ConfigProblem) and p.message for p in problems)
 
 
 def test_secrets_are_not_in_the_records_repr():
-    specs, _ = parse_servers([{"name": "fs", "command": "/bin/srv", "args": [],
-                               "env": [{"name": "TOKEN", "value": "topsecret-1"}]},
-                              {"type": "http", "name": "h", "url": "https://u:pw-12345@x/mcp?key=qk-9876",
-                               "headers": [{"name": "Authorization", "value": "Bearer hdr-secret"}]}], CTX)
+    specs, _ = parse_servers(
+        [
+            {"name": "fs", "command": "/bin/srv", "args": [], "env": [{"name": "TOKEN", "value": "topsecret-1"}]},
+            {
+                "type": "http",
+                "name": "h",
+                "url": "https://u:pw-12345@x/mcp?key=qk-9876",
+                "headers": [{"name": "Authorization", "value": "Bearer hdr-secret"}],
+            },
+        ],
+        CTX,
+    )
     assert "topsecret-1" not in repr(specs[0])
     assert "hdr-secret" not in repr(specs[1])
     assert set(specs[1].secrets()) >= {"Bearer hdr-secret", "pw-12345", "qk-9876"}
@@ -56,19 +78,32 @@ def test_redact_replaces_longest_secrets_first_and_ignores_tiny_values():
 
 
 def test_pins_resolve_literals_env_and_session_context():
-    meta = {"gatewright": {"pinned": {"search": {"tenant": "acme", "project": {"$env": "PROJ"},
-                                                 "root": {"$session": "cwd"}, "filter": {"a": [1]}}}}}
+    meta = {
+        "gatewright": {
+            "pinned": {
+                "search": {
+                    "tenant": "acme",
+                    "project": {"$env": "PROJ"},
+                    "root": {"$session": "cwd"},
+                    "filter": {"a": [1]},
+                }
+            }
+        }
+    }
     pins = parse_pins(meta, CTX, {"PROJ": "p-42"})
     assert pins == {"search": {"tenant": "acme", "project": "p-42", "root": "/work/ws", "filter": {"a": [1]}}}
 
 
-@pytest.mark.parametrize("meta", [
-    {"gatewright": {"pinned": {"search": {"tenant": {"$env": "MISSING"}}}}},
-    {"gatewright": {"pinned": {"search": {"tenant": {"$session": "password"}}}}},
-    {"gatewright": {"pinned": ["search"]}},
-    {"gatewright": {"pinned": {"search": "tenant"}}},
-    {"gatewright": "yes"},
-])
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"gatewright": {"pinned": {"search": {"tenant": {"$env": "MISSING"}}}}},
+        {"gatewright": {"pinned": {"search": {"tenant": {"$session": "password"}}}}},
+        {"gatewright": {"pinned": ["search"]}},
+        {"gatewright": {"pinned": {"search": "tenant"}}},
+        {"gatewright": "yes"},
+    ],
+)
 def test_unusable_pins_refuse_the_server(meta):
     with pytest.raises(PinError):
         parse_pins(meta, CTX, {})
@@ -89,13 +124,18 @@ def test_other_meta_is_ignored():
 
 
 def test_pinned_fields_leave_the_schema_and_come_back_at_execution():
-    schema = {"type": "object", "properties": {"q": {"type": "string"}, "tenant": {"type": "string"}},
-              "required": ["q", "tenant"]}
+    schema = {
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "tenant": {"type": "string"}},
+        "required": ["q", "tenant"],
+    }
     stripped = strip_schema(schema, {"tenant": "acme"})
     assert stripped == {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
     assert schema["required"] == ["q", "tenant"]  # the original is untouched
     assert strip_schema({"type": "object", "properties": {"t": {}}, "required": ["t"]}, {"t": 1}) == {
-        "type": "object", "properties": {}}
+        "type": "object",
+        "properties": {},
+    }
     assert inject({"q": "x"}, {"tenant": "acme"}) == {"q": "x", "tenant": "acme"}
     assert supplied_pins({"q": "x", "tenant": "evil"}, {"tenant": "acme"}) == ["tenant"]
 
@@ -127,10 +167,18 @@ def test_passed_through_and_path_values_are_not_registered_as_secrets(monkeypatc
     from runtime.mcp.config import StdioServer, register_secrets
 
     monkeypatch.setenv("GW_PLAIN_SETTING", "plain-setting-value")
-    register_secrets(StdioServer("s", "/bin/x", env=(("GW_PLAIN_SETTING", "plain-setting-value"),
-                                                     ("WORKDIR", str(tmp_path)),
-                                                     ("SEARCH", f"{tmp_path}:{tmp_path}"),
-                                                     ("TICKET_KEY", "tk-0123456789"))))
+    register_secrets(
+        StdioServer(
+            "s",
+            "/bin/x",
+            env=(
+                ("GW_PLAIN_SETTING", "plain-setting-value"),
+                ("WORKDIR", str(tmp_path)),
+                ("SEARCH", f"{tmp_path}:{tmp_path}"),
+                ("TICKET_KEY", "tk-0123456789"),
+            ),
+        )
+    )
     values = secrets.secret_values()
     assert "tk-0123456789" in values
     assert not {"plain-setting-value", str(tmp_path), f"{tmp_path}:{tmp_path}"} & set(values)

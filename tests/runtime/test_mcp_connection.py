@@ -81,8 +81,10 @@ async def test_images_and_embedded_resources_become_acp_content(tmp_path):
         blocks = [c["content"] for c in result.content]
         assert blocks[0] == {"type": "text", "text": "a red dot"}
         assert blocks[1] == {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
-        assert blocks[2] == {"type": "resource", "resource": {"uri": "file:///notes.txt", "mimeType": "text/plain",
-                                                              "text": "hello notes"}}
+        assert blocks[2] == {
+            "type": "resource",
+            "resource": {"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "hello notes"},
+        }
         assert "[image image/png, 8 bytes]" in result.output
         assert "hello notes" in result.output
 
@@ -135,8 +137,12 @@ async def test_a_broken_server_is_reported_and_the_others_still_work(tmp_path):
 
 async def test_a_missing_command_and_an_unsupported_entry_are_reported(tmp_path):
     async with harness(str(tmp_path)) as h:
-        h.start([{"name": "ghost", "command": "/nonexistent/server", "args": [], "env": []},
-                 {"type": "acp", "name": "inproc", "serverId": "x"}])
+        h.start(
+            [
+                {"name": "ghost", "command": "/nonexistent/server", "args": [], "env": []},
+                {"type": "acp", "name": "inproc", "serverId": "x"},
+            ]
+        )
         notices = await h.wait_notices(2)
         by_title = {n.title: n.description for n in notices}
         assert by_title["MCP server ghost failed to start"] == "command not found: /nonexistent/server"
@@ -202,8 +208,12 @@ async def test_a_server_that_never_answers_fails_after_the_start_timeout(tmp_pat
 @pytest.mark.parametrize("kind", ["http", "sse"])
 async def test_http_and_sse_servers_get_their_headers_and_report_progress(tmp_path, kind):
     with http_server(kind) as url:
-        entry = {"type": kind, "name": "web", "url": url,
-                 "headers": [{"name": "Authorization", "value": "Bearer s3cr3t-token"}]}
+        entry = {
+            "type": kind,
+            "name": "web",
+            "url": url,
+            "headers": [{"name": "Authorization", "value": "Bearer s3cr3t-token"}],
+        }
         async with harness(str(tmp_path)) as h:
             h.start([entry])
             await h.ready()
@@ -215,8 +225,12 @@ async def test_http_and_sse_servers_get_their_headers_and_report_progress(tmp_pa
 
 
 async def test_an_unreachable_http_server_is_reported_without_its_credentials(tmp_path):
-    entry = {"type": "http", "name": "down", "url": "http://user:pw-secret@127.0.0.1:9/mcp?token=qs-secret-1",
-             "headers": [{"name": "X-Api-Key", "value": "header-secret"}]}
+    entry = {
+        "type": "http",
+        "name": "down",
+        "url": "http://user:pw-secret@127.0.0.1:9/mcp?token=qs-secret-1",
+        "headers": [{"name": "X-Api-Key", "value": "header-secret"}],
+    }
     async with harness(str(tmp_path)) as h:
         h.start([entry])
         notices = await h.wait_notices(1)

@@ -11,25 +11,31 @@ from runtime.mcp.naming import MAX_LEN, exposed_name, hashed_name, is_clean, uni
 VALID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
-@pytest.mark.parametrize(("server", "tool", "expected"), [
-    ("github", "create_issue", "mcp__github__create_issue"),
-    ("my-server", "get-x", "mcp__my-server__get-x"),
-    ("a_b", "c__d", "mcp__a_b__c__d"),
-])
+@pytest.mark.parametrize(
+    ("server", "tool", "expected"),
+    [
+        ("github", "create_issue", "mcp__github__create_issue"),
+        ("my-server", "get-x", "mcp__my-server__get-x"),
+        ("a_b", "c__d", "mcp__a_b__c__d"),
+    ],
+)
 def test_clean_short_names_are_kept_readable(server, tool, expected):
     assert exposed_name(server, tool) == expected
 
 
-@pytest.mark.parametrize(("server", "tool"), [
-    ("my server", "echo"),       # space
-    ("a__b", "c"),               # would split ambiguously
-    ("_a", "b"),                 # leading underscore
-    ("a_", "b"),                 # trailing underscore
-    ("srv", "weird name!"),
-    ("srv", "ünïcode"),
-    ("s" * 40, "t" * 40),        # too long
-    ("", ""),
-])
+@pytest.mark.parametrize(
+    ("server", "tool"),
+    [
+        ("my server", "echo"),  # space
+        ("a__b", "c"),  # would split ambiguously
+        ("_a", "b"),  # leading underscore
+        ("a_", "b"),  # trailing underscore
+        ("srv", "weird name!"),
+        ("srv", "ünïcode"),
+        ("s" * 40, "t" * 40),  # too long
+        ("", ""),
+    ],
+)
 def test_anything_changed_gets_a_stable_hash_and_stays_valid(server, tool):
     name = exposed_name(server, tool)
     assert VALID.fullmatch(name), name

@@ -40,8 +40,10 @@ from tests.support.fake_providers import (
 )
 
 KEY = "sk-ant-test-0123456789abcdef"
-TOOLS = (ToolSchema("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
-         ToolSchema("write_file", "Write a file", {"type": "object"}))
+TOOLS = (
+    ToolSchema("read_file", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}}),
+    ToolSchema("write_file", "Write a file", {"type": "object"}),
+)
 
 
 @pytest.fixture
@@ -86,32 +88,55 @@ async def test_text_streams_and_usage_counts_cached_prompt_tokens(fp, model):
 
 @pytest.mark.anyio
 async def test_tool_use_input_is_assembled_from_json_deltas_for_each_block(fp, model):
-    fp.anthropic(Reply(frames=anthropic_stream("Two reads.", tool_uses=[
-        ("toolu_1", "read_file", ['{"pa', 'th": ', '"a.txt"}']),
-        ("toolu_2", "read_file", ['{"path": "b.txt"}'])])))
+    fp.anthropic(
+        Reply(
+            frames=anthropic_stream(
+                "Two reads.",
+                tool_uses=[
+                    ("toolu_1", "read_file", ['{"pa', 'th": ', '"a.txt"}']),
+                    ("toolu_2", "read_file", ['{"path": "b.txt"}']),
+                ],
+            )
+        )
+    )
     events = await collect(model())
     calls = [e.call for e in events if isinstance(e, ToolCallEvent)]
-    assert calls == [ToolCallRequest("toolu_1", "read_file", '{"path": "a.txt"}'),
-                     ToolCallRequest("toolu_2", "read_file", '{"path": "b.txt"}')]
+    assert calls == [
+        ToolCallRequest("toolu_1", "read_file", '{"path": "a.txt"}'),
+        ToolCallRequest("toolu_2", "read_file", '{"path": "b.txt"}'),
+    ]
     assert events[-1] == Finished("tool_use", events[-1].usage)  # type: ignore[union-attr]
 
 
 @pytest.mark.anyio
 async def test_thinking_with_its_signature_is_sent_back_in_the_next_request(fp, model):
     m = model(thinking=2000)
-    fp.anthropic(Reply(frames=anthropic_stream("Reading.", thinking=["I should ", "read it."], signature="SIG==",
-                                               tool_uses=[("toolu_1", "read_file", ['{"path": "a"}'])])),
-                 Reply(frames=anthropic_stream("Done.")))
+    fp.anthropic(
+        Reply(
+            frames=anthropic_stream(
+                "Reading.",
+                thinking=["I should ", "read it."],
+                signature="SIG==",
+                tool_uses=[("toolu_1", "read_file", ['{"path": "a"}'])],
+            )
+        ),
+        Reply(frames=anthropic_stream("Done.")),
+    )
     first = await collect(m)
     assert "".join(e.text for e in first if isinstance(e, ThoughtDelta)) == "I should read it."
     fin = first[-1]
     assert isinstance(fin, Finished) and fin.provider_state is not None
     # What the runtime stores and sends back on the next call of the turn:
-    history = (UserMessage((TextPart("hi"),)),
-               AssistantMessage("Reading.", "I should read it.", (ToolCallRequest("toolu_1", "read_file",
-                                                                                  '{"path": "a"}'),),
-                                fin.provider_state),
-               ToolResultMessage("toolu_1", "read_file", "file a"))
+    history = (
+        UserMessage((TextPart("hi"),)),
+        AssistantMessage(
+            "Reading.",
+            "I should read it.",
+            (ToolCallRequest("toolu_1", "read_file", '{"path": "a"}'),),
+            fin.provider_state,
+        ),
+        ToolResultMessage("toolu_1", "read_file", "file a"),
+    )
     await collect(m, request(*history))
     first_body, second_body = (r.body for r in fp.requests_to(ANTHROPIC_PATH))
     assert first_body["thinking"] == {"type": "enabled", "budget_tokens": 2000}
@@ -119,9 +144,10 @@ async def test_thinking_with_its_signature_is_sent_back_in_the_next_request(fp, 
     assistant = second_body["messages"][1]
     assert assistant["role"] == "assistant"
     assert assistant["content"][0] == {"type": "thinking", "thinking": "I should read it.", "signature": "SIG=="}
-    assert assistant["content"][1:] == [{"type": "text", "text": "Reading."},
-                                        {"type": "tool_use", "id": "toolu_1", "name": "read_file",
-                                         "input": {"path": "a"}}]
+    assert assistant["content"][1:] == [
+        {"type": "text", "text": "Reading."},
+        {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a"}},
+    ]
     results = second_body["messages"][2]
     assert results["role"] == "user"
     assert results["content"][0]["type"] == "tool_result" and results["content"][0]["tool_use_id"] == "toolu_1"
@@ -129,15 +155,34 @@ async def test_thinking_with_its_signature_is_sent_back_in_the_next_request(fp, 
 
 @pytest.mark.anyio
 async def test_redacted_thinking_is_kept_verbatim(fp, model):
-    frames = (sse({"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
-                                                        "model": "m", "content": [], "stop_reason": None,
-                                                        "stop_sequence": None,
-                                                        "usage": {"input_tokens": 1, "output_tokens": 1}}},
-                  "message_start"),
-              sse({"type": "content_block_start", "index": 0,
-                   "content_block": {"type": "redacted_thinking", "data": "OPAQUE"}}, "content_block_start"),
-              sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
-              *anthropic_stream("ok")[2:])
+    frames = (
+        sse(
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "m",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "m",
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                },
+            },
+            "message_start",
+        ),
+        sse(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "redacted_thinking", "data": "OPAQUE"},
+            },
+            "content_block_start",
+        ),
+        sse({"type": "content_block_stop", "index": 0}, "content_block_stop"),
+        *anthropic_stream("ok")[2:],
+    )
     # anthropic_stream numbers its text block 0; renumber it after the redacted block.
     frames = tuple(f.replace(b'"index": 0', b'"index": 1') if i >= 3 else f for i, f in enumerate(frames))
     fp.anthropic(Reply(frames=frames))
@@ -150,8 +195,9 @@ async def test_redacted_thinking_is_kept_verbatim(fp, model):
 @pytest.mark.anyio
 async def test_prompt_caching_marks_tools_system_and_the_newest_message(fp, model):
     fp.anthropic(Reply(frames=anthropic_stream("ok")))
-    await collect(model(), request(UserMessage((TextPart("one"),)), AssistantMessage("two"),
-                                   UserMessage((TextPart("three"),))))
+    await collect(
+        model(), request(UserMessage((TextPart("one"),)), AssistantMessage("two"), UserMessage((TextPart("three"),)))
+    )
     body = fp.requests_to(ANTHROPIC_PATH)[0].body
     assert body["system"] == [{"type": "text", "text": "You are a test.", "cache_control": {"type": "ephemeral"}}]
     assert "cache_control" not in body["tools"][0]
@@ -172,8 +218,10 @@ async def test_images_become_base64_image_blocks(fp, model):
 
 @pytest.mark.anyio
 async def test_an_overloaded_error_event_before_output_is_retried(fp, model):
-    overloaded = (anthropic_stream("x")[0], sse({"type": "error", "error": {"type": "overloaded_error",
-                                                                             "message": "Overloaded"}}, "error"))
+    overloaded = (
+        anthropic_stream("x")[0],
+        sse({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, "error"),
+    )
     fp.anthropic(Reply(frames=overloaded), Reply(frames=anthropic_stream("second time lucky")))
     events = await collect(model())
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "second time lucky"
@@ -216,8 +264,9 @@ async def test_529_overloaded_until_retries_run_out_gives_one_line(fp, model):
     fp.anthropic(*[Reply(529, body=error_body("anthropic", 529, "Overloaded"))] * 3)
     with pytest.raises(ModelError) as info:
         await collect(model(max_retries=2))
-    assert info.value.message == ("anthropic failed (HTTP 529) after 3 attempts: Overloaded "
-                                  f"(at {fp.url}{ANTHROPIC_PATH})")
+    assert info.value.message == (
+        f"anthropic failed (HTTP 529) after 3 attempts: Overloaded (at {fp.url}{ANTHROPIC_PATH})"
+    )
 
 
 @pytest.mark.anyio

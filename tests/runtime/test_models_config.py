@@ -91,16 +91,19 @@ def test_the_model_flag_overrides_the_default_model_of_the_file(cfg):
     assert ModelFactory(parse_model_spec("qwen"), config, env={}).default_id == "qwen"
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ("default_model = 3", "default_model must be a string"),
-    ("[models.x]\nmodel = 'nocolon'", "models.x.model must look like PROVIDER:MODEL"),
-    ("[models.x]\nmodel = 'nowhere:m'", "names provider 'nowhere'"),
-    ("[providers.openai]\napi_key = 'sk-123'", "name the variable with api_key_env"),
-    ("[providers.foo]\nbase_url = 'http://x'", "providers.foo.kind must be"),
-    ("[models.x]\nmodel = 'openai:m'\ncontext_window = -1", "context_window must be a non-negative integer"),
-    ("[models.x]\nmodel = 'openai:m'\nprices = { input = 1 }", "needs both input and output"),
-    ("this is = = not toml", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("default_model = 3", "default_model must be a string"),
+        ("[models.x]\nmodel = 'nocolon'", "models.x.model must look like PROVIDER:MODEL"),
+        ("[models.x]\nmodel = 'nowhere:m'", "names provider 'nowhere'"),
+        ("[providers.openai]\napi_key = 'sk-123'", "name the variable with api_key_env"),
+        ("[providers.foo]\nbase_url = 'http://x'", "providers.foo.kind must be"),
+        ("[models.x]\nmodel = 'openai:m'\ncontext_window = -1", "context_window must be a non-negative integer"),
+        ("[models.x]\nmodel = 'openai:m'\nprices = { input = 1 }", "needs both input and output"),
+        ("this is = = not toml", "not valid TOML"),
+    ],
+)
 def test_a_malformed_config_is_refused_with_one_line_naming_file_and_key(tmp_path, text, message):
     path = tmp_path / "config.toml"
     path.write_text(text)
@@ -118,8 +121,9 @@ def test_an_unknown_model_name_or_provider_is_refused_at_start_up(cfg):
 
 
 def test_auth_methods_name_each_key_variable_once_and_are_plain_agent_methods(cfg):
-    factory = ModelFactory(parse_model_spec("openai:gpt-4.1"), load_config(cfg, env={}),
-                           env={"OPENAI_API_KEY": "sk-secret-value-123"})
+    factory = ModelFactory(
+        parse_model_spec("openai:gpt-4.1"), load_config(cfg, env={}), env={"OPENAI_API_KEY": "sk-secret-value-123"}
+    )
     methods = factory.auth_methods()
     assert [m["id"] for m in methods] == ["env:OPENAI_API_KEY", "env:ANTHROPIC_API_KEY"]
     assert all("type" not in m and m["name"] and m["description"] for m in methods)
@@ -144,15 +148,24 @@ def test_clients_are_shared_between_sessions_but_scripted_models_are_not(cfg, tm
 
 def test_cost_prices_cached_and_uncached_prompt_tokens_separately():
     prices = Prices(3.0, 15.0, cache_read=0.3, cache_write=3.75)
-    usage = Usage(input_tokens=1_000_000 + 2_000_000 + 100_000, output_tokens=10_000, cached_read_tokens=2_000_000,
-                  cached_write_tokens=100_000)
+    usage = Usage(
+        input_tokens=1_000_000 + 2_000_000 + 100_000,
+        output_tokens=10_000,
+        cached_read_tokens=2_000_000,
+        cached_write_tokens=100_000,
+    )
     assert prices.cost(usage) == pytest.approx(3.0 + 0.6 + 0.375 + 0.15)
     assert Prices(1.0, 2.0).cost(Usage(500_000, 500_000, cached_read_tokens=500_000)) == pytest.approx(1.5)
 
 
 def test_starting_the_cli_imports_no_provider_sdk():
-    out = subprocess.run([sys.executable, "-X", "importtime", "-c", "import acp_server.cli, runtime.models"],
-                         capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import acp_server.cli, runtime.models"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     imported = {line.split("|")[-1].strip().split(".")[0] for line in out.stderr.splitlines() if "|" in line}
     assert not imported & {"openai", "anthropic", "httpx", "httpx2", "httpcore", "httpcore2"}
 
@@ -186,5 +199,7 @@ def test_redaction_removes_the_key_and_anything_that_looks_like_a_credential():
 def test_failure_descriptions_are_single_lines():
     long = one_line("line one\nline two " + "x" * 500)
     assert "\n" not in long and len(long) <= 300
-    assert describe(Failure("auth", "nope", 401), "openai", 1, "Check OPENAI_API_KEY.") == \
-        "openai refused the credentials (HTTP 401): nope. Check OPENAI_API_KEY."
+    assert (
+        describe(Failure("auth", "nope", 401), "openai", 1, "Check OPENAI_API_KEY.")
+        == "openai refused the credentials (HTTP 401): nope. Check OPENAI_API_KEY."
+    )

@@ -95,15 +95,24 @@ async def test_text_streams_as_deltas_and_usage_is_reported(fp, model):
 
 @pytest.mark.anyio
 async def test_parallel_tool_calls_are_assembled_from_interleaved_fragments_by_index(fp, model):
-    fp.openai(Reply(frames=openai_stream(
-        "Reading both.",
-        tool_calls=[("call_a", "read_file", ['{"pa', 'th": "a', '.txt"}']),
-                    ("call_b", "read_file", ['{"path"', ': "b.txt"}'])],
-        interleave_tools=True)))
+    fp.openai(
+        Reply(
+            frames=openai_stream(
+                "Reading both.",
+                tool_calls=[
+                    ("call_a", "read_file", ['{"pa', 'th": "a', '.txt"}']),
+                    ("call_b", "read_file", ['{"path"', ': "b.txt"}']),
+                ],
+                interleave_tools=True,
+            )
+        )
+    )
     events = await collect(model())
     calls = [e.call for e in events if isinstance(e, ToolCallEvent)]
-    assert calls == [ToolCallRequest("call_a", "read_file", '{"path": "a.txt"}'),
-                     ToolCallRequest("call_b", "read_file", '{"path": "b.txt"}')]
+    assert calls == [
+        ToolCallRequest("call_a", "read_file", '{"path": "a.txt"}'),
+        ToolCallRequest("call_b", "read_file", '{"path": "b.txt"}'),
+    ]
     assert isinstance(events[-1], Finished) and events[-1].stop == "tool_use"
 
 
@@ -125,11 +134,20 @@ async def test_history_with_tool_results_and_images_is_sent_in_chat_completions_
     )
     await collect(model(images=True), request(*history))
     msgs = fp.requests_to(OPENAI_PATH)[0].body["messages"]
-    assert msgs[1] == {"role": "user", "content": [
-        {"type": "text", "text": "look"},
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGVsbG8="}}]}
-    assert msgs[2] == {"role": "assistant", "content": "Reading.", "tool_calls": [
-        {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path":"a"}'}}]}
+    assert msgs[1] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,aGVsbG8="}},
+        ],
+    }
+    assert msgs[2] == {
+        "role": "assistant",
+        "content": "Reading.",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"path":"a"}'}}
+        ],
+    }
     assert msgs[3] == {"role": "tool", "tool_call_id": "c1", "content": "contents of a"}
 
 
@@ -145,8 +163,10 @@ async def test_a_model_without_images_gets_a_note_instead_of_the_image(fp, model
 
 @pytest.mark.anyio
 async def test_429_with_retry_after_is_waited_out_then_the_call_succeeds(fp, model):
-    fp.openai(Reply(429, headers={"Retry-After": "1"}, body=error_body("openai", 429, "slow down")),
-              Reply(frames=openai_stream("after the wait")))
+    fp.openai(
+        Reply(429, headers={"Retry-After": "1"}, body=error_body("openai", 429, "slow down")),
+        Reply(frames=openai_stream("after the wait")),
+    )
     start = time.monotonic()
     events = await collect(model())
     elapsed = time.monotonic() - start
@@ -169,8 +189,10 @@ async def test_retry_after_ms_is_preferred_and_backoff_stops_after_max_retries(f
 
 @pytest.mark.anyio
 async def test_500_after_partial_output_is_an_error_and_never_retried(fp, model):
-    fp.openai(Reply(frames=(*openai_stream("partial answer")[:2], Cut())),
-              Reply(frames=openai_stream("a second, different answer")))
+    fp.openai(
+        Reply(frames=(*openai_stream("partial answer")[:2], Cut())),
+        Reply(frames=openai_stream("a second, different answer")),
+    )
     seen: list[ModelEvent] = []
     with pytest.raises(ModelError) as info, anyio.fail_after(10):
         async for ev in model().stream(request()):
@@ -205,8 +227,7 @@ async def test_no_log_record_or_error_ever_contains_the_key(fp, model, caplog):
     caplog.set_level(logging.DEBUG)
     for name in ("openai", "httpx", "httpx2", "httpcore", "httpcore2", "gatewright"):
         caplog.set_level(logging.DEBUG, logger=name)
-    fp.openai(Reply(500, body=error_body("openai", 500, f"upstream said {KEY}")),
-              Reply(frames=openai_stream("fine")))
+    fp.openai(Reply(500, body=error_body("openai", 500, f"upstream said {KEY}")), Reply(frames=openai_stream("fine")))
     await collect(model())
     fp.openai(*[Reply(500, body=error_body("openai", 500, f"key {KEY} broke"))] * 4)
     with pytest.raises(ModelError) as info:
@@ -230,8 +251,9 @@ async def test_a_first_token_that_never_comes_ends_with_a_clear_timeout(fp, mode
     fp.openai(*[Reply(frames=(Pause(5.0),))] * 2)
     with pytest.raises(ModelError) as info:
         await collect(model(first_token_timeout=0.2, max_retries=1))
-    assert info.value.message == ("openai did not answer after 2 attempts: no response within 0.2 s "
-                                  f"(at {fp.url}{OPENAI_PATH})")
+    assert info.value.message == (
+        f"openai did not answer after 2 attempts: no response within 0.2 s (at {fp.url}{OPENAI_PATH})"
+    )
 
 
 @pytest.mark.anyio
@@ -247,8 +269,9 @@ async def test_a_malformed_chunk_is_a_one_line_error_not_a_crash(fp, model):
 @pytest.mark.anyio
 async def test_connection_refused_is_retried_then_reported(fp, model):
     m = model(max_retries=1)
-    m.settings = ProviderSettings("openai", "openai", base_url="http://127.0.0.1:9/v1", retry_base_delay=0.01,
-                                  connect_timeout=1.0)
+    m.settings = ProviderSettings(
+        "openai", "openai", base_url="http://127.0.0.1:9/v1", retry_base_delay=0.01, connect_timeout=1.0
+    )
     with pytest.raises(ModelError) as info:
         await collect(m)
     assert info.value.message.startswith("cannot reach openai after 2 attempts")

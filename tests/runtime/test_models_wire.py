@@ -107,8 +107,9 @@ async def test_parallel_tool_calls_whose_arguments_arrive_interleaved_in_many_pi
     events = await collect(make("openai"))
     calls = [e.call for e in events if isinstance(e, ToolCallEvent)]
     assert calls == [
-        ToolCallRequest("call_DdmO9pD3xa9XTPNJ32zg2hcA", "read_file",
-                        '{"path": "notes.txt", "startLine": 1, "endLine": 40}'),
+        ToolCallRequest(
+            "call_DdmO9pD3xa9XTPNJ32zg2hcA", "read_file", '{"path": "notes.txt", "startLine": 1, "endLine": 40}'
+        ),
         ToolCallRequest("call_Kx7gq2Yb0Lw1t8Rk3pQvN5sZ", "grep", '{"pattern": "TODO", "include": "*.py"}'),
     ]
     assert isinstance(events[-1], Finished) and events[-1].stop == "tool_use" and events[-1].usage.output_tokens == 61
@@ -125,9 +126,15 @@ async def test_a_local_servers_reasoning_deltas_are_thoughts_and_its_null_choice
 
 @pytest.mark.anyio
 async def test_reasoning_named_reasoning_as_openrouter_and_ollama_send_it_is_a_thought_too(fp, make):
-    chunk = {"id": "gen-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-             "choices": [{"index": 0, "delta": {"role": "assistant", "content": "", "reasoning": "hmm"},
-                          "finish_reason": None}]}
+    chunk = {
+        "id": "gen-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [
+            {"index": 0, "delta": {"role": "assistant", "content": "", "reasoning": "hmm"}, "finish_reason": None}
+        ],
+    }
     fp.openai(Reply(frames=(sse(chunk), *openai_stream("ok"))))
     events = await collect(make("openai"))
     assert texts(events, ThoughtDelta) == "hmm" and texts(events) == "ok"
@@ -140,13 +147,22 @@ async def test_a_documented_thinking_and_tool_use_stream_keeps_the_signature_and
     assert texts(events, ThoughtDelta) == "The user wants the notes. I should read notes.txt first."
     assert texts(events) == "I'll read the notes."
     calls = [e.call for e in events if isinstance(e, ToolCallEvent)]
-    assert calls == [ToolCallRequest("toolu_01T1x1fJ34qAmk2tNTrN7Up6", "read_file",
-                                     '{"path": "notes.txt", "startLine": 1}')]
+    assert calls == [
+        ToolCallRequest("toolu_01T1x1fJ34qAmk2tNTrN7Up6", "read_file", '{"path": "notes.txt", "startLine": 1}')
+    ]
     fin = events[-1]
     assert isinstance(fin, Finished) and fin.stop == "tool_use"
-    assert fin.provider_state == {"anthropic": {"thinking": [{
-        "type": "thinking", "thinking": "The user wants the notes. I should read notes.txt first.",
-        "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds"}]}}
+    assert fin.provider_state == {
+        "anthropic": {
+            "thinking": [
+                {
+                    "type": "thinking",
+                    "thinking": "The user wants the notes. I should read notes.txt first.",
+                    "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYds",
+                }
+            ]
+        }
+    }
     assert (fin.usage.input_tokens, fin.usage.cached_read_tokens, fin.usage.output_tokens) == (472 + 2048, 2048, 89)
 
 
@@ -166,11 +182,15 @@ DELIVERIES = {
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("delivery", list(DELIVERIES))
-@pytest.mark.parametrize(("api", "stream"), [("openai", "openai_text_usage.sse"),
-                                             ("openai", "openai_parallel_tool_calls.sse"),
-                                             ("anthropic", "anthropic_thinking_tool_use.sse")])
-async def test_the_same_stream_gives_the_same_events_however_the_bytes_are_delivered(fp, make, api, stream,
-                                                                                      delivery):
+@pytest.mark.parametrize(
+    ("api", "stream"),
+    [
+        ("openai", "openai_text_usage.sse"),
+        ("openai", "openai_parallel_tool_calls.sse"),
+        ("anthropic", "anthropic_thinking_tool_use.sse"),
+    ],
+)
+async def test_the_same_stream_gives_the_same_events_however_the_bytes_are_delivered(fp, make, api, stream, delivery):
     data = replay(stream)
     queue(fp, api, Reply(frames=events_of(data)), Reply(frames=DELIVERIES[delivery](data)))
     m = make(api)
@@ -182,8 +202,10 @@ async def test_the_same_stream_gives_the_same_events_however_the_bytes_are_deliv
 # ---- failures inside a 200 stream --------------------------------------------------------------------------------
 @pytest.mark.anyio
 async def test_an_anthropic_error_event_after_text_ends_the_call_with_the_text_kept_and_no_retry(fp, make):
-    fp.anthropic(Reply(frames=events_of(replay("anthropic_error_after_text.sse"))),
-                 Reply(frames=anthropic_stream("a second answer")))
+    fp.anthropic(
+        Reply(frames=events_of(replay("anthropic_error_after_text.sse"))),
+        Reply(frames=anthropic_stream("a second answer")),
+    )
     seen: list[ModelEvent] = []
     with pytest.raises(ModelError) as info, anyio.fail_after(10):
         async for ev in make("anthropic").stream(request()):
@@ -216,11 +238,18 @@ async def test_a_200_json_error_from_a_gateway_is_the_gateways_own_text(fp, make
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("api", "finish", "stop"), [
-    ("openai", "length", "max_tokens"), ("openai", "content_filter", "refusal"), ("openai", "stop", "end_turn"),
-    ("anthropic", "max_tokens", "max_tokens"), ("anthropic", "refusal", "refusal"),
-    ("anthropic", "pause_turn", "end_turn"), ("anthropic", "stop_sequence", "end_turn"),
-])
+@pytest.mark.parametrize(
+    ("api", "finish", "stop"),
+    [
+        ("openai", "length", "max_tokens"),
+        ("openai", "content_filter", "refusal"),
+        ("openai", "stop", "end_turn"),
+        ("anthropic", "max_tokens", "max_tokens"),
+        ("anthropic", "refusal", "refusal"),
+        ("anthropic", "pause_turn", "end_turn"),
+        ("anthropic", "stop_sequence", "end_turn"),
+    ],
+)
 async def test_stop_reasons_map_to_ours(fp, make, api, finish, stop):
     frames = openai_stream("x", finish=finish) if api == "openai" else anthropic_stream("x", stop=finish)
     queue(fp, api, Reply(frames=frames))
@@ -233,9 +262,18 @@ async def test_stop_reasons_map_to_ours(fp, make, api, finish, stop):
 @pytest.mark.parametrize("api", ["openai", "anthropic"])
 async def test_a_400_carries_the_providers_own_text_and_the_url_tried_and_is_not_retried(fp, make, api):
     text = "tools.0.custom.input_schema: JSON schema is invalid - please consult https://json-schema.org"
-    body = {"type": "error", "error": {"type": "invalid_request_error", "message": text}} if api == "anthropic" \
-        else {"error": {"message": text, "type": "invalid_request_error", "param": "tools[0]",
-                        "code": "invalid_function_parameters"}}
+    body = (
+        {"type": "error", "error": {"type": "invalid_request_error", "message": text}}
+        if api == "anthropic"
+        else {
+            "error": {
+                "message": text,
+                "type": "invalid_request_error",
+                "param": "tools[0]",
+                "code": "invalid_function_parameters",
+            }
+        }
+    )
     queue(fp, api, Reply(400, body=body))
     with pytest.raises(ModelError) as info:
         await collect(make(api))
@@ -316,8 +354,10 @@ async def test_a_base_url_without_a_scheme_is_one_line_and_not_retried(make):
 
 
 def test_a_url_is_shown_without_its_user_info_or_query():
-    assert safe_url("https://me:pa55@gw.example:8443/v1/chat/completions?api-key=abc") == \
-        "https://gw.example:8443/v1/chat/completions"
+    assert (
+        safe_url("https://me:pa55@gw.example:8443/v1/chat/completions?api-key=abc")
+        == "https://gw.example:8443/v1/chat/completions"
+    )
 
 
 # ---- the connection ----------------------------------------------------------------------------------------------
@@ -348,9 +388,29 @@ def certificate(tmp_path):
     """A self-signed certificate for 127.0.0.1 (the openssl command line)."""
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     try:
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                        "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out",
-                        str(cert)], check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "1",
+                "-subj",
+                "/CN=127.0.0.1",
+                "-addext",
+                "subjectAltName=IP:127.0.0.1",
+                "-keyout",
+                str(key),
+                "-out",
+                str(cert),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
     except (OSError, subprocess.CalledProcessError) as exc:
         pytest.skip(f"openssl cannot make a certificate here: {exc}")
     return str(cert), str(key)
@@ -358,7 +418,8 @@ def certificate(tmp_path):
 
 @pytest.mark.anyio
 async def test_https_trusts_the_ca_named_by_ssl_cert_file_and_refuses_an_unknown_one_without_retrying(
-        make, certificate, monkeypatch):
+    make, certificate, monkeypatch
+):
     for var in ("SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(var, raising=False)
     with FakeProviders(tls=certificate) as tls:

@@ -24,23 +24,38 @@ def test_every_public_name_is_listed_once_and_resolves():
 
 
 def test_importing_the_package_loads_none_of_its_modules():
-    code = ("import sys, runtime; loaded = sorted(m for m in sys.modules if m.startswith('runtime.')); "
-            "assert not loaded, loaded")
+    code = (
+        "import sys, runtime; loaded = sorted(m for m in sys.modules if m.startswith('runtime.')); "
+        "assert not loaded, loaded"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
 
 
 # The runtime's public face for hosts: the package's names, and the modules that are themselves an API (the secret
 # registry, the slash commands, the config file, the OS sandbox, asking the user, the transcript format, the version).
-PUBLIC_MODULES = {"runtime", "runtime.secrets", "runtime.commands", "runtime.config", "runtime.sandbox",
-                  "runtime.elicitation", "runtime.recording", "runtime.version"}
+PUBLIC_MODULES = {
+    "runtime",
+    "runtime.secrets",
+    "runtime.commands",
+    "runtime.config",
+    "runtime.sandbox",
+    "runtime.elicitation",
+    "runtime.recording",
+    "runtime.version",
+}
 
 
 def test_the_acp_host_imports_only_the_runtime_public_api():
     reached = {}
     for path in sorted((ROOT / "acp_server").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            modules = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
-                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            modules = (
+                [node.module]
+                if isinstance(node, ast.ImportFrom) and node.module
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
             inner = [m for m in modules if m.split(".")[0] == "runtime" and m not in PUBLIC_MODULES]
             if inner:
                 reached.setdefault(path.name, []).extend(inner)

@@ -22,8 +22,12 @@ class SleepTool(Tool):
     name = "sleep"
     kind = "other"
     description = "sleep"
-    schema = {"type": "object", "properties": {"ms": {"type": "integer"}, "tag": {"type": "string"}},
-              "required": ["ms"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"ms": {"type": "integer"}, "tag": {"type": "string"}},
+        "required": ["ms"],
+        "additionalProperties": False,
+    }
     running = 0
     peak = 0
 
@@ -75,14 +79,28 @@ class Gateway:
         return PermissionOutcome.cancel() if a == "cancel" else PermissionOutcome.selected(a)
 
 
-def make_runtime(tmp_path: Path, responses: list[dict[str, Any]], *, mode: str = "safe", answers=(),
-                 options: RuntimeOptions | None = None):
+def make_runtime(
+    tmp_path: Path,
+    responses: list[dict[str, Any]],
+    *,
+    mode: str = "safe",
+    answers=(),
+    options: RuntimeOptions | None = None,
+):
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     gateway = Gateway(list(answers))
     model = ScriptedModel(parse_script(json.dumps({"responses": responses})))
-    rt = build_runtime(session_id="s1", cwd=str(ws), model=model, gateway=gateway, mode=lambda: mode, options=options,
-                       tools=[*builtin_tools(), SleepTool(), CrashTool(), BigTool()], context=False).runtime
+    rt = build_runtime(
+        session_id="s1",
+        cwd=str(ws),
+        model=model,
+        gateway=gateway,
+        mode=lambda: mode,
+        options=options,
+        tools=[*builtin_tools(), SleepTool(), CrashTool(), BigTool()],
+        context=False,
+    ).runtime
     return rt, gateway, ws, model
 
 
@@ -96,8 +114,9 @@ class Sink:
     def statuses(self, call_id: str) -> list[str]:
         out = [e for e in self.events if isinstance(e, ToolCallStarted) and e.call_id == call_id]
         st = ["pending"] if out else []
-        return st + [e.status for e in self.events
-                     if isinstance(e, ToolCallProgress) and e.call_id == call_id and e.status]
+        return st + [
+            e.status for e in self.events if isinstance(e, ToolCallProgress) and e.call_id == call_id and e.status
+        ]
 
 
 def tool_results(rt: AgentRuntime) -> list[ToolResultMessage]:
@@ -106,31 +125,44 @@ def tool_results(rt: AgentRuntime) -> list[ToolResultMessage]:
 
 @pytest.mark.anyio
 async def test_missing_call_ids_become_tool_step_ids(tmp_path):
-    rt, _, ws, _ = make_runtime(tmp_path, [
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "a"}},
-                        {"name": "read_file", "arguments": {"path": "b"}}]}, {"text": "ok"}])
+    rt, _, ws, _ = make_runtime(
+        tmp_path,
+        [
+            {
+                "tool_calls": [
+                    {"name": "read_file", "arguments": {"path": "a"}},
+                    {"name": "read_file", "arguments": {"path": "b"}},
+                ]
+            },
+            {"text": "ok"},
+        ],
+    )
     sink = Sink()
     await rt.run_turn([TextPart("go")], sink)
     assert [r.call_id for r in tool_results(rt)] == ["tool_step_0_0", "tool_step_0_1"]
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("args", "needle"), [
-    ("{not json", "not valid JSON"),
-    ("[1, 2]", "must be a JSON object"),
-    ({"path": "a", "dangerouslyDisableSandbox": True}, "Additional properties"),
-    ({}, "'path' is a required property"),
-    ({"path": 5}, "is not of type 'string'"),
-])
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ({"path": "a", "dangerouslyDisableSandbox": True}, "Additional properties"),
+        ({}, "'path' is a required property"),
+        ({"path": 5}, "is not of type 'string'"),
+    ],
+)
 async def test_invalid_arguments_become_exact_tool_errors_and_the_loop_goes_on(tmp_path, args, needle):
-    rt, _, _, model = make_runtime(tmp_path, [
-        {"tool_calls": [{"id": "c1", "name": "read_file", "arguments": args}]}, {"text": "fixed"}])
+    rt, _, _, model = make_runtime(
+        tmp_path, [{"tool_calls": [{"id": "c1", "name": "read_file", "arguments": args}]}, {"text": "fixed"}]
+    )
     sink = Sink()
     outcome = await rt.run_turn([TextPart("go")], sink)
     assert outcome.stop_reason == "end_turn"
     (result,) = tool_results(rt)
     assert result.output.startswith("TOOL_ERROR: ")
-    payload = json.loads(result.output[len("TOOL_ERROR: "):])
+    payload = json.loads(result.output[len("TOOL_ERROR: ") :])
     assert list(payload) == ["errorType", "error", "tool", "callId"]
     assert payload["errorType"] == "InvalidArguments" and payload["tool"] == "read_file" and payload["callId"] == "c1"
     assert needle in payload["error"]
@@ -140,9 +172,13 @@ async def test_invalid_arguments_become_exact_tool_errors_and_the_loop_goes_on(t
 
 @pytest.mark.anyio
 async def test_blank_and_unknown_tool_names_are_tool_errors(tmp_path):
-    rt, _, _, _ = make_runtime(tmp_path, [
-        {"tool_calls": [{"id": "a", "name": "  ", "arguments": {}}, {"id": "b", "name": "rm_rf", "arguments": {}}]},
-        {"text": "ok"}])
+    rt, _, _, _ = make_runtime(
+        tmp_path,
+        [
+            {"tool_calls": [{"id": "a", "name": "  ", "arguments": {}}, {"id": "b", "name": "rm_rf", "arguments": {}}]},
+            {"text": "ok"},
+        ],
+    )
     await rt.run_turn([TextPart("go")], Sink())
     a, b = tool_results(rt)
     assert json.loads(a.output[12:])["errorType"] == "InvalidToolCall"
@@ -151,8 +187,9 @@ async def test_blank_and_unknown_tool_names_are_tool_errors(tmp_path):
 
 @pytest.mark.anyio
 async def test_a_crashing_tool_yields_tool_error_without_stack_trace(tmp_path):
-    rt, _, _, _ = make_runtime(tmp_path, [{"tool_calls": [{"id": "x", "name": "crash", "arguments": {}}]},
-                                          {"text": "ok"}])
+    rt, _, _, _ = make_runtime(
+        tmp_path, [{"tool_calls": [{"id": "x", "name": "crash", "arguments": {}}]}, {"text": "ok"}]
+    )
     assert (await rt.run_turn([TextPart("go")], Sink())).stop_reason == "end_turn"
     (r,) = tool_results(rt)
     payload = json.loads(r.output[12:])
@@ -164,8 +201,9 @@ async def test_a_crashing_tool_yields_tool_error_without_stack_trace(tmp_path):
 async def test_parallel_calls_respect_the_cap_and_results_keep_call_order(tmp_path):
     SleepTool.peak = 0
     calls = [{"id": f"s{i}", "name": "sleep", "arguments": {"ms": 200 - i * 30, "tag": str(i)}} for i in range(6)]
-    rt, _, _, _ = make_runtime(tmp_path, [{"tool_calls": calls}, {"text": "ok"}],
-                               options=RuntimeOptions(max_parallel_tool_calls=2))
+    rt, _, _, _ = make_runtime(
+        tmp_path, [{"tool_calls": calls}, {"text": "ok"}], options=RuntimeOptions(max_parallel_tool_calls=2)
+    )
     start = time.monotonic()
     await rt.run_turn([TextPart("go")], Sink())
     assert SleepTool.peak == 2
@@ -175,10 +213,19 @@ async def test_parallel_calls_respect_the_cap_and_results_keep_call_order(tmp_pa
 
 @pytest.mark.anyio
 async def test_a_timed_out_call_fails_and_its_siblings_are_unaffected(tmp_path):
-    rt, _, _, _ = make_runtime(tmp_path, [
-        {"tool_calls": [{"id": "slow", "name": "sleep", "arguments": {"ms": 10_000}},
-                        {"id": "fast", "name": "sleep", "arguments": {"ms": 10}}]}, {"text": "ok"}],
-        options=RuntimeOptions(tool_call_timeout_ms=300))
+    rt, _, _, _ = make_runtime(
+        tmp_path,
+        [
+            {
+                "tool_calls": [
+                    {"id": "slow", "name": "sleep", "arguments": {"ms": 10_000}},
+                    {"id": "fast", "name": "sleep", "arguments": {"ms": 10}},
+                ]
+            },
+            {"text": "ok"},
+        ],
+        options=RuntimeOptions(tool_call_timeout_ms=300),
+    )
     sink = Sink()
     start = time.monotonic()
     assert (await rt.run_turn([TextPart("go")], sink)).stop_reason == "end_turn"
@@ -199,8 +246,11 @@ async def test_the_step_limit_ends_the_turn_with_max_turn_requests(tmp_path):
 
 @pytest.mark.anyio
 async def test_tool_output_sent_to_the_model_is_capped_with_a_visible_marker(tmp_path):
-    rt, _, _, _ = make_runtime(tmp_path, [{"tool_calls": [{"name": "big", "arguments": {}}]}, {"text": "ok"}],
-                               options=RuntimeOptions(max_tool_output_chars=1000))
+    rt, _, _, _ = make_runtime(
+        tmp_path,
+        [{"tool_calls": [{"name": "big", "arguments": {}}]}, {"text": "ok"}],
+        options=RuntimeOptions(max_tool_output_chars=1000),
+    )
     await rt.run_turn([TextPart("go")], Sink())
     (r,) = tool_results(rt)
     assert len(r.output) < 1200 and "characters truncated" in r.output
@@ -217,9 +267,14 @@ async def test_model_stop_conditions_become_stop_reasons(tmp_path, stop):
 
 @pytest.mark.anyio
 async def test_a_rejection_stops_the_turn_without_calling_the_model_again(tmp_path):
-    rt, gw, ws, model = make_runtime(tmp_path, [
-        {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "f.txt", "content": "x"}}]},
-        {"text": "should not be reached in this turn"}], answers=["reject_once"])
+    rt, gw, ws, model = make_runtime(
+        tmp_path,
+        [
+            {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "f.txt", "content": "x"}}]},
+            {"text": "should not be reached in this turn"},
+        ],
+        answers=["reject_once"],
+    )
     sink = Sink()
     outcome = await rt.run_turn([TextPart("go")], sink)
     assert outcome.stop_reason == "end_turn" and outcome.blocked_by_approval
@@ -229,10 +284,18 @@ async def test_a_rejection_stops_the_turn_without_calling_the_model_again(tmp_pa
 
 @pytest.mark.anyio
 async def test_a_rejection_skips_sibling_calls_still_waiting_for_approval(tmp_path):
-    rt, gw, ws, _ = make_runtime(tmp_path, [{"tool_calls": [
-        {"id": "a", "name": "write_file", "arguments": {"path": "a.txt", "content": "x"}},
-        {"id": "b", "name": "write_file", "arguments": {"path": "b.txt", "content": "x"}}]}],
-        answers=["reject_once", "allow_once"])
+    rt, gw, ws, _ = make_runtime(
+        tmp_path,
+        [
+            {
+                "tool_calls": [
+                    {"id": "a", "name": "write_file", "arguments": {"path": "a.txt", "content": "x"}},
+                    {"id": "b", "name": "write_file", "arguments": {"path": "b.txt", "content": "x"}},
+                ]
+            }
+        ],
+        answers=["reject_once", "allow_once"],
+    )
     await rt.run_turn([TextPart("go")], Sink())
     assert len(gw.asked) == 1
     assert not (ws / "a.txt").exists() and not (ws / "b.txt").exists()
@@ -240,9 +303,14 @@ async def test_a_rejection_skips_sibling_calls_still_waiting_for_approval(tmp_pa
 
 @pytest.mark.anyio
 async def test_a_cancelled_permission_ends_the_turn_cancelled_and_runs_nothing(tmp_path):
-    rt, gw, ws, _ = make_runtime(tmp_path, [
-        {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "f.txt", "content": "x"}}]},
-        {"text": "no"}], answers=["cancel"])
+    rt, gw, ws, _ = make_runtime(
+        tmp_path,
+        [
+            {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "f.txt", "content": "x"}}]},
+            {"text": "no"},
+        ],
+        answers=["cancel"],
+    )
     sink = Sink()
     outcome = await rt.run_turn([TextPart("go")], sink)
     assert outcome.stop_reason == "cancelled" and not (ws / "f.txt").exists()
@@ -255,8 +323,11 @@ async def test_a_cancelled_permission_ends_the_turn_cancelled_and_runs_nothing(t
 async def test_allow_always_is_remembered_for_identical_calls_only(tmp_path):
     w = {"name": "write_file", "arguments": {"path": "f.txt", "content": "x"}}
     other = {"name": "write_file", "arguments": {"path": "g.txt", "content": "x"}}
-    rt, gw, ws, _ = make_runtime(tmp_path, [{"tool_calls": [w]}, {"tool_calls": [w]}, {"tool_calls": [other]},
-                                            {"text": "done"}], answers=["allow_always", "allow_once"])
+    rt, gw, ws, _ = make_runtime(
+        tmp_path,
+        [{"tool_calls": [w]}, {"tool_calls": [w]}, {"tool_calls": [other]}, {"text": "done"}],
+        answers=["allow_always", "allow_once"],
+    )
     await rt.run_turn([TextPart("go")], Sink())
     assert len(gw.asked) == 2  # the identical second call was not asked; the different one was
 
@@ -264,8 +335,9 @@ async def test_allow_always_is_remembered_for_identical_calls_only(tmp_path):
 @pytest.mark.anyio
 async def test_reject_always_refuses_identical_calls_without_asking_and_stops_the_turn(tmp_path):
     w = {"name": "write_file", "arguments": {"path": "f.txt", "content": "x"}}
-    rt, gw, ws, model = make_runtime(tmp_path, [{"tool_calls": [w]}, {"tool_calls": [w]}, {"text": "x"}],
-                                     answers=["reject_always"])
+    rt, gw, ws, model = make_runtime(
+        tmp_path, [{"tool_calls": [w]}, {"tool_calls": [w]}, {"text": "x"}], answers=["reject_always"]
+    )
     await rt.run_turn([TextPart("one")], Sink())
     outcome = await rt.run_turn([TextPart("two")], Sink())
     assert len(gw.asked) == 1 and outcome.blocked_by_approval and not (ws / "f.txt").exists()
@@ -273,9 +345,14 @@ async def test_reject_always_refuses_identical_calls_without_asking_and_stops_th
 
 @pytest.mark.anyio
 async def test_read_only_mode_refuses_writes_without_asking_and_tells_the_model(tmp_path):
-    rt, gw, ws, model = make_runtime(tmp_path, [
-        {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "f.txt", "content": "x"}}]},
-        {"text": "understood"}], mode="read-only")
+    rt, gw, ws, model = make_runtime(
+        tmp_path,
+        [
+            {"tool_calls": [{"id": "w", "name": "write_file", "arguments": {"path": "f.txt", "content": "x"}}]},
+            {"text": "understood"},
+        ],
+        mode="read-only",
+    )
     outcome = await rt.run_turn([TextPart("go")], Sink())
     assert outcome.stop_reason == "end_turn" and not gw.asked and not (ws / "f.txt").exists()
     (r,) = tool_results(rt)
@@ -286,8 +363,10 @@ async def test_read_only_mode_refuses_writes_without_asking_and_tells_the_model(
 @pytest.mark.anyio
 async def test_a_mode_change_applies_to_the_next_call_without_rebuilding(tmp_path):
     mode = ["safe"]
-    rt, gw, ws, _ = make_runtime(tmp_path, [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "f.txt", "content": "x"}}]}, {"text": "ok"}])
+    rt, gw, ws, _ = make_runtime(
+        tmp_path,
+        [{"tool_calls": [{"name": "write_file", "arguments": {"path": "f.txt", "content": "x"}}]}, {"text": "ok"}],
+    )
     rt.executor.mode = lambda: mode[0]  # type: ignore[attr-defined]
     mode[0] = "auto"
     await rt.run_turn([TextPart("go")], Sink())
@@ -298,9 +377,12 @@ async def test_a_mode_change_applies_to_the_next_call_without_rebuilding(tmp_pat
 async def test_paths_outside_the_workspace_ask_with_the_resolved_path_even_in_auto(tmp_path):
     outside = tmp_path / "outside.txt"
     outside.write_text("secret")
-    rt, gw, ws, _ = make_runtime(tmp_path, [
-        {"tool_calls": [{"id": "r", "name": "read_file", "arguments": {"path": "../outside.txt"}}]}, {"text": "ok"}],
-        mode="auto", answers=["allow_once"])
+    rt, gw, ws, _ = make_runtime(
+        tmp_path,
+        [{"tool_calls": [{"id": "r", "name": "read_file", "arguments": {"path": "../outside.txt"}}]}, {"text": "ok"}],
+        mode="auto",
+        answers=["allow_once"],
+    )
     await rt.run_turn([TextPart("go")], Sink())
     assert len(gw.asked) == 1 and str(outside) in gw.asked[0].reason
     (r,) = tool_results(rt)
@@ -309,9 +391,15 @@ async def test_paths_outside_the_workspace_ask_with_the_resolved_path_even_in_au
 
 @pytest.mark.anyio
 async def test_protected_paths_ask_even_in_auto(tmp_path):
-    rt, gw, ws, _ = make_runtime(tmp_path, [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": ".git/hooks/pre-commit", "content": "evil"}}]},
-        {"text": "ok"}], mode="auto", answers=["reject_once"])
+    rt, gw, ws, _ = make_runtime(
+        tmp_path,
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": ".git/hooks/pre-commit", "content": "evil"}}]},
+            {"text": "ok"},
+        ],
+        mode="auto",
+        answers=["reject_once"],
+    )
     await rt.run_turn([TextPart("go")], Sink())
     assert len(gw.asked) == 1 and not (ws / ".git" / "hooks" / "pre-commit").exists()
 

@@ -45,11 +45,13 @@ def world(tmp_path):
     return ws.resolve(), other.resolve(), home.resolve()
 
 
-async def run(ws: Path, command: str, confinement: Confinement = Confinement(), *,
-              session: str = "sess_sandbox") -> processes.ExecResult:
+async def run(
+    ws: Path, command: str, confinement: Confinement = Confinement(), *, session: str = "sess_sandbox"
+) -> processes.ExecResult:
     spec = build_spec(confinement, [str(ws)], tmpdir=session_tmpdir(session), grace=processes.EXEC_GRACE)
-    return await processes.run_exec(["/bin/bash", "-c", command], cwd=str(ws), env=dict(os.environ), timeout=20,
-                                    spec=spec)
+    return await processes.run_exec(
+        ["/bin/bash", "-c", command], cwd=str(ws), env=dict(os.environ), timeout=20, spec=spec
+    )
 
 
 # ---- reads ---------------------------------------------------------------------------------------------------------
@@ -57,8 +59,11 @@ async def run(ws: Path, command: str, confinement: Confinement = Confinement(), 
 @pytest.mark.anyio
 async def test_a_sandboxed_command_reads_nothing_outside_the_workspace_and_the_system(world):
     ws, other, home = world
-    res = await run(ws, f"cat src/a.py; cat /etc/shadow; cat {other}/.env; cat {home}/.ssh/id_rsa; ls {home}; "
-                        "cat /etc/hostname >/dev/null && echo system-ok")
+    res = await run(
+        ws,
+        f"cat src/a.py; cat /etc/shadow; cat {other}/.env; cat {home}/.ssh/id_rsa; ls {home}; "
+        "cat /etc/hostname >/dev/null && echo system-ok",
+    )
     assert "print('a')" in res.stdout and "system-ok" in res.stdout
     assert "OTHER_SECRET" not in res.stdout and "PRIVATE KEY" not in res.stdout
     assert res.stderr.count("Permission denied") == 4  # shadow, the other project, the key, the home listing
@@ -68,8 +73,9 @@ async def test_a_sandboxed_command_reads_nothing_outside_the_workspace_and_the_s
 @pytest.mark.anyio
 async def test_a_read_approved_for_an_outside_path_is_allowed_and_only_that_one(world):
     ws, other, home = world
-    res = await run(ws, f"cat {other}/.env; cat {home}/.ssh/id_rsa",
-                    Confinement(write=False, extra_read=(str(other / ".env"),)))
+    res = await run(
+        ws, f"cat {other}/.env; cat {home}/.ssh/id_rsa", Confinement(write=False, extra_read=(str(other / ".env"),))
+    )
     assert "OTHER_SECRET=1" in res.stdout and "PRIVATE KEY" not in res.stdout
 
 
@@ -87,9 +93,12 @@ def test_baseline_readable_covers_the_system_and_toolchains_but_not_secrets(worl
 @pytest.mark.anyio
 async def test_a_command_writes_the_workspace_and_its_temp_dir_and_nothing_else(world, tmp_path):
     ws, other, _ = world
-    res = await run(ws, f'echo w > new.txt; echo t > "$TMPDIR/t"; echo o > {other}/pwned; echo o > /tmp/pwned-$$; '
-                        "echo h > .git/hooks/pre-commit; mkdir .git/x; echo c >> .git/config; rm -rf .git; "
-                        "echo $TMPDIR")
+    res = await run(
+        ws,
+        f'echo w > new.txt; echo t > "$TMPDIR/t"; echo o > {other}/pwned; echo o > /tmp/pwned-$$; '
+        "echo h > .git/hooks/pre-commit; mkdir .git/x; echo c >> .git/config; rm -rf .git; "
+        "echo $TMPDIR",
+    )
     tmpdir = session_tmpdir("sess_sandbox")
     assert (ws / "new.txt").read_text() == "w\n" and (Path(tmpdir) / "t").read_text() == "t\n"
     assert res.stdout.strip() == tmpdir
@@ -102,8 +111,12 @@ async def test_a_command_writes_the_workspace_and_its_temp_dir_and_nothing_else(
 @pytest.mark.anyio
 async def test_a_proven_read_only_command_writes_nothing_not_even_the_workspace(world):
     ws, _, _ = world
-    res = await run(ws, 'echo x > new.txt; echo t > "$TMPDIR/t"; rm src/a.py; touch src/b', Confinement(write=False),
-                    session="sess_ro")
+    res = await run(
+        ws,
+        'echo x > new.txt; echo t > "$TMPDIR/t"; rm src/a.py; touch src/b',
+        Confinement(write=False),
+        session="sess_ro",
+    )
     assert res.exit_code != 0
     assert not (ws / "new.txt").exists() and (ws / "src" / "a.py").exists() and not (ws / "src" / "b").exists()
     assert not (Path(session_tmpdir("sess_ro")) / "t").exists()
@@ -114,9 +127,11 @@ async def test_a_proven_read_only_command_writes_nothing_not_even_the_workspace(
 async def test_a_write_approved_for_a_protected_or_outside_path_reaches_exactly_it(world):
     ws, other, _ = world
     (ws / ".git" / "config").write_text("[core]\n")
-    res = await run(ws, f"echo '# ok' >> .git/config; echo o > {other}/approved; echo h > .git/hooks/x; "
-                        f"echo n > {other}/.env", Confinement(extra_write=(str(ws / ".git" / "config"),
-                                                                          str(other / "approved"))))
+    res = await run(
+        ws,
+        f"echo '# ok' >> .git/config; echo o > {other}/approved; echo h > .git/hooks/x; echo n > {other}/.env",
+        Confinement(extra_write=(str(ws / ".git" / "config"), str(other / "approved"))),
+    )
     assert (ws / ".git" / "config").read_text() == "[core]\n# ok\n"
     assert (other / "approved").read_text() == "o\n"
     # the approved new file was granted through its directory (Landlock grants existing inodes only)
@@ -203,9 +218,13 @@ async def test_with_network_the_same_command_reaches_it(world, tcp_server):
 async def test_a_sandboxed_command_cannot_open_or_signal_the_process_that_started_it(world):
     ws, _, _ = world
     me = os.getpid()
-    res = await run(ws, f"echo forged > /proc/{me}/fd/0 && echo wrote; head -c 1 /proc/{me}/environ && "
-                        f"echo read; kill -0 {me} && echo signalled; ls /proc | grep -qx {me} && echo visible; "
-                        "echo done", Confinement(network=True))
+    res = await run(
+        ws,
+        f"echo forged > /proc/{me}/fd/0 && echo wrote; head -c 1 /proc/{me}/environ && "
+        f"echo read; kill -0 {me} && echo signalled; ls /proc | grep -qx {me} && echo visible; "
+        "echo done",
+        Confinement(network=True),
+    )
     assert res.stdout.split() == ["done"]
 
 
@@ -215,9 +234,12 @@ async def test_a_command_cannot_forge_its_own_end_through_the_init_of_its_sandbo
     """The init reports the command's status to the agent on a pipe: the command can neither inherit it, nor open
     it through /proc/1/fd, nor read the init's memory or environment."""
     ws, _, _ = world
-    res = await run(ws, "for f in /proc/1/fd/*; do (printf 'S0\\n' > $f) 2>/dev/null && echo wrote $f; done; "
-                        "head -c 1 /proc/1/mem 2>/dev/null && echo mem; head -c 1 /proc/1/environ 2>/dev/null && "
-                        "echo env; ls /proc/self/fd | wc -l; exit 3")
+    res = await run(
+        ws,
+        "for f in /proc/1/fd/*; do (printf 'S0\\n' > $f) 2>/dev/null && echo wrote $f; done; "
+        "head -c 1 /proc/1/mem 2>/dev/null && echo mem; head -c 1 /proc/1/environ 2>/dev/null && "
+        "echo env; ls /proc/self/fd | wc -l; exit 3",
+    )
     assert res.exit_code == 3
     assert "wrote" not in res.stdout and "mem" not in res.stdout and "env" not in res.stdout
 
@@ -245,8 +267,9 @@ async def test_a_background_process_keeps_what_it_started_until_stopped_and_then
     m = marker()
     spec = build_spec(Confinement(), [str(ws)], tmpdir=session_tmpdir("sess_bg_sb"), grace=None)
     table = processes.ProcessTable("sess_bg_sb")
-    proc = table.start(["/bin/bash", "-c", f"setsid sleep {m} & echo up"], command="x", cwd=str(ws),
-                       env=dict(os.environ), spec=spec)
+    proc = table.start(
+        ["/bin/bash", "-c", f"setsid sleep {m} & echo up"], command="x", cwd=str(ws), env=dict(os.environ), spec=spec
+    )
     try:
         with anyio.fail_after(5):
             while not survivors(m) or proc.status != "running":  # noqa: ASYNC110 - another process's state
@@ -278,13 +301,20 @@ async def test_gatewright_sandbox_off_runs_commands_unconfined_and_still_contain
 @needs_landlock
 @pytest.mark.anyio
 async def test_landlock_without_namespaces_keeps_protected_paths_read_only_and_says_why_new_root_files_fail(
-        world, monkeypatch):
+    world, monkeypatch
+):
     ws, _, _ = world
     monkeypatch.setenv("GATEWRIGHT_SANDBOX", "landlock")
     notes: list[str] = []
     spec = build_spec(Confinement(), [str(ws)], tmpdir=session_tmpdir("sess_sandbox"), grace=0.3)
-    res = await processes.run_exec(["/bin/bash", "-c", "echo h > .git/hooks/x; echo y > src/ok; echo r > root.txt"],
-                                   cwd=str(ws), env=dict(os.environ), timeout=20, spec=spec, note=notes)
+    res = await processes.run_exec(
+        ["/bin/bash", "-c", "echo h > .git/hooks/x; echo y > src/ok; echo r > root.txt"],
+        cwd=str(ws),
+        env=dict(os.environ),
+        timeout=20,
+        spec=spec,
+        note=notes,
+    )
     assert (ws / "src" / "ok").exists()
     assert not (ws / ".git" / "hooks" / "x").exists() and not (ws / "root.txt").exists()
     assert any("new files directly in" in n for n in notes)
@@ -312,19 +342,31 @@ def test_the_editor_terminal_launcher_confines_the_command_the_same_way(world):
 
 def test_the_launcher_refuses_to_run_a_command_without_a_spec(world):
     ws, _, _ = world
-    p = subprocess.run([sys.executable, "-m", "runtime.sandbox", "--", "/bin/bash", "-c", "touch ran"], cwd=ws,
-                       env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        [sys.executable, "-m", "runtime.sandbox", "--", "/bin/bash", "-c", "touch ran"],
+        cwd=ws,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert p.returncode == 126 and "refusing" in p.stderr and not (ws / "ran").exists()
 
 
 # ---- MCP servers ---------------------------------------------------------------------------------------------------
 def test_an_mcp_entry_widens_its_servers_sandbox_in_meta_and_a_bad_value_refuses_the_server(tmp_path):
-    entries = [{"name": "a", "command": "srv", "_meta": {"gatewright": {"sandbox": {
-        "read": ["~/data"], "write": ["out"], "network": False}}}},
-               {"name": "b", "command": "srv", "_meta": {"gatewright": {"sandbox": {"read": "/etc"}}}}]
+    entries = [
+        {
+            "name": "a",
+            "command": "srv",
+            "_meta": {"gatewright": {"sandbox": {"read": ["~/data"], "write": ["out"], "network": False}}},
+        },
+        {"name": "b", "command": "srv", "_meta": {"gatewright": {"sandbox": {"read": "/etc"}}}},
+    ]
     specs, problems = parse_servers(entries, {"id": "s", "cwd": str(tmp_path)})
-    assert specs[0].sandbox == SandboxWidening((os.path.realpath(os.path.expanduser("~/data")),),
-                                               (os.path.realpath(tmp_path / "out"),), False)
+    assert specs[0].sandbox == SandboxWidening(
+        (os.path.realpath(os.path.expanduser("~/data")),), (os.path.realpath(tmp_path / "out"),), False
+    )
     assert [p.name for p in problems] == ["b"]
 
 
@@ -336,13 +378,22 @@ async def test_an_mcp_server_reads_its_own_install_dir_and_the_widened_paths_onl
     tool_dir.mkdir()
     (tool_dir / "data.txt").write_text("tool-data\n")
     script = tool_dir / "srv.py"
-    script.write_text(f"import pathlib\nprint(pathlib.Path({str(tool_dir / 'data.txt')!r}).read_text().strip())\n"
-                      f"print(pathlib.Path({str(other / '.env')!r}).read_text().strip())\n"
-                      f"print(pathlib.Path({str(home / '.ssh' / 'id_rsa')!r}).read_text().strip())\n")
-    spec = server_spec(sys.executable, [str(script)], str(ws), os.environ, session_tmpdir("sess_mcp"),
-                       SandboxWidening(read=(str(other / ".env"),)))
-    res = await processes.run_exec([sys.executable, str(script)], cwd=str(ws), env=dict(os.environ), timeout=20,
-                                   spec=spec)
+    script.write_text(
+        f"import pathlib\nprint(pathlib.Path({str(tool_dir / 'data.txt')!r}).read_text().strip())\n"
+        f"print(pathlib.Path({str(other / '.env')!r}).read_text().strip())\n"
+        f"print(pathlib.Path({str(home / '.ssh' / 'id_rsa')!r}).read_text().strip())\n"
+    )
+    spec = server_spec(
+        sys.executable,
+        [str(script)],
+        str(ws),
+        os.environ,
+        session_tmpdir("sess_mcp"),
+        SandboxWidening(read=(str(other / ".env"),)),
+    )
+    res = await processes.run_exec(
+        [sys.executable, str(script)], cwd=str(ws), env=dict(os.environ), timeout=20, spec=spec
+    )
     assert res.stdout.splitlines() == ["tool-data", "OTHER_SECRET=1"]
     assert "PermissionError" in res.stderr  # the key stays out of reach
 
@@ -361,8 +412,13 @@ async def test_if_the_sandbox_helper_dies_everything_it_started_dies_and_the_nex
     ws, _, _ = world
     m = marker()
     table = processes.ProcessTable("sess_helper_death")
-    table.start(["/bin/bash", "-c", f"setsid sleep {m} & sleep {m}"], command="x", cwd=str(ws),
-                env=dict(os.environ), spec=build_spec(Confinement(), [str(ws)], tmpdir=None, grace=None))
+    table.start(
+        ["/bin/bash", "-c", f"setsid sleep {m} & sleep {m}"],
+        command="x",
+        cwd=str(ws),
+        env=dict(os.environ),
+        spec=build_spec(Confinement(), [str(ws)], tmpdir=None, grace=None),
+    )
     try:
         with anyio.fail_after(5):
             while len(survivors(m)) < 3:  # noqa: ASYNC110 - another process's state

@@ -14,9 +14,16 @@ import pytest
 from runtime import secrets
 from runtime.secrets import REDACTED, SecretRegistry
 
-ENV = {"PATH": "/usr/bin:/bin", "HOME": "/home/u", "GITHUB_TOKEN": "ghp-0123456789abcdef", "GATEWRIGHT_MODE": "auto",
-       "CORP_LLM_KEY": "corp-0123456789", "ALIAS": "corp-0123456789", "DB_URL": "postgres://u:corp-0123456789@db/x",
-       "SHORT": "abc"}
+ENV = {
+    "PATH": "/usr/bin:/bin",
+    "HOME": "/home/u",
+    "GITHUB_TOKEN": "ghp-0123456789abcdef",
+    "GATEWRIGHT_MODE": "auto",
+    "CORP_LLM_KEY": "corp-0123456789",
+    "ALIAS": "corp-0123456789",
+    "DB_URL": "postgres://u:corp-0123456789@db/x",
+    "SHORT": "abc",
+}
 
 
 @pytest.fixture
@@ -40,8 +47,13 @@ def test_before_registration_only_marker_names_and_own_settings_are_kept_from_ch
 def test_an_editor_terminal_env_blanks_every_secret_name_known(reg):
     reg.register_names(["CORP_LLM_KEY", "NOT_IN_OUR_ENV"])
     env = reg.blank_secret_names({"PATH": "/usr/bin"})
-    assert env == {"PATH": "/usr/bin", "CORP_LLM_KEY": "", "NOT_IN_OUR_ENV": "", "GITHUB_TOKEN": "",
-                   "GATEWRIGHT_MODE": ""}
+    assert env == {
+        "PATH": "/usr/bin",
+        "CORP_LLM_KEY": "",
+        "NOT_IN_OUR_ENV": "",
+        "GITHUB_TOKEN": "",
+        "GATEWRIGHT_MODE": "",
+    }
 
 
 def test_redaction_replaces_the_longest_value_first_and_skips_short_ones(reg):
@@ -100,8 +112,11 @@ def test_the_model_config_registers_every_key_variable_and_its_headers(monkeypat
 
     key, header = f"cfg-key-{uuid.uuid4().hex}", f"cfg-hdr-{uuid.uuid4().hex}"
     conf = tmp_path / "c.toml"
-    conf.write_text('[providers.corp]\nkind = "openai"\nbase_url = "http://x/v1"\napi_key_env = "CORP_KEY_VAR"\n'
-                    f'headers = {{ "X-Auth" = "{header}", "Content-Type" = "application/json" }}\n', encoding="utf-8")
+    conf.write_text(
+        '[providers.corp]\nkind = "openai"\nbase_url = "http://x/v1"\napi_key_env = "CORP_KEY_VAR"\n'
+        f'headers = {{ "X-Auth" = "{header}", "Content-Type" = "application/json" }}\n',
+        encoding="utf-8",
+    )
     env = {"CORP_KEY_VAR": key}
     ModelFactory(parse_model_spec("openai:gpt-4.1"), load_config(conf, env), env=env)
     assert {"CORP_KEY_VAR", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"} <= secrets.secret_names()

@@ -63,8 +63,10 @@ def test_messages_round_trip_including_images_tool_calls_and_provider_state():
 
 
 def test_unknown_message_fields_from_a_newer_build_are_ignored_when_reading():
-    m = decode_message('{"role": "tool", "call_id": "c", "name": "bash", "output": "x", "is_error": false, '
-                       '"from_the_future": {"trace": [1, 2]}}')
+    m = decode_message(
+        '{"role": "tool", "call_id": "c", "name": "bash", "output": "x", "is_error": false, '
+        '"from_the_future": {"trace": [1, 2]}}'
+    )
     assert m == ToolResultMessage("c", "bash", "x")
 
 
@@ -160,9 +162,15 @@ WRITER = textwrap.dedent("""
 def test_two_processes_writing_the_same_store_at_once_lose_nothing(tmp_path):
     path = tmp_path / "state" / "gw.sqlite3"
     root = str(Path(__file__).resolve().parents[2])
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), tag], cwd=root,
-                              stderr=subprocess.PIPE, env={"PYTHONPATH": root, "PATH": "/usr/bin:/bin"})
-             for tag in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(path), tag],
+            cwd=root,
+            stderr=subprocess.PIPE,
+            env={"PYTHONPATH": root, "PATH": "/usr/bin:/bin"},
+        )
+        for tag in ("a", "b")
+    ]
     for p in procs:
         _, err = p.communicate(timeout=60)
         assert p.returncode == 0, err.decode()

@@ -183,8 +183,13 @@ async def test_editor_terminal_exec_is_killed_after_its_timeout(tmp_path):
     editor = FakeEditor(can_read=False, can_write=False, can_terminal=True)
     editor.wait_forever = True
     res = await run("bash", {"command": "sleep 100", "timeoutMs": 100}, make_ctx(tmp_path, editor=editor))
-    assert editor.methods() == ["terminal/create", "terminal/wait_for_exit", "terminal/kill", "terminal/output",
-                                "terminal/release"]
+    assert editor.methods() == [
+        "terminal/create",
+        "terminal/wait_for_exit",
+        "terminal/kill",
+        "terminal/output",
+        "terminal/release",
+    ]
     assert res.raw_output["timedOut"] is True
 
 

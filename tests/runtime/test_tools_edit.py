@@ -18,8 +18,14 @@ async def test_edit_replaces_a_unique_match_and_returns_the_diff(tmp_path):
     f.write_text("def f():\n    return 1\n")
     res = await run("edit", {"path": "a.py", "old_string": "return 1", "new_string": "return 2"}, make_ctx(tmp_path))
     assert f.read_text() == "def f():\n    return 2\n"
-    assert res.content == ({"type": "diff", "path": str(f.resolve()), "oldText": "def f():\n    return 1\n",
-                            "newText": "def f():\n    return 2\n"},)
+    assert res.content == (
+        {
+            "type": "diff",
+            "path": str(f.resolve()),
+            "oldText": "def f():\n    return 1\n",
+            "newText": "def f():\n    return 2\n",
+        },
+    )
     assert res.locations == ({"path": str(f.resolve()), "line": 2},)
     assert "-    return 1" in res.output and "+    return 2" in res.output
 
@@ -41,8 +47,9 @@ async def test_edit_with_several_matches_counts_them_and_suggests_context(tmp_pa
 
 async def test_edit_replace_all_changes_every_occurrence(tmp_path):
     (tmp_path / "a.txt").write_text("x = 1\nx = 1\n")
-    res = await run("edit", {"path": "a.txt", "old_string": "x = 1", "new_string": "x = 2", "replaceAll": True},
-                    make_ctx(tmp_path))
+    res = await run(
+        "edit", {"path": "a.txt", "old_string": "x = 1", "new_string": "x = 2", "replaceAll": True}, make_ctx(tmp_path)
+    )
     assert (tmp_path / "a.txt").read_text() == "x = 2\nx = 2\n"
     assert res.raw_output["replacements"] == 2
 
@@ -85,8 +92,9 @@ async def test_edit_refuses_binary_files(tmp_path):
 
 async def test_edit_preview_shows_the_diff_before_approval(tmp_path):
     (tmp_path / "a.txt").write_text("old\n")
-    content = await TOOLS["edit"].preview({"path": "a.txt", "old_string": "old", "new_string": "new"},
-                                          make_ctx(tmp_path))
+    content = await TOOLS["edit"].preview(
+        {"path": "a.txt", "old_string": "old", "new_string": "new"}, make_ctx(tmp_path)
+    )
     assert content[0]["oldText"] == "old\n" and content[0]["newText"] == "new\n"
     assert (tmp_path / "a.txt").read_text() == "old\n"
 
@@ -96,8 +104,9 @@ async def test_edit_through_the_editor_reads_its_buffer_and_writes_through_it(tm
     f.write_text("on disk\n")
     editor = FakeEditor()
     editor.buffers[str(f.resolve())] = "unsaved buffer\n"
-    await run("edit", {"path": "a.txt", "old_string": "unsaved", "new_string": "edited"},
-              make_ctx(tmp_path, editor=editor))
+    await run(
+        "edit", {"path": "a.txt", "old_string": "unsaved", "new_string": "edited"}, make_ctx(tmp_path, editor=editor)
+    )
     assert editor.buffers[str(f.resolve())] == "edited buffer\n"
     assert f.read_text() == "on disk\n"  # the editor owns the write
     assert "fs/write_text_file" in editor.methods()

@@ -22,10 +22,22 @@ def P(*lines: str) -> str:
 async def test_patch_adds_updates_and_deletes_files_in_one_call(tmp_path):
     (tmp_path / "a.py").write_text("def a():\n    return 1\n\n\ndef b():\n    return 2\n")
     (tmp_path / "gone.txt").write_text("bye\n")
-    res = await run("apply_patch", {"patch": P(
-        "*** Add File: new/n.txt", "+hello", "+world",
-        "*** Update File: a.py", "@@ def b():", "-    return 2", "+    return 3",
-        "*** Delete File: gone.txt")}, make_ctx(tmp_path))
+    res = await run(
+        "apply_patch",
+        {
+            "patch": P(
+                "*** Add File: new/n.txt",
+                "+hello",
+                "+world",
+                "*** Update File: a.py",
+                "@@ def b():",
+                "-    return 2",
+                "+    return 3",
+                "*** Delete File: gone.txt",
+            )
+        },
+        make_ctx(tmp_path),
+    )
     assert (tmp_path / "new/n.txt").read_text() == "hello\nworld\n"
     assert (tmp_path / "a.py").read_text() == "def a():\n    return 1\n\n\ndef b():\n    return 3\n"
     assert not (tmp_path / "gone.txt").exists()
@@ -37,8 +49,11 @@ async def test_patch_adds_updates_and_deletes_files_in_one_call(tmp_path):
 
 async def test_context_anchor_picks_the_right_one_of_two_identical_hunks(tmp_path):
     (tmp_path / "a.py").write_text("def a():\n    x = 1\n\ndef b():\n    x = 1\n")
-    await run("apply_patch", {"patch": P("*** Update File: a.py", "@@ def b():", "-    x = 1", "+    x = 2")},
-              make_ctx(tmp_path))
+    await run(
+        "apply_patch",
+        {"patch": P("*** Update File: a.py", "@@ def b():", "-    x = 1", "+    x = 2")},
+        make_ctx(tmp_path),
+    )
     assert (tmp_path / "a.py").read_text() == "def a():\n    x = 1\n\ndef b():\n    x = 2\n"
 
 
@@ -64,8 +79,11 @@ async def test_move_renames_the_file_keeps_its_mode_and_applies_hunks(tmp_path):
     f = tmp_path / "old.sh"
     f.write_text("echo 1\n")
     os.chmod(f, 0o750)
-    await run("apply_patch", {"patch": P("*** Update File: old.sh", "*** Move to: bin/new.sh", "-echo 1", "+echo 2")},
-              make_ctx(tmp_path))
+    await run(
+        "apply_patch",
+        {"patch": P("*** Update File: old.sh", "*** Move to: bin/new.sh", "-echo 1", "+echo 2")},
+        make_ctx(tmp_path),
+    )
     assert not f.exists()
     assert (tmp_path / "bin/new.sh").read_text() == "echo 2\n"
     assert os.stat(tmp_path / "bin/new.sh").st_mode & 0o777 == 0o750
@@ -75,10 +93,26 @@ async def test_a_failing_hunk_changes_nothing_and_names_file_and_hunk(tmp_path):
     (tmp_path / "a.txt").write_text("one\n")
     (tmp_path / "b.txt").write_text("two\n")
     with pytest.raises(ToolFailure) as err:
-        await run("apply_patch", {"patch": P(
-            "*** Update File: a.txt", "-one", "+ONE",
-            "*** Add File: c.txt", "+three",
-            "*** Update File: b.txt", "@@", "-two", "+TWO", "@@", "-missing line", "+x")}, make_ctx(tmp_path))
+        await run(
+            "apply_patch",
+            {
+                "patch": P(
+                    "*** Update File: a.txt",
+                    "-one",
+                    "+ONE",
+                    "*** Add File: c.txt",
+                    "+three",
+                    "*** Update File: b.txt",
+                    "@@",
+                    "-two",
+                    "+TWO",
+                    "@@",
+                    "-missing line",
+                    "+x",
+                )
+            },
+            make_ctx(tmp_path),
+        )
     assert err.value.error_type == "PatchFailed"
     assert "hunk 2 of b.txt did not apply" in err.value.message and "missing line" in err.value.message
     assert "Nothing was changed" in err.value.message
@@ -98,9 +132,22 @@ async def test_a_write_failing_half_way_rolls_back_the_files_already_written(tmp
 
     monkeypatch.setattr(textio, "store", flaky_store)
     with pytest.raises(ToolFailure, match="rolled back"):
-        await run("apply_patch", {"patch": P(
-            "*** Update File: a.txt", "-one", "+ONE", "*** Add File: n.txt", "+new",
-            "*** Update File: b.txt", "-two", "+TWO")}, make_ctx(tmp_path))
+        await run(
+            "apply_patch",
+            {
+                "patch": P(
+                    "*** Update File: a.txt",
+                    "-one",
+                    "+ONE",
+                    "*** Add File: n.txt",
+                    "+new",
+                    "*** Update File: b.txt",
+                    "-two",
+                    "+TWO",
+                )
+            },
+            make_ctx(tmp_path),
+        )
     assert (tmp_path / "a.txt").read_text() == "one\n"
     assert not (tmp_path / "n.txt").exists()
 
@@ -149,8 +196,7 @@ async def test_paths_title_and_preview_cover_every_file_of_the_patch(tmp_path):
     assert tool.title(args, ws) == "Patch 2 files: a.txt, c.txt"
     assert tool.title({"patch": P("*** Delete File: a.txt")}, ws) == "Delete a.txt"
     preview = await tool.preview(args, make_ctx(tmp_path))
-    assert {p["path"].rsplit("/", 1)[1]: p["newText"] for p in preview} == {"a.txt": "", "b.txt": "y\n",
-                                                                             "c.txt": "z\n"}
+    assert {p["path"].rsplit("/", 1)[1]: p["newText"] for p in preview} == {"a.txt": "", "b.txt": "y\n", "c.txt": "z\n"}
     assert (tmp_path / "a.txt").read_text() == "x\n"
 
 

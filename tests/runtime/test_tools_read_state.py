@@ -119,8 +119,10 @@ async def test_a_path_outside_the_workspace_is_not_read_by_the_precheck(tmp_path
     (tmp_path / "ws").mkdir()
     editor = FakeEditor()
     ctx = make_ctx(tmp_path / "ws", editor=editor)
-    for name, args in (("write_file", {"path": str(outside), "content": "x"}),
-                       ("edit", {"path": str(outside), "old_string": "secret", "new_string": "x"}),
-                       ("apply_patch", {"patch": f"*** Begin Patch\n*** Delete File: {outside}\n*** End Patch"})):
+    for name, args in (
+        ("write_file", {"path": str(outside), "content": "x"}),
+        ("edit", {"path": str(outside), "old_string": "secret", "new_string": "x"}),
+        ("apply_patch", {"patch": f"*** Begin Patch\n*** Delete File: {outside}\n*** End Patch"}),
+    ):
         await TOOLS[name].precheck(args, ctx)
     assert editor.calls == []

@@ -66,16 +66,26 @@ async def test_glob_sees_hidden_files_but_never_git(tmp_path, engine):
 @pytest.mark.parametrize("pattern", ["**/*", "**/HEAD", "**/config", "**/.git", "**/*.py"])
 async def test_glob_never_lists_git_directories_at_any_depth_nor_submodule_git_files(tmp_path, engine, pattern):
     tree(tmp_path)
-    for rel, text in {"vendor/lib/.git/HEAD": "ref\n", "vendor/lib/.git/config": "[core]\n",
-                      "vendor/lib/.git/hooks/x.py": "x\n", "sub/.git": "gitdir: ../.git/modules/sub\n",
-                      "sub/config": "kept\n", "sub/HEAD": "kept\n", "lib.git/HEAD": "kept\n"}.items():
+    for rel, text in {
+        "vendor/lib/.git/HEAD": "ref\n",
+        "vendor/lib/.git/config": "[core]\n",
+        "vendor/lib/.git/hooks/x.py": "x\n",
+        "sub/.git": "gitdir: ../.git/modules/sub\n",
+        "sub/config": "kept\n",
+        "sub/HEAD": "kept\n",
+        "lib.git/HEAD": "kept\n",
+    }.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
     res = await run("glob", {"pattern": pattern}, make_ctx(tmp_path))
     matches = res.raw_output["matches"]
     assert not [m for m in matches if ".git" in m.split("/")], matches
-    expected = {"**/HEAD": ["lib.git/HEAD", "sub/HEAD"], "**/config": ["sub/config"], "**/.git": [],
-                "**/*.py": ["a.py", "src/b.py", "src/deep/c.py"]}
+    expected = {
+        "**/HEAD": ["lib.git/HEAD", "sub/HEAD"],
+        "**/config": ["sub/config"],
+        "**/.git": [],
+        "**/*.py": ["a.py", "src/b.py", "src/deep/c.py"],
+    }
     if pattern in expected:
         assert matches == expected[pattern]
     else:
@@ -126,8 +136,12 @@ async def test_grep_finds_lines_as_path_line_text_sorted_by_path(tmp_path, engin
     tree(tmp_path)
     res = await run("grep", {"pattern": "TODO"}, make_ctx(tmp_path))
     lines = res.output.splitlines()[1:]
-    assert lines == [".github/ci.yml:1: TODO: ci", "a.py:2: TODO = 1", "src/deep/c.py:1: x = 'TODO'",
-                     "src/notes.md:1: TODO: write docs"]
+    assert lines == [
+        ".github/ci.yml:1: TODO: ci",
+        "a.py:2: TODO = 1",
+        "src/deep/c.py:1: x = 'TODO'",
+        "src/notes.md:1: TODO: write docs",
+    ]
     assert res.raw_output["filesMatched"] == 4 and res.raw_output["truncated"] is False
     assert res.output.startswith("4 matching lines in 4 files:")
 

@@ -18,7 +18,6 @@ from tests.support.delegation_helpers import Sink, scripted, session_runtime, to
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(30)]
 
 
-
 @dataclass(frozen=True)
 class Hit:
     doc: str
@@ -28,8 +27,12 @@ class Hit:
 class SearchTool(Tool):
     name = "search_docs"
     description = "search"
-    schema = {"type": "object", "properties": {"q": {"type": "string"}, "ms": {"type": "integer"}},
-              "required": ["q"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "ms": {"type": "integer"}},
+        "required": ["q"],
+        "additionalProperties": False,
+    }
 
     def effect(self, args):
         return "read"
@@ -51,8 +54,11 @@ class TracingRouter(RoutingToolExecutor):
         result = await super().execute(call, ctx)
         if call.name == "search_docs":
             q = call.arguments["q"]
-            self.traces[ctx.call_id] = {"query": q, "hits": [Hit(f"{q}-1.md", 0.9), Hit(f"{q}-2.md", 0.5)],
-                                        "reranked": True}
+            self.traces[ctx.call_id] = {
+                "query": q,
+                "hits": [Hit(f"{q}-1.md", 0.9), Hit(f"{q}-2.md", 0.5)],
+                "reranked": True,
+            }
         return result
 
     def trace_for(self, call_id: str) -> Any | None:
@@ -82,11 +88,18 @@ def runtime_with_tracing_router(tmp_path, responses):
 
 
 async def test_parallel_calls_each_get_their_own_trace_through_the_decorators(tmp_path):
-    rt, router = runtime_with_tracing_router(tmp_path, [
-        {"tool_calls": [{"id": "a", "name": "search_docs", "arguments": {"q": "alpha", "ms": 80}},
-                        {"id": "b", "name": "search_docs", "arguments": {"q": "beta", "ms": 10}}]},
-        {"text": "ok"},
-    ])
+    rt, router = runtime_with_tracing_router(
+        tmp_path,
+        [
+            {
+                "tool_calls": [
+                    {"id": "a", "name": "search_docs", "arguments": {"q": "alpha", "ms": 80}},
+                    {"id": "b", "name": "search_docs", "arguments": {"q": "beta", "ms": 10}},
+                ]
+            },
+            {"text": "ok"},
+        ],
+    )
     sink = Sink()
     await rt.run_turn([TextPart("go")], sink)
     a, b = tool_results(rt)
@@ -124,11 +137,18 @@ async def test_a_trace_on_the_tool_result_is_stored_shown_and_never_sent_to_the_
 
 
 async def test_every_result_carries_its_own_operation_id_and_plain_calls_keep_their_frames(tmp_path):
-    rt, _ = runtime_with_tracing_router(tmp_path, [
-        {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}},
-                        {"id": "r2", "name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"text": "ok"},
-    ])
+    rt, _ = runtime_with_tracing_router(
+        tmp_path,
+        [
+            {
+                "tool_calls": [
+                    {"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}},
+                    {"id": "r2", "name": "read_file", "arguments": {"path": "README.md"}},
+                ]
+            },
+            {"text": "ok"},
+        ],
+    )
     sink = Sink()
     await rt.run_turn([TextPart("go")], sink)
     r1, r2 = tool_results(rt)

@@ -71,7 +71,7 @@ OUTSIDE_READS = [
     ("head ../other/.env", "other_env"),
     ("cat < ~/.ssh/id_rsa", "ssh_key"),
     ("cat ~/.ssh/id_rsa", "ssh_key"),
-    ("cat \"$HOME/.ssh/id_rsa\"", "ssh_key"),
+    ('cat "$HOME/.ssh/id_rsa"', "ssh_key"),
     ("cat ../oth*/.env", "other_env"),
     ("git blame --contents=../outside/secret.txt README.md", "outside_file"),
     ("grep -r TOKEN ../other", "other_env"),
@@ -95,15 +95,16 @@ def test_an_interpreter_reading_outside_in_auto_is_stopped_by_the_sandbox(spawn,
     """Paths hidden in an interpreter's code are not visible to any analysis: the sandbox holds anyway."""
     if not sandbox_active():
         pytest.skip("needs the sandbox")
-    code = (f"import pathlib; print(pathlib.Path({str(world.other / '.env')!r}).read_text()); "
-            f"print(pathlib.Path({str(world.home / '.ssh' / 'id_rsa')!r}).read_text())")
+    code = (
+        f"import pathlib; print(pathlib.Path({str(world.other / '.env')!r}).read_text()); "
+        f"print(pathlib.Path({str(world.home / '.ssh' / 'id_rsa')!r}).read_text())"
+    )
     run = attack(spawn, world, [bash(f"python3 -c '{code}'")], mode=mode)
     assert_no_secret(run, world.secrets["other_env"], world.secrets["ssh_key"])
 
 
 def test_read_file_outside_the_workspace_asks_and_a_rejection_reads_nothing(spawn, world):
-    run = attack(spawn, world, [{"name": "read_file", "arguments": {"path": str(world.other / ".env")}}],
-                 mode="auto")
+    run = attack(spawn, world, [{"name": "read_file", "arguments": {"path": str(world.other / ".env")}}], mode="auto")
     assert run.questions, "an outside read_file must ask"
     assert_no_secret(run, world.secrets["other_env"])
 
@@ -111,9 +112,15 @@ def test_read_file_outside_the_workspace_asks_and_a_rejection_reads_nothing(spaw
 def test_an_approved_outside_read_gets_exactly_that_read(spawn, world):
     """Approval grants what was shown: the approved `cat` of another project's file reads it, and nothing else."""
     target = world.other / ".env"
-    run = attack(spawn, world, [bash(f"cat {target}"), bash("cat ~/.ssh/id_rsa")], mode="safe",
-                 responder=lambda m: answer_with("allow_once")(m) if str(target) in json.dumps(m["params"])
-                 else answer_with("reject_once")(m))
+    run = attack(
+        spawn,
+        world,
+        [bash(f"cat {target}"), bash("cat ~/.ssh/id_rsa")],
+        mode="safe",
+        responder=lambda m: (
+            answer_with("allow_once")(m) if str(target) in json.dumps(m["params"]) else answer_with("reject_once")(m)
+        ),
+    )
     assert world.secrets["other_env"] in run.output(0)
     assert_no_secret(run, world.secrets["ssh_key"])
 
@@ -128,7 +135,7 @@ def test_auto_mode_never_writes_protected_or_outside_paths_without_an_approval(s
         bash(f"echo x > ../outside/{outside_mark.name}.rel"),
         bash("git config core.hooksPath /tmp/evil-hooks"),
         bash(f"python3 -c 'import shutil; shutil.rmtree({str(world.outside / 'dir')!r})'"),
-        bash("python3 -c 'open(\".git/hooks/post-checkout\", \"w\").write(\"#!/bin/sh\\n\")'"),
+        bash('python3 -c \'open(".git/hooks/post-checkout", "w").write("#!/bin/sh\\n")\''),
         bash("cd .git && echo x > description"),
         {"name": "write_file", "arguments": {"path": ".git/hooks/pre-push", "content": "#!/bin/sh\n"}},
         {"name": "write_file", "arguments": {"path": str(world.outside / "w.txt"), "content": "x"}},
@@ -149,23 +156,39 @@ def test_auto_mode_never_writes_protected_or_outside_paths_without_an_approval(s
 def test_an_approved_protected_write_in_auto_is_allowed_for_that_call(spawn, world):
     """Protected is not forbidden: the user can approve a `git commit` (it writes `.git/`), and it works."""
     (world.ws / "new.txt").write_text("new\n")
-    run = attack(spawn, world, [bash("git add new.txt && git -c user.name=t -c user.email=t@t commit -qm add")],
-                 mode="auto", responder=answer_with("allow_once"))
+    run = attack(
+        spawn,
+        world,
+        [bash("git add new.txt && git -c user.name=t -c user.email=t@t commit -qm add")],
+        mode="auto",
+        responder=answer_with("allow_once"),
+    )
     log = subprocess.run(["git", "-C", str(world.ws), "log", "--oneline"], capture_output=True, text=True).stdout
     assert "add" in log, run.output(0)
 
 
 # ---- hole 1: evaluation inside "read-only" tests --------------------------------------------------------------------
-TEST_V = ["test -v 'a[$(touch {m})]'", "[ -v 'a[$(touch {m})]' ]", "[[ -v a[$(touch {m})] ]]",
-          "test 'a[$(touch {m})]' -eq 1", "[[ 'a[$(touch {m})]' -lt 1 ]]", "declare -i x='a[$(touch {m})]'",
-          "printf -v 'a[$(touch {m})]' x"]
+TEST_V = [
+    "test -v 'a[$(touch {m})]'",
+    "[ -v 'a[$(touch {m})]' ]",
+    "[[ -v a[$(touch {m})] ]]",
+    "test 'a[$(touch {m})]' -eq 1",
+    "[[ 'a[$(touch {m})]' -lt 1 ]]",
+    "declare -i x='a[$(touch {m})]'",
+    "printf -v 'a[$(touch {m})]' x",
+]
 
 
 @pytest.mark.parametrize("mode", ["read-only", "safe"])
 def test_subscripts_and_arithmetic_never_run_code_unasked(spawn, world, mode):
     markers = [world.marker(f"v{i}") for i in range(len(TEST_V))]
-    run = attack(spawn, world, [bash(t.format(m=m)) for t, m in zip(TEST_V, markers, strict=True)], mode=mode,
-                 responder=answer_with("reject_continue"))
+    run = attack(
+        spawn,
+        world,
+        [bash(t.format(m=m)) for t, m in zip(TEST_V, markers, strict=True)],
+        mode=mode,
+        responder=answer_with("reject_continue"),
+    )
     made = [m.name for m in markers if m.exists()]
     assert not made, f"substitutions ran: {made}"
     assert len(run.results()) == len(TEST_V)
@@ -183,28 +206,39 @@ def _hostile_repo(world) -> dict[str, Path]:
     marks = {k: world.marker(k, "root") for k in ("fsmonitor", "textconv", "external", "bare")}
     for k, m in marks.items():
         script = world.root / f"evil-{k}.sh"
-        script.write_text(f"#!/bin/sh\ntouch {m}\ncat \"$@\" 2>/dev/null\n")
+        script.write_text(f'#!/bin/sh\ntouch {m}\ncat "$@" 2>/dev/null\n')
         script.chmod(0o755)
-    subprocess.run(["git", "-C", str(ws), "config", "core.fsmonitor", str(world.root / "evil-fsmonitor.sh")],
-                   check=True)
-    subprocess.run(["git", "-C", str(ws), "config", "diff.evil.textconv", str(world.root / "evil-textconv.sh")],
-                   check=True)
-    subprocess.run(["git", "-C", str(ws), "config", "diff.external", str(world.root / "evil-external.sh")],
-                   check=True)
+    subprocess.run(
+        ["git", "-C", str(ws), "config", "core.fsmonitor", str(world.root / "evil-fsmonitor.sh")], check=True
+    )
+    subprocess.run(
+        ["git", "-C", str(ws), "config", "diff.evil.textconv", str(world.root / "evil-textconv.sh")], check=True
+    )
+    subprocess.run(["git", "-C", str(ws), "config", "diff.external", str(world.root / "evil-external.sh")], check=True)
     (ws / ".gitattributes").write_text("*.md diff=evil\n")
     (ws / "README.md").write_text("# changed\n")
     bare = ws / "vendor" / "lib.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    subprocess.run(["git", "-C", str(bare), "config", "core.fsmonitor", str(world.root / "evil-bare.sh")],
-                   check=True)
+    subprocess.run(["git", "-C", str(bare), "config", "core.fsmonitor", str(world.root / "evil-bare.sh")], check=True)
     return marks
 
 
 @pytest.mark.parametrize("mode", ["read-only", "safe"])
 def test_read_only_git_never_runs_programs_named_by_the_repository(spawn, world, mode):
     marks = _hostile_repo(world)
-    calls = [bash(c) for c in ("git status", "git diff", "git log -p -1", "git show HEAD", "git blame README.md",
-                               "git diff --stat", "git -C vendor/lib.git log", "git --git-dir=vendor/lib.git status")]
+    calls = [
+        bash(c)
+        for c in (
+            "git status",
+            "git diff",
+            "git log -p -1",
+            "git show HEAD",
+            "git blame README.md",
+            "git diff --stat",
+            "git -C vendor/lib.git log",
+            "git --git-dir=vendor/lib.git status",
+        )
+    ]
     attack(spawn, world, calls, mode=mode)
     assert not [k for k, m in marks.items() if m.exists()], "a repository-configured program ran"
 
@@ -220,10 +254,12 @@ def test_always_allowing_one_input_to_a_background_process_does_not_allow_anothe
             return answer_with("reject_once")(m)
         return answer_with("allow_always" if raw.get("action") == "write" else "allow_once")(m)
 
-    calls = [bash("cat", action="start"),
-             bash("", action="write", processId="proc_1", input="echo hello\n"),
-             bash("", action="write", processId="proc_1", input="rm -rf everything\n"),
-             bash("", action="logs", processId="proc_1")]
+    calls = [
+        bash("cat", action="start"),
+        bash("", action="write", processId="proc_1", input="echo hello\n"),
+        bash("", action="write", processId="proc_1", input="rm -rf everything\n"),
+        bash("", action="logs", processId="proc_1"),
+    ]
     for c in calls[1:]:
         c["arguments"].pop("command")
     run = attack(spawn, world, calls, mode="safe", responder=respond)
@@ -284,14 +320,21 @@ def test_a_child_cannot_forge_an_approval_or_write_the_editors_stream_through_pr
         time.sleep(1.5)  # the forger has this long to answer first
         return answer_with("reject_once")(m)
 
-    calls = [bash(f"{sys.executable} {forger} 4", action="start"),
-             {"name": "write_file", "arguments": {"path": ".git/hooks/forged", "content": "#!/bin/sh\n"}},
-             bash(f"sleep 3; {sys.executable} -c 'print(1)'")]
+    calls = [
+        bash(f"{sys.executable} {forger} 4", action="start"),
+        {"name": "write_file", "arguments": {"path": ".git/hooks/forged", "content": "#!/bin/sh\n"}},
+        bash(f"sleep 3; {sys.executable} -c 'print(1)'"),
+    ]
     run = attack(spawn, world, calls, mode="auto", responder=respond)
     assert not target.exists(), "a forged approval let a protected write run"
     assert not run.agent.schema_errors, run.agent.schema_errors[:3]
-    audit = subprocess.run([sys.executable, "-m", "acp_server", "audit", "--json"], capture_output=True, text=True,
-                           env={**os.environ, "GATEWRIGHT_STATE_DIR": str(world.state)}, cwd=world.ws)
+    audit = subprocess.run(
+        [sys.executable, "-m", "acp_server", "audit", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GATEWRIGHT_STATE_DIR": str(world.state)},
+        cwd=world.ws,
+    )
     for line in audit.stdout.splitlines():
         rec = json.loads(line) if line.startswith("{") else None
         if rec and rec.get("tool") == "write_file":
@@ -323,9 +366,15 @@ def test_setsid_and_double_forks_do_not_survive_an_exec(spawn, world):
 @pytest.mark.parametrize("how", ["eof", "kill9"])
 def test_background_processes_and_their_setsid_children_die_with_the_agent(spawn, world, how):
     s1, s2 = _sleeper(world.tag + how + "x"), _sleeper(world.tag + how + "y")
-    run = attack(spawn, world, [bash(f"setsid {s1} & (setsid sh -c '{s2} &' &); {_sleeper(world.tag + how)}",
-                                     action="start"),
-                                bash("sleep 0.5")], mode="auto")
+    run = attack(
+        spawn,
+        world,
+        [
+            bash(f"setsid {s1} & (setsid sh -c '{s2} &' &); {_sleeper(world.tag + how)}", action="start"),
+            bash("sleep 0.5"),
+        ],
+        mode="auto",
+    )
     assert processes_with(s1.split()[1]), "the test's own sleeper never started"
     if how == "eof":
         run.agent.close()
@@ -346,10 +395,12 @@ def test_a_corrupt_rules_database_makes_auto_ask_instead_of_running(spawn, world
 
 
 # ---- questions clients cannot misread --------------------------------------------------------------------------------
-def test_every_question_offers_at_most_five_plain_options_with_nothing_broader_than_the_first_of_its_kind(
-        spawn, world):
-    calls = [bash("npm test"), {"name": "write_file", "arguments": {"path": "src/a.py", "content": "x = 1\n"}},
-             {"name": "edit", "arguments": {"path": "notes.txt", "old_string": "one", "new_string": "1"}}]
+def test_every_question_offers_at_most_five_plain_options_with_nothing_broader_than_the_first_of_its_kind(spawn, world):
+    calls = [
+        bash("npm test"),
+        {"name": "write_file", "arguments": {"path": "src/a.py", "content": "x = 1\n"}},
+        {"name": "edit", "arguments": {"path": "notes.txt", "old_string": "one", "new_string": "1"}},
+    ]
     run = attack(spawn, world, calls, mode="manual", responder=answer_with("reject_once"))
     assert run.questions
     for q in run.questions:
@@ -392,7 +443,7 @@ def test_proven_read_only_commands_reach_no_network_and_approved_ones_do(spawn, 
         attack(spawn, world, [bash(f"cat < /dev/tcp/127.0.0.1/{lst.port}")], mode="read-only")
         assert lst.hits == 0, "read-only mode reached the network"
         code = f"import socket; socket.create_connection(('127.0.0.1', {lst.port}), timeout=2); print('connected')"
-        run = attack(spawn, world, [bash(f"python3 -c \"{code}\"")], mode="safe", responder=answer_with("allow_once"))
+        run = attack(spawn, world, [bash(f'python3 -c "{code}"')], mode="safe", responder=answer_with("allow_once"))
         assert lst.hits == 1 and "connected" in run.output(0)
     finally:
         lst.sock.close()
@@ -400,13 +451,25 @@ def test_proven_read_only_commands_reach_no_network_and_approved_ones_do(spawn, 
 
 # ---- the sandbox does not break ordinary work ------------------------------------------------------------------------
 def test_ordinary_work_still_works_in_safe_and_auto(spawn, world):
-    run = attack(spawn, world, [bash("cat README.md"), bash("git status --short"), bash("ls /usr/bin | head -3"),
-                                bash("pwd")], mode="safe")
+    run = attack(
+        spawn,
+        world,
+        [bash("cat README.md"), bash("git status --short"), bash("ls /usr/bin | head -3"), bash("pwd")],
+        mode="safe",
+    )
     assert not run.questions, [q["params"]["toolCall"]["title"] for q in run.questions]
     assert "hello from the workspace" in run.output(0)
     assert str(world.ws) in run.output(3) and "getcwd" not in run.output(3)
-    run = attack(spawn, world, [bash("echo ok > out.txt && cat out.txt"), bash("python3 -c 'print(6*7)'"),
-                                bash("t=$(mktemp) && echo tmp > $t && cat $t")], mode="auto")
+    run = attack(
+        spawn,
+        world,
+        [
+            bash("echo ok > out.txt && cat out.txt"),
+            bash("python3 -c 'print(6*7)'"),
+            bash("t=$(mktemp) && echo tmp > $t && cat $t"),
+        ],
+        mode="auto",
+    )
     assert not run.questions
     assert "ok" in run.output(0) and "42" in run.output(1) and "tmp" in run.output(2)
     assert (world.ws / "out.txt").read_text() == "ok\n"
@@ -429,9 +492,14 @@ class EditorTerminals:
             argv = [p["command"], *p.get("args", [])]
             self.commands.append(argv)
             env = {e["name"]: e["value"] for e in p.get("env", [])}
-            self.procs[tid] = subprocess.Popen(argv, cwd=p.get("cwd"), env={**os.environ, **env},
-                                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                               start_new_session=True)
+            self.procs[tid] = subprocess.Popen(
+                argv,
+                cwd=p.get("cwd"),
+                env={**os.environ, **env},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
             return {"terminalId": tid}
         if method == "terminal/wait_for_exit":
             proc = self.procs[p["terminalId"]]
@@ -441,8 +509,11 @@ class EditorTerminals:
         if method == "terminal/output":
             proc = self.procs[p["terminalId"]]
             out = self.outputs.get(p["terminalId"], b"")
-            return {"output": out.decode("utf-8", "replace"), "truncated": False,
-                    "exitStatus": {"exitCode": proc.returncode, "signal": None}}
+            return {
+                "output": out.decode("utf-8", "replace"),
+                "truncated": False,
+                "exitStatus": {"exitCode": proc.returncode, "signal": None},
+            }
         if method in ("terminal/kill", "terminal/release"):
             proc = self.procs.get(p["terminalId"])
             if proc is not None and proc.poll() is None:
@@ -455,9 +526,14 @@ class EditorTerminals:
 def test_a_command_run_in_the_editors_terminal_is_confined_the_same_way(spawn, world):
     editor = EditorTerminals(answer_with("reject_once"))
     mark = world.marker("terminal", "outside")
-    run = attack(spawn, world, [bash("cat README.md"), bash("cat /etc/shadow"),
-                                bash(f"python3 -c 'open({str(mark)!r}, \"w\")'")],
-                 mode="auto", responder=editor, caps={"terminal": True})
+    run = attack(
+        spawn,
+        world,
+        [bash("cat README.md"), bash("cat /etc/shadow"), bash(f"python3 -c 'open({str(mark)!r}, \"w\")'")],
+        mode="auto",
+        responder=editor,
+        caps={"terminal": True},
+    )
     assert editor.commands, "the editor terminal was not used"
     assert "hello from the workspace" in run.output(0)
     shadow = shadow_line()
@@ -467,8 +543,12 @@ def test_a_command_run_in_the_editors_terminal_is_confined_the_same_way(spawn, w
 
 # ---- read-only mode refuses, without asking --------------------------------------------------------------------------
 def test_read_only_mode_refuses_writes_and_processes_without_asking(spawn, world):
-    calls = [bash("echo x > made.txt"), bash("python3 -c 'open(\"made2.txt\", \"w\")'"),
-             {"name": "write_file", "arguments": {"path": "made3.txt", "content": "x"}}, bash("cat README.md")]
+    calls = [
+        bash("echo x > made.txt"),
+        bash('python3 -c \'open("made2.txt", "w")\''),
+        {"name": "write_file", "arguments": {"path": "made3.txt", "content": "x"}},
+        bash("cat README.md"),
+    ]
     run = attack(spawn, world, calls, mode="read-only")
     assert not run.questions
     assert not any((world.ws / n).exists() for n in ("made.txt", "made2.txt", "made3.txt"))
@@ -478,15 +558,25 @@ def test_read_only_mode_refuses_writes_and_processes_without_asking(spawn, world
 # ---- a delegated subagent's commands run in the same sandbox ---------------------------------------------------------
 def test_a_subagents_commands_are_confined_like_the_sessions(spawn, world):
     mark = world.marker("subagent", "outside")
-    calls = [{"name": "delegate_task", "arguments": {"task": "look around"}},
-             bash(f"cat /etc/shadow; cat {world.other / '.env'}; python3 -c 'open({str(mark)!r}, \"w\")'"),
-             {"text": "sub done"}]
+    calls = [
+        {"name": "delegate_task", "arguments": {"task": "look around"}},
+        bash(f"cat /etc/shadow; cat {world.other / '.env'}; python3 -c 'open({str(mark)!r}, \"w\")'"),
+        {"text": "sub done"},
+    ]
     script = [{"tool_calls": [calls[0]]}, {"tool_calls": [calls[1]]}, calls[2], {"text": "done"}]
     from tests.support.harness import write_script
 
     model = write_script(world.root / "sub.json", script)
-    agent = spawn("--model", f"scripted:{model}", "--mode", "auto", cwd=world.ws, state_dir=world.state,
-                  responder=answer_with("reject_continue"), env={"HOME": str(world.home)})
+    agent = spawn(
+        "--model",
+        f"scripted:{model}",
+        "--mode",
+        "auto",
+        cwd=world.ws,
+        state_dir=world.state,
+        responder=answer_with("reject_continue"),
+        env={"HOME": str(world.home)},
+    )
     agent.initialize()
     sid = agent.new_session(world.ws)
     agent.prompt(sid, "go", timeout=60)
@@ -502,19 +592,34 @@ def test_without_a_sandbox_the_session_says_so_once_and_asks_for_what_it_cannot_
     """`GATEWRIGHT_SANDBOX=off` (as on a machine without Landlock): proven read-only commands that name an outside
     path, or words that may expand to one, ask in `safe`; outside writes ask in `auto`; the user is told once."""
     off = {"GATEWRIGHT_SANDBOX": "off"}
-    run = attack(spawn, world, [bash("cat /etc/shadow"), bash("cat \"$HOME/.ssh/id_rsa\""), bash("cat README.md")],
-                 mode="safe", env=off, responder=answer_with("reject_continue"))
+    run = attack(
+        spawn,
+        world,
+        [bash("cat /etc/shadow"), bash('cat "$HOME/.ssh/id_rsa"'), bash("cat README.md")],
+        mode="safe",
+        env=off,
+        responder=answer_with("reject_continue"),
+    )
     asked = [q["params"]["toolCall"]["rawInput"]["command"] for q in run.questions]
-    assert asked == ["cat /etc/shadow", "cat \"$HOME/.ssh/id_rsa\""], asked
+    assert asked == ["cat /etc/shadow", 'cat "$HOME/.ssh/id_rsa"'], asked
     shadow = shadow_line()
     assert_no_secret(run, world.secrets["ssh_key"], *([shadow] if shadow else []))
-    notices = [u for u in run.agent.updates(run.session) if u.get("sessionUpdate") == "agent_message_chunk"
-               and "No sandbox" in u["content"]["text"]]
+    notices = [
+        u
+        for u in run.agent.updates(run.session)
+        if u.get("sessionUpdate") == "agent_message_chunk" and "No sandbox" in u["content"]["text"]
+    ]
     assert len(notices) == 1
     assert "hello from the workspace" in run.output(2)
     out = world.marker("nosandbox", "outside")
-    run = attack(spawn, world, [bash(f"echo x > {out}"), bash("echo y > inside.txt")], mode="auto", env=off,
-                 responder=answer_with("reject_continue"))
+    run = attack(
+        spawn,
+        world,
+        [bash(f"echo x > {out}"), bash("echo y > inside.txt")],
+        mode="auto",
+        env=off,
+        responder=answer_with("reject_continue"),
+    )
     assert [q["params"]["toolCall"]["rawInput"]["command"] for q in run.questions] == [f"echo x > {out}"]
     assert not out.exists() and (world.ws / "inside.txt").exists()
 
@@ -525,10 +630,21 @@ def test_without_a_sandbox_auto_asks_before_scripts_and_output_options_write_out
     three wrote with no question)."""
     out = world.marker("script", "outside")
     hook = world.ws / ".git" / "hooks" / f"MARK_output_{world.tag}"
-    commands = [f"sed -n 'w {out}.sed' notes.txt", f"awk 'BEGIN{{print 1 > \"{out}.awk\"}}'",
-                f"git diff --output={hook}", f"sed -n '1e touch {out}.e' notes.txt", "sed -n 'w copy.txt' notes.txt"]
-    run = attack(spawn, world, [bash(c) for c in commands], mode="auto", env={"GATEWRIGHT_SANDBOX": "off"},
-                 responder=answer_with("reject_continue"))
+    commands = [
+        f"sed -n 'w {out}.sed' notes.txt",
+        f"awk 'BEGIN{{print 1 > \"{out}.awk\"}}'",
+        f"git diff --output={hook}",
+        f"sed -n '1e touch {out}.e' notes.txt",
+        "sed -n 'w copy.txt' notes.txt",
+    ]
+    run = attack(
+        spawn,
+        world,
+        [bash(c) for c in commands],
+        mode="auto",
+        env={"GATEWRIGHT_SANDBOX": "off"},
+        responder=answer_with("reject_continue"),
+    )
     asked = [q["params"]["toolCall"]["rawInput"]["command"] for q in run.questions]
     assert asked == commands[:4], asked
     assert not any(world.outside.glob(out.name + "*")) and not hook.exists()

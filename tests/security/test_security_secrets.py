@@ -26,13 +26,19 @@ def corp_config(path: Path, header_value: str) -> Path:
     path.write_text(
         '[providers.corp]\nkind = "openai"\nbase_url = "http://127.0.0.1:9/v1"\napi_key_env = "CORP_LLM_KEY"\n'
         f'headers = {{ "X-Corp-Auth" = "{header_value}" }}\n\n'
-        '[models.corp]\nmodel = "corp:big-model"\n', encoding="utf-8")
+        '[models.corp]\nmodel = "corp:big-model"\n',
+        encoding="utf-8",
+    )
     return path
 
 
 def places(agent: AgentProcess, record: Path, state: Path) -> dict[str, bytes]:
-    return {"stdout": b"".join(agent.raw_lines), "stderr": b"".join(agent.stderr_chunks),
-            "transcript": record.read_bytes(), "state dir": everything_under(state)}
+    return {
+        "stdout": b"".join(agent.raw_lines),
+        "stderr": b"".join(agent.stderr_chunks),
+        "transcript": record.read_bytes(),
+        "state dir": everything_under(state),
+    }
 
 
 def assert_nowhere(found: dict[str, bytes], secrets: dict[str, str]) -> None:
@@ -66,26 +72,52 @@ def test_a_configured_key_variable_reaches_no_child_and_no_sink(spawn, workspace
     that holds the key, the agent's own /proc environ, a tool call whose arguments carry the key and a provider error
     that quotes it all reach the model, the wire, the transcript and the store as `<redacted>`; stderr (debug logging)
     never has it."""
-    secrets = {"configured key": f"corp-key-{tag}-{uuid.uuid4().hex}",
-               "provider header": f"corp-hdr-{tag}-{uuid.uuid4().hex}"}
+    secrets = {
+        "configured key": f"corp-key-{tag}-{uuid.uuid4().hex}",
+        "provider header": f"corp-hdr-{tag}-{uuid.uuid4().hex}",
+    }
     key = secrets["configured key"]
     (workspace / "deploy.env").write_text(f"CORP_LLM_KEY={key}\n", encoding="utf-8")
-    script = write_script(tmp_path / "m.json", [
-        {"tool_calls": [
-            {"id": "env", "name": "bash", "arguments": {"command": "env"}},
-            {"id": "printenv", "name": "bash", "arguments": {"command": "printenv CORP_LLM_KEY; echo rc=$?"}},
-            {"id": "start", "name": "bash", "arguments": {"action": "start",
-                                                          "command": "printenv CORP_LLM_KEY; echo bg-rc=$?"}},
-            {"id": "file", "name": "read_file", "arguments": {"path": "deploy.env"}},
-            {"id": "proc", "name": "bash", "arguments": {"command": "tr '\\0' '\\n' < /proc/$PPID/environ | "
-                                                                    "grep CORP_LLM_KEY || true"}},
-            {"id": "args", "name": "bash", "arguments": {"command": f"echo {key} >/dev/null"}}]},
-        {"error": f"provider exploded: 401 for key {key}"}])
+    script = write_script(
+        tmp_path / "m.json",
+        [
+            {
+                "tool_calls": [
+                    {"id": "env", "name": "bash", "arguments": {"command": "env"}},
+                    {"id": "printenv", "name": "bash", "arguments": {"command": "printenv CORP_LLM_KEY; echo rc=$?"}},
+                    {
+                        "id": "start",
+                        "name": "bash",
+                        "arguments": {"action": "start", "command": "printenv CORP_LLM_KEY; echo bg-rc=$?"},
+                    },
+                    {"id": "file", "name": "read_file", "arguments": {"path": "deploy.env"}},
+                    {
+                        "id": "proc",
+                        "name": "bash",
+                        "arguments": {"command": "tr '\\0' '\\n' < /proc/$PPID/environ | grep CORP_LLM_KEY || true"},
+                    },
+                    {"id": "args", "name": "bash", "arguments": {"command": f"echo {key} >/dev/null"}},
+                ]
+            },
+            {"error": f"provider exploded: 401 for key {key}"},
+        ],
+    )
     record, state = tmp_path / "t.jsonl", tmp_path / "state"
-    agent = spawn("--model", f"scripted:{script}", "--mode", "auto", "--record", str(record), "--log-level", "DEBUG",
-                  env={"CORP_LLM_KEY": key,
-                       "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "config.toml", secrets["provider header"]))},
-                  state_dir=state)
+    agent = spawn(
+        "--model",
+        f"scripted:{script}",
+        "--mode",
+        "auto",
+        "--record",
+        str(record),
+        "--log-level",
+        "DEBUG",
+        env={
+            "CORP_LLM_KEY": key,
+            "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "config.toml", secrets["provider header"])),
+        },
+        state_dir=state,
+    )
     agent.initialize()
     sid = agent.new_session(workspace)
     agent.prompt(sid, "show me the environment", timeout=60)
@@ -103,13 +135,13 @@ def test_a_configured_key_variable_reaches_no_child_and_no_sink(spawn, workspace
 
 
 @pytest.mark.req("gw:secrets:configured-key-variables")
-def test_an_editor_terminal_is_sent_no_secret_and_blanks_the_configured_key_variables(spawn, workspace, tmp_path,
-                                                                                        tag):
+def test_an_editor_terminal_is_sent_no_secret_and_blanks_the_configured_key_variables(spawn, workspace, tmp_path, tag):
     """An editor terminal runs in the editor's environment, which may hold the key too (the editor started us with
     it): `terminal/create` carries no secret value, and sets every configured key variable to the empty string."""
     key = f"corp-term-{tag}-{uuid.uuid4().hex}"
-    script = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "bash", "arguments": {"command": "env"}}]}, {"text": "done"}])
+    script = write_script(
+        tmp_path / "m.json", [{"tool_calls": [{"name": "bash", "arguments": {"command": "env"}}]}, {"text": "done"}]
+    )
     created: list[dict[str, Any]] = []
 
     def editor(msg: dict[str, Any]) -> Any:
@@ -125,9 +157,17 @@ def test_an_editor_terminal_is_sent_no_secret_and_blanks_the_configured_key_vari
         return {}
 
     record, state = tmp_path / "t.jsonl", tmp_path / "state"
-    agent = spawn("--model", f"scripted:{script}", "--mode", "auto", "--record", str(record), responder=editor,
-                  env={"CORP_LLM_KEY": key, "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "c.toml", "h" * 12))},
-                  state_dir=state)
+    agent = spawn(
+        "--model",
+        f"scripted:{script}",
+        "--mode",
+        "auto",
+        "--record",
+        str(record),
+        responder=editor,
+        env={"CORP_LLM_KEY": key, "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "c.toml", "h" * 12))},
+        state_dir=state,
+    )
     agent.initialize({"terminal": True})
     sid = agent.new_session(workspace)
     assert agent.prompt(sid, "env in a terminal")["result"]["stopReason"] == "end_turn"
@@ -140,31 +180,58 @@ def test_an_editor_terminal_is_sent_no_secret_and_blanks_the_configured_key_vari
 
 
 @pytest.mark.req("gw:secrets:configured-key-variables")
-def test_an_mcp_stdio_server_gets_only_its_own_env_and_mcp_values_are_redacted_everywhere(spawn, workspace, tmp_path,
-                                                                                          tag):
+def test_an_mcp_stdio_server_gets_only_its_own_env_and_mcp_values_are_redacted_everywhere(
+    spawn, workspace, tmp_path, tag
+):
     """Two stdio servers and an http one: each stdio server sees its own configured env and neither the other's nor
     the provider key; a bash child sees none of them; a value a server hands back (its own token) reaches the model
     and every sink redacted; the http header value is in no sink."""
-    secrets = {"configured key": f"corp-mcp-{tag}-{uuid.uuid4().hex}",
-               "server a env": f"a-token-{tag}-{uuid.uuid4().hex}",
-               "server b env": f"b-token-{tag}-{uuid.uuid4().hex}",
-               "http header": f"Bearer hdr-{tag}-{uuid.uuid4().hex}"}
+    secrets = {
+        "configured key": f"corp-mcp-{tag}-{uuid.uuid4().hex}",
+        "server a env": f"a-token-{tag}-{uuid.uuid4().hex}",
+        "server b env": f"b-token-{tag}-{uuid.uuid4().hex}",
+        "http header": f"Bearer hdr-{tag}-{uuid.uuid4().hex}",
+    }
     ask = [("mine", "A_VALUE"), ("other", "B_VALUE"), ("key", "CORP_LLM_KEY")]
-    calls: list[dict[str, Any]] = [{"id": cid, "name": "mcp__a__getenv", "arguments": {"name": var}}
-                                   for cid, var in ask]
+    calls: list[dict[str, Any]] = [
+        {"id": cid, "name": "mcp__a__getenv", "arguments": {"name": var}} for cid, var in ask
+    ]
     calls.append({"id": "bash", "name": "bash", "arguments": {"command": "env"}})
     script = write_script(tmp_path / "m.json", [{"tool_calls": calls}, {"text": "done"}])
     record, state = tmp_path / "t.jsonl", tmp_path / "state"
-    agent = spawn("--model", f"scripted:{script}", "--mode", "auto", "--record", str(record), "--log-level", "DEBUG",
-                  env={"CORP_LLM_KEY": secrets["configured key"], "GATEWRIGHT_MCP_TURN_WAIT": "60",
-                       "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "c.toml", "h" * 12))},
-                  state_dir=state)
+    agent = spawn(
+        "--model",
+        f"scripted:{script}",
+        "--mode",
+        "auto",
+        "--record",
+        str(record),
+        "--log-level",
+        "DEBUG",
+        env={
+            "CORP_LLM_KEY": secrets["configured key"],
+            "GATEWRIGHT_MCP_TURN_WAIT": "60",
+            "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "c.toml", "h" * 12)),
+        },
+        state_dir=state,
+    )
     agent.initialize()
-    sid = agent.result("session/new", {"cwd": str(workspace), "mcpServers": [
-        stdio_entry("a", {"A_VALUE": secrets["server a env"]}),
-        stdio_entry("b", {"B_VALUE": secrets["server b env"]}),
-        {"type": "http", "name": "h", "url": "http://127.0.0.1:9/mcp",
-         "headers": [{"name": "Authorization", "value": secrets["http header"]}]}]})["sessionId"]
+    sid = agent.result(
+        "session/new",
+        {
+            "cwd": str(workspace),
+            "mcpServers": [
+                stdio_entry("a", {"A_VALUE": secrets["server a env"]}),
+                stdio_entry("b", {"B_VALUE": secrets["server b env"]}),
+                {
+                    "type": "http",
+                    "name": "h",
+                    "url": "http://127.0.0.1:9/mcp",
+                    "headers": [{"name": "Authorization", "value": secrets["http header"]}],
+                },
+            ],
+        },
+    )["sessionId"]
     assert agent.prompt(sid, "read the servers' environment", timeout=60)["result"]["stopReason"] == "end_turn"
     done = finished(agent, sid)
     assert set(done) >= {"mine", "other", "key", "bash"}, sorted(done)
@@ -176,19 +243,26 @@ def test_an_mcp_stdio_server_gets_only_its_own_env_and_mcp_values_are_redacted_e
 
 
 @pytest.mark.req("gw:secrets:configured-key-variables")
-def test_an_authenticate_payload_and_a_key_pasted_into_a_prompt_are_kept_out_of_every_file(spawn, workspace,
-                                                                                           tmp_path, tag):
+def test_an_authenticate_payload_and_a_key_pasted_into_a_prompt_are_kept_out_of_every_file(
+    spawn, workspace, tmp_path, tag
+):
     """An `authenticate` payload beyond the method id is a secret: it is in no log, transcript or state file. A key
     the user pastes into a prompt, and the model's answer echoing it in pieces, are stored redacted (the session
     replayed by `session/load` shows `<redacted>`), and the transcript never has it."""
     auth = f"auth-payload-{tag}-{uuid.uuid4().hex}"
     pasted = f"corp-pasted-{tag}-{uuid.uuid4().hex}"
-    script = write_script(tmp_path / "m.json", [
-        {"text": f"You gave me {pasted} as the key.", "chunks": 1}])
+    script = write_script(tmp_path / "m.json", [{"text": f"You gave me {pasted} as the key.", "chunks": 1}])
     record, state = tmp_path / "t.jsonl", tmp_path / "state"
-    agent = spawn("--model", f"scripted:{script}", "--record", str(record), "--log-level", "DEBUG",
-                  env={"CORP_LLM_KEY": pasted, "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "c.toml", "h" * 12))},
-                  state_dir=state)
+    agent = spawn(
+        "--model",
+        f"scripted:{script}",
+        "--record",
+        str(record),
+        "--log-level",
+        "DEBUG",
+        env={"CORP_LLM_KEY": pasted, "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "c.toml", "h" * 12))},
+        state_dir=state,
+    )
     agent.initialize()
     agent.request("authenticate", {"methodId": "env:CORP_LLM_KEY", "_meta": {"key": auth}})
     sid = agent.new_session(workspace)
@@ -205,7 +279,6 @@ def test_an_authenticate_payload_and_a_key_pasted_into_a_prompt_are_kept_out_of_
     assert again.close() == 0
 
 
-
 @pytest.mark.req("gw:secrets:configured-key-variables")
 def test_writing_back_a_redacted_file_cannot_destroy_the_key_it_holds(spawn, workspace, tmp_path, tag):
     """The model reads `.env` and sees the key as `<redacted>`; writing back what it saw (a whole-file write, or an
@@ -213,17 +286,51 @@ def test_writing_back_a_redacted_file_cannot_destroy_the_key_it_holds(spawn, wor
     key = f"corp-env-{tag}-{uuid.uuid4().hex}"
     env_file = workspace / ".env"
     env_file.write_text(f"CORP_LLM_KEY={key}\nDEBUG=0\n", encoding="utf-8")
-    script = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"id": "read", "name": "read_file", "arguments": {"path": ".env"}}]},
-        {"tool_calls": [{"id": "write", "name": "write_file", "arguments": {
-            "path": ".env", "content": "CORP_LLM_KEY=<redacted>\nDEBUG=1\n"}}]},
-        {"tool_calls": [{"id": "edit_in", "name": "edit", "arguments": {
-            "path": ".env", "old_string": "DEBUG=0", "new_string": "KEY_COPY=<redacted>\nDEBUG=0"}}]},
-        {"tool_calls": [{"id": "edit_around", "name": "edit", "arguments": {
-            "path": ".env", "old_string": "DEBUG=0", "new_string": "DEBUG=1"}}]},
-        {"text": "done"}])
-    agent = spawn("--model", f"scripted:{script}", "--mode", "auto",
-                  env={"CORP_LLM_KEY": key, "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "c.toml", "h" * 12))})
+    script = write_script(
+        tmp_path / "m.json",
+        [
+            {"tool_calls": [{"id": "read", "name": "read_file", "arguments": {"path": ".env"}}]},
+            {
+                "tool_calls": [
+                    {
+                        "id": "write",
+                        "name": "write_file",
+                        "arguments": {"path": ".env", "content": "CORP_LLM_KEY=<redacted>\nDEBUG=1\n"},
+                    }
+                ]
+            },
+            {
+                "tool_calls": [
+                    {
+                        "id": "edit_in",
+                        "name": "edit",
+                        "arguments": {
+                            "path": ".env",
+                            "old_string": "DEBUG=0",
+                            "new_string": "KEY_COPY=<redacted>\nDEBUG=0",
+                        },
+                    }
+                ]
+            },
+            {
+                "tool_calls": [
+                    {
+                        "id": "edit_around",
+                        "name": "edit",
+                        "arguments": {"path": ".env", "old_string": "DEBUG=0", "new_string": "DEBUG=1"},
+                    }
+                ]
+            },
+            {"text": "done"},
+        ],
+    )
+    agent = spawn(
+        "--model",
+        f"scripted:{script}",
+        "--mode",
+        "auto",
+        env={"CORP_LLM_KEY": key, "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "c.toml", "h" * 12))},
+    )
     agent.initialize()
     sid = agent.new_session(workspace)
     assert agent.prompt(sid, "turn debugging on", timeout=60)["result"]["stopReason"] == "end_turn"
@@ -236,17 +343,26 @@ def test_writing_back_a_redacted_file_cannot_destroy_the_key_it_holds(spawn, wor
 
 
 @pytest.mark.req("gw:secrets:configured-key-variables")
-def test_a_file_the_editor_saves_for_us_keeps_its_key_exactly_while_the_transcript_does_not_have_it(spawn, workspace,
-                                                                                                    tmp_path, tag):
+def test_a_file_the_editor_saves_for_us_keeps_its_key_exactly_while_the_transcript_does_not_have_it(
+    spawn, workspace, tmp_path, tag
+):
     """With the editor's file system, an edit of `.env` around the key is read and saved through the editor: the
     `fs/write_text_file` content must carry the key unchanged (the wire's redaction would otherwise save the marker
     into the user's file), and the transcript still never has it."""
     key = f"corp-fs-{tag}-{uuid.uuid4().hex}"
     env_file = workspace / ".env"
     env_file.write_text(f"CORP_LLM_KEY={key}\nDEBUG=0\n", encoding="utf-8")
-    script = write_script(tmp_path / "m.json", [
-        {"tool_calls": [{"name": "edit", "arguments": {"path": ".env", "old_string": "DEBUG=0",
-                                                       "new_string": "DEBUG=1"}}]}, {"text": "done"}])
+    script = write_script(
+        tmp_path / "m.json",
+        [
+            {
+                "tool_calls": [
+                    {"name": "edit", "arguments": {"path": ".env", "old_string": "DEBUG=0", "new_string": "DEBUG=1"}}
+                ]
+            },
+            {"text": "done"},
+        ],
+    )
 
     def editor(msg: dict[str, Any]) -> Any:
         if msg["method"] == "fs/read_text_file":
@@ -257,8 +373,16 @@ def test_a_file_the_editor_saves_for_us_keeps_its_key_exactly_while_the_transcri
         return allow_once(msg)
 
     record = tmp_path / "t.jsonl"
-    agent = spawn("--model", f"scripted:{script}", "--mode", "auto", "--record", str(record), responder=editor,
-                  env={"CORP_LLM_KEY": key, "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "c.toml", "h" * 12))})
+    agent = spawn(
+        "--model",
+        f"scripted:{script}",
+        "--mode",
+        "auto",
+        "--record",
+        str(record),
+        responder=editor,
+        env={"CORP_LLM_KEY": key, "GATEWRIGHT_CONFIG": str(corp_config(tmp_path / "c.toml", "h" * 12))},
+    )
     agent.initialize({"fs": {"readTextFile": True, "writeTextFile": True}})
     sid = agent.new_session(workspace)
     assert agent.prompt(sid, "turn debugging on")["result"]["stopReason"] == "end_turn"

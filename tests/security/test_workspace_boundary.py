@@ -55,8 +55,11 @@ ATTACKS = {
 
 
 def patch_of(kind: str, p: str) -> str:
-    body = {"add": f"*** Add File: {p}\n+pwned", "update": f"*** Update File: {p}\n-top secret\n+pwned",
-            "delete": f"*** Delete File: {p}"}[kind]
+    body = {
+        "add": f"*** Add File: {p}\n+pwned",
+        "update": f"*** Update File: {p}\n-top secret\n+pwned",
+        "delete": f"*** Delete File: {p}",
+    }[kind]
     return f"*** Begin Patch\n{body}\n*** End Patch"
 
 
@@ -68,9 +71,14 @@ CALLS = {
     "apply_patch_add": lambda f, d: ("apply_patch", {"patch": patch_of("add", f)}),
     "apply_patch_update": lambda f, d: ("apply_patch", {"patch": patch_of("update", f)}),
     "apply_patch_delete": lambda f, d: ("apply_patch", {"patch": patch_of("delete", f)}),
-    "apply_patch_move_out": lambda f, d: ("apply_patch", {"patch": "*** Begin Patch\n*** Update File: real/dir/"
-                                                          f"file.txt\n*** Move to: {f}\n-inside secret\n+moved\n"
-                                                          "*** End Patch"}),
+    "apply_patch_move_out": lambda f, d: (
+        "apply_patch",
+        {
+            "patch": "*** Begin Patch\n*** Update File: real/dir/"
+            f"file.txt\n*** Move to: {f}\n-inside secret\n+moved\n"
+            "*** End Patch"
+        },
+    ),
     "glob": lambda f, d: ("glob", {"pattern": "**/*", "path": d}),
     "grep_dir": lambda f, d: ("grep", {"pattern": "secret", "path": d}),
     "grep_file": lambda f, d: ("grep", {"pattern": "secret", "path": f}),
@@ -101,8 +109,9 @@ async def test_every_file_tool_fails_closed_on_every_attack(tmp_path, attack, ca
     name, args = CALLS[call](f, d)
     with pytest.raises(ToolFailure) as err:
         await run(name, args, make_ctx(ws))
-    assert err.value.error_type in {"PathOutsideWorkspace", "InvalidPath", "PathChanged", "InvalidArguments"}, \
+    assert err.value.error_type in {"PathOutsideWorkspace", "InvalidPath", "PathChanged", "InvalidArguments"}, (
         err.value.message
+    )
     assert "top secret" not in err.value.message
     assert outside_state(tmp_path) == before
     assert not (tmp_path / "outside/new.txt").exists() and not (tmp_path / "outside/pwned.txt").exists()
@@ -133,7 +142,8 @@ async def test_update_agents_md_symlinked_out_of_the_workspace_fails_closed(tmp_
         assert err.value.error_type == "PathOutsideWorkspace"
     assert outside_state(tmp_path) == before
     subject = await make_describer(ToolRegistry(builtin_tools()))(
-        ToolCall("c1", "update_agents_md", {"action": "write", "content": "x"}, "{}"), make_ctx(ws))
+        ToolCall("c1", "update_agents_md", {"action": "write", "content": "x"}, "{}"), make_ctx(ws)
+    )
     assert subject.facts.paths[0].klass == "outside"
 
 
@@ -150,7 +160,8 @@ async def test_writes_to_git_are_classified_protected_for_the_policy(tmp_path):
     ws = layout(tmp_path)
     (ws / ".git/hooks").mkdir(parents=True)
     subject = await make_describer(ToolRegistry(builtin_tools()))(
-        ToolCall("c1", "write_file", {"path": ".git/hooks/pre-commit", "content": "x"}, "{}"), make_ctx(ws))
+        ToolCall("c1", "write_file", {"path": ".git/hooks/pre-commit", "content": "x"}, "{}"), make_ctx(ws)
+    )
     assert subject.facts.paths[0].klass == "protected"
     assert decide(subject.facts, "auto").action == "ask"
 
@@ -160,10 +171,14 @@ SWAP_CALLS = {
     "write_file": ("write_file", {"path": "real/dir/file.txt", "content": "pwned"}),
     "write_file_new": ("write_file", {"path": "real/dir/new.txt", "content": "pwned"}),
     "edit": ("edit", {"path": "real/dir/file.txt", "old_string": "secret", "new_string": "pwned"}),
-    "apply_patch": ("apply_patch", {"patch": "*** Begin Patch\n*** Update File: real/dir/file.txt\n-top secret\n"
-                                             "+pwned\n*** End Patch"}),
-    "apply_patch_add": ("apply_patch", {"patch": "*** Begin Patch\n*** Add File: real/dir/new.txt\n+pwned\n"
-                                                 "*** End Patch"}),
+    "apply_patch": (
+        "apply_patch",
+        {"patch": "*** Begin Patch\n*** Update File: real/dir/file.txt\n-top secret\n+pwned\n*** End Patch"},
+    ),
+    "apply_patch_add": (
+        "apply_patch",
+        {"patch": "*** Begin Patch\n*** Add File: real/dir/new.txt\n+pwned\n*** End Patch"},
+    ),
     "glob": ("glob", {"pattern": "**/*", "path": "real/dir"}),
     "grep": ("grep", {"pattern": "secret", "path": "real/dir"}),
     "grep_file": ("grep", {"pattern": "secret", "path": "real/dir/file.txt"}),
@@ -200,10 +215,12 @@ async def test_a_directory_swapped_for_a_symlink_after_resolution_is_not_followe
 @pytest.mark.parametrize("tool", sorted(t for t in TOOLS if t not in ("update_agents_md", "update_plan")))
 async def test_every_path_taking_tool_declares_its_paths(tool):
     name, args = {
-        "read_file": ("read_file", {"path": "x"}), "write_file": ("write_file", {"path": "x", "content": ""}),
+        "read_file": ("read_file", {"path": "x"}),
+        "write_file": ("write_file", {"path": "x", "content": ""}),
         "edit": ("edit", {"path": "x", "old_string": "a", "new_string": "b"}),
         "apply_patch": ("apply_patch", {"patch": "*** Begin Patch\n*** Delete File: x\n*** End Patch"}),
-        "glob": ("glob", {"pattern": "*", "path": "x"}), "grep": ("grep", {"pattern": "a", "path": "x"}),
+        "glob": ("glob", {"pattern": "*", "path": "x"}),
+        "grep": ("grep", {"pattern": "a", "path": "x"}),
         "bash": ("bash", {"command": "ls", "cwd": "x"}),
     }[tool]
     assert [p for p, _ in TOOLS[name].paths(args)] == ["x"]
@@ -239,8 +256,11 @@ async def test_an_unresolvable_path_is_a_question_not_a_crash(tmp_path, monkeypa
     ws = layout(tmp_path)
     _unreadable_links(monkeypatch)
     target = "/proc/1/root/unprovable/etc/shadow"
-    name, args = {"read_file": ("read_file", {"path": target}), "grep_file": ("grep", {"pattern": "x", "path": target}),
-                  "bash": ("bash", {"command": f"cat {target}"})}[call]
+    name, args = {
+        "read_file": ("read_file", {"path": target}),
+        "grep_file": ("grep", {"pattern": "x", "path": target}),
+        "bash": ("bash", {"command": f"cat {target}"}),
+    }[call]
     subject = await make_describer(ToolRegistry(builtin_tools()))(ToolCall("c1", name, args, "{}"), make_ctx(ws))
     assert any(p.klass == "outside" for p in subject.facts.paths), subject.facts.paths
     assert decide(subject.facts, "safe").action == "ask"

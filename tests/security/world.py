@@ -77,8 +77,9 @@ def answer_with(kind_or_id: str) -> Responder:
 
     def respond(msg: dict[str, Any]) -> Any:
         options = msg["params"]["options"]
-        chosen = next((o for o in options if o["optionId"] == kind_or_id), None) or \
-            next(o for o in options if o["kind"] == kind_or_id)
+        chosen = next((o for o in options if o["optionId"] == kind_or_id), None) or next(
+            o for o in options if o["kind"] == kind_or_id
+        )
         return {"outcome": {"outcome": "selected", "optionId": chosen["optionId"]}}
 
     return respond
@@ -110,15 +111,31 @@ class Run:
         return json.dumps(r.get("rawOutput")) + json.dumps(r.get("content"))
 
 
-def attack(spawn: Callable[..., AgentProcess], world: World, calls: list[dict[str, Any]], *, mode: str,
-           responder: Responder | None = None, caps: dict[str, Any] | None = None,
-           env: dict[str, str] | None = None, prompt_timeout: float = 60) -> Run:
+def attack(
+    spawn: Callable[..., AgentProcess],
+    world: World,
+    calls: list[dict[str, Any]],
+    *,
+    mode: str,
+    responder: Responder | None = None,
+    caps: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    prompt_timeout: float = 60,
+) -> Run:
     """One agent, one session in `world.ws`, one prompt: the model makes `calls` one per step, then says done."""
-    script = write_script(world.root / f"model-{uuid.uuid4().hex[:6]}.json",
-                          [{"tool_calls": [c]} for c in calls] + [{"text": "done"}])
-    agent = spawn("--model", f"scripted:{script}", "--mode", mode, cwd=world.ws, state_dir=world.state,
-                  responder=responder or answer_with("reject_once"),
-                  env={"HOME": str(world.home), **(env or {})})
+    script = write_script(
+        world.root / f"model-{uuid.uuid4().hex[:6]}.json", [{"tool_calls": [c]} for c in calls] + [{"text": "done"}]
+    )
+    agent = spawn(
+        "--model",
+        f"scripted:{script}",
+        "--mode",
+        mode,
+        cwd=world.ws,
+        state_dir=world.state,
+        responder=responder or answer_with("reject_once"),
+        env={"HOME": str(world.home), **(env or {})},
+    )
     agent.initialize(caps)
     sid = agent.new_session(world.ws)
     answer = agent.prompt(sid, "go", timeout=prompt_timeout)

@@ -28,8 +28,13 @@ def _load(unstable: bool) -> tuple[Any, dict[tuple[str, str, str], str]]:
     index: dict[tuple[str, str, str], str] = {}
     for def_name, d in schema["$defs"].items():
         if "x-method" in d:
-            kind = "request" if def_name.endswith("Request") else "response" if def_name.endswith(
-                "Response") else "notification"
+            kind = (
+                "request"
+                if def_name.endswith("Request")
+                else "response"
+                if def_name.endswith("Response")
+                else "notification"
+            )
             index[(d["x-side"], d["x-method"], kind)] = def_name
 
     @functools.cache
@@ -62,8 +67,6 @@ def _load_defs(unstable: bool) -> frozenset[str]:
 def _def(side: str, method: str, kind: str) -> str | None:
     _, index = _load(False)
     return index.get((side, method, kind))
-
-
 
 
 def agent_frame_errors(msg: Any, request_method: str | None = None) -> list[str]:

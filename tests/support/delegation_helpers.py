@@ -59,8 +59,11 @@ class Sink:
         return [e for e in self.events if isinstance(e, ToolCallStarted)]
 
     def final(self, call_id: str) -> ToolCallProgress | None:
-        done = [e for e in self.events if isinstance(e, ToolCallProgress) and e.call_id == call_id
-                and e.status in ("completed", "failed")]
+        done = [
+            e
+            for e in self.events
+            if isinstance(e, ToolCallProgress) and e.call_id == call_id and e.status in ("completed", "failed")
+        ]
         return done[-1] if done else None
 
     def texts(self, call_id: str) -> list[str]:
@@ -76,8 +79,12 @@ class SleepTool(Tool):
 
     name = "sleep"
     description = "sleep"
-    schema = {"type": "object", "properties": {"ms": {"type": "integer"}, "write": {"type": "boolean"}},
-              "required": ["ms"], "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"ms": {"type": "integer"}, "write": {"type": "boolean"}},
+        "required": ["ms"],
+        "additionalProperties": False,
+    }
 
     def effect(self, args):
         return "write" if args.get("write") else "read"
@@ -120,19 +127,36 @@ class ScriptsByTask:
         yield Finished("tool_use" if calls else "end_turn", Usage(u.get("input_tokens", 0), u.get("output_tokens", 0)))
 
 
-def session_runtime(tmp_path: Path, model: Any, *, mode: str = "safe", answers: list[str] | None = None,
-                    specs: tuple[SubagentSpec, ...] = DEFAULT_SUBAGENTS, extra_tools: list[Tool] | None = None,
-                    options: RuntimeOptions | None = None, retry: RetryPolicy | None = None,
-                    router: ToolExecutor | None = None) -> tuple[AgentRuntime, Gateway, Path]:
+def session_runtime(
+    tmp_path: Path,
+    model: Any,
+    *,
+    mode: str = "safe",
+    answers: list[str] | None = None,
+    specs: tuple[SubagentSpec, ...] = DEFAULT_SUBAGENTS,
+    extra_tools: list[Tool] | None = None,
+    options: RuntimeOptions | None = None,
+    retry: RetryPolicy | None = None,
+    router: ToolExecutor | None = None,
+) -> tuple[AgentRuntime, Gateway, Path]:
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
     (ws / "README.md").write_text("# sample\n\nhello from the readme\n")
     gateway = Gateway(answers)
     mode_ref = [mode]
-    parts = build_runtime(session_id="s1", cwd=str(ws), model=model, gateway=gateway, mode=lambda: mode_ref[0],
-                          options=options, tools=[*builtin_tools(), SleepTool(), *(extra_tools or [])],
-                          subagents=specs, retry=retry or RetryPolicy(base_delay_seconds=0),
-                          wrap_router=(lambda _: router) if router is not None else None, context=False)
+    parts = build_runtime(
+        session_id="s1",
+        cwd=str(ws),
+        model=model,
+        gateway=gateway,
+        mode=lambda: mode_ref[0],
+        options=options,
+        tools=[*builtin_tools(), SleepTool(), *(extra_tools or [])],
+        subagents=specs,
+        retry=retry or RetryPolicy(base_delay_seconds=0),
+        wrap_router=(lambda _: router) if router is not None else None,
+        context=False,
+    )
     return parts.runtime, gateway, ws
 
 
@@ -146,4 +170,4 @@ def tool_results(rt: AgentRuntime) -> list[ToolResultMessage]:
 
 def error_of(msg: ToolResultMessage) -> dict[str, Any]:
     assert msg.output.startswith("TOOL_ERROR: "), msg.output
-    return json.loads(msg.output[len("TOOL_ERROR: "):])
+    return json.loads(msg.output[len("TOOL_ERROR: ") :])

@@ -23,8 +23,13 @@ from typing import Any
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
 # Client settings for tests against this server: retries within milliseconds, timeouts short enough to fail fast.
-FAST_RETRIES = {"retry_base_delay": 0.01, "retry_max_delay": 0.05, "first_token_timeout": 5.0, "connect_timeout": 2.0,
-                "idle_timeout": 5.0}
+FAST_RETRIES = {
+    "retry_base_delay": 0.01,
+    "retry_max_delay": 0.05,
+    "first_token_timeout": 5.0,
+    "connect_timeout": 2.0,
+    "idle_timeout": 5.0,
+}
 STREAMS = pathlib.Path(__file__).parents[1] / "fixtures" / "streams"
 
 
@@ -93,7 +98,7 @@ def split_reads(data: bytes, size: int, pause: float = 0.002) -> tuple[Frame, ..
     the pieces so the client reads each one on its own, as a buffering proxy delivers them."""
     out: list[Frame] = []
     for i in range(0, len(data), size):
-        out += [data[i:i + size], Pause(pause)]
+        out += [data[i : i + size], Pause(pause)]
     return tuple(out)
 
 
@@ -102,10 +107,18 @@ def crlf(data: bytes) -> bytes:
 
 
 # ---- OpenAI Chat Completions stream --------------------------------------------------------------------------------
-def _oa_chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: dict[str, Any] | None = None,
-              ) -> bytes:
-    chunk: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-                             "choices": []}
+def _oa_chunk(
+    delta: dict[str, Any] | None,
+    finish: str | None = None,
+    usage: dict[str, Any] | None = None,
+) -> bytes:
+    chunk: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [],
+    }
     if delta is not None or finish is not None:
         chunk["choices"] = [{"index": 0, "delta": delta or {}, "finish_reason": finish}]
     if usage is not None:
@@ -113,10 +126,17 @@ def _oa_chunk(delta: dict[str, Any] | None, finish: str | None = None, usage: di
     return sse(chunk)
 
 
-def openai_stream(text: str | list[str] = "", *, reasoning: list[str] | None = None,
-                  tool_calls: list[tuple[str, str, list[str]]] | None = None, interleave_tools: bool = False,
-                  finish: str | None = None, usage: tuple[int, int] | None = (12, 5), cached: int = 0,
-                  done: bool = True) -> tuple[bytes, ...]:
+def openai_stream(
+    text: str | list[str] = "",
+    *,
+    reasoning: list[str] | None = None,
+    tool_calls: list[tuple[str, str, list[str]]] | None = None,
+    interleave_tools: bool = False,
+    finish: str | None = None,
+    usage: tuple[int, int] | None = (12, 5),
+    cached: int = 0,
+    done: bool = True,
+) -> tuple[bytes, ...]:
     """Frames for one streamed completion. `tool_calls` is [(id, name, argument fragments)]."""
     frames = [_oa_chunk({"role": "assistant", "content": ""})]
     for piece in reasoning or []:
@@ -126,8 +146,15 @@ def openai_stream(text: str | list[str] = "", *, reasoning: list[str] | None = N
     calls = tool_calls or []
     if interleave_tools:  # parallel calls whose fragments arrive interleaved, as real servers do
         for i, (cid, name, _) in enumerate(calls):
-            frames.append(_oa_chunk({"tool_calls": [{"index": i, "id": cid, "type": "function",
-                                                     "function": {"name": name, "arguments": ""}}]}))
+            frames.append(
+                _oa_chunk(
+                    {
+                        "tool_calls": [
+                            {"index": i, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}
+                        ]
+                    }
+                )
+            )
         longest = max((len(c[2]) for c in calls), default=0)
         for k in range(longest):
             for i, (_, _, frags) in enumerate(calls):
@@ -135,14 +162,24 @@ def openai_stream(text: str | list[str] = "", *, reasoning: list[str] | None = N
                     frames.append(_oa_chunk({"tool_calls": [{"index": i, "function": {"arguments": frags[k]}}]}))
     else:
         for i, (cid, name, frags) in enumerate(calls):
-            frames.append(_oa_chunk({"tool_calls": [{"index": i, "id": cid, "type": "function",
-                                                     "function": {"name": name, "arguments": ""}}]}))
+            frames.append(
+                _oa_chunk(
+                    {
+                        "tool_calls": [
+                            {"index": i, "id": cid, "type": "function", "function": {"name": name, "arguments": ""}}
+                        ]
+                    }
+                )
+            )
             for frag in frags:
                 frames.append(_oa_chunk({"tool_calls": [{"index": i, "function": {"arguments": frag}}]}))
     frames.append(_oa_chunk({}, finish or ("tool_calls" if calls else "stop")))
     if usage is not None:
-        u: dict[str, Any] = {"prompt_tokens": usage[0], "completion_tokens": usage[1],
-                             "total_tokens": usage[0] + usage[1]}
+        u: dict[str, Any] = {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": usage[0] + usage[1],
+        }
         if cached:
             u["prompt_tokens_details"] = {"cached_tokens": cached}
         frames.append(_oa_chunk(None, usage=u))
@@ -152,50 +189,85 @@ def openai_stream(text: str | list[str] = "", *, reasoning: list[str] | None = N
 
 
 # ---- Anthropic Messages stream -------------------------------------------------------------------------------------
-def anthropic_stream(text: str | list[str] = "", *, thinking: list[str] | None = None, signature: str = "sig-1",
-                     tool_uses: list[tuple[str, str, list[str]]] | None = None, stop: str | None = None,
-                     usage: tuple[int, int] = (20, 7), cache_read: int = 0, cache_write: int = 0,
-                     ) -> tuple[bytes, ...]:
+def anthropic_stream(
+    text: str | list[str] = "",
+    *,
+    thinking: list[str] | None = None,
+    signature: str = "sig-1",
+    tool_uses: list[tuple[str, str, list[str]]] | None = None,
+    stop: str | None = None,
+    usage: tuple[int, int] = (20, 7),
+    cache_read: int = 0,
+    cache_write: int = 0,
+) -> tuple[bytes, ...]:
     """Frames for one streamed message. `tool_uses` is [(id, name, partial_json fragments)]."""
-    start = {"type": "message_start", "message": {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [], "stop_reason": None,
-        "stop_sequence": None, "usage": {"input_tokens": usage[0], "output_tokens": 1,
-                                         "cache_read_input_tokens": cache_read,
-                                         "cache_creation_input_tokens": cache_write}}}
+    start = {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "m",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": usage[0],
+                "output_tokens": 1,
+                "cache_read_input_tokens": cache_read,
+                "cache_creation_input_tokens": cache_write,
+            },
+        },
+    }
     frames = [sse(start, "message_start"), sse({"type": "ping"}, "ping")]
     index = 0
 
     def block(start_block: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
         nonlocal index
-        frames.append(sse({"type": "content_block_start", "index": index, "content_block": start_block},
-                          "content_block_start"))
+        frames.append(
+            sse({"type": "content_block_start", "index": index, "content_block": start_block}, "content_block_start")
+        )
         for d in deltas:
             frames.append(sse({"type": "content_block_delta", "index": index, "delta": d}, "content_block_delta"))
         frames.append(sse({"type": "content_block_stop", "index": index}, "content_block_stop"))
         index += 1
 
     if thinking:
-        block({"type": "thinking", "thinking": "", "signature": ""},
-              [{"type": "thinking_delta", "thinking": t} for t in thinking]
-              + [{"type": "signature_delta", "signature": signature}])
+        block(
+            {"type": "thinking", "thinking": "", "signature": ""},
+            [{"type": "thinking_delta", "thinking": t} for t in thinking]
+            + [{"type": "signature_delta", "signature": signature}],
+        )
     pieces = [text] if isinstance(text, str) and text else (text or [])
     if pieces:
         block({"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in pieces])
     for tid, name, frags in tool_uses or []:
-        block({"type": "tool_use", "id": tid, "name": name, "input": {}},
-              [{"type": "input_json_delta", "partial_json": f} for f in frags])
-    frames.append(sse({"type": "message_delta", "delta": {"stop_reason": stop or ("tool_use" if tool_uses
-                                                                                   else "end_turn"),
-                                                          "stop_sequence": None},
-                       "usage": {"output_tokens": usage[1]}}, "message_delta"))
+        block(
+            {"type": "tool_use", "id": tid, "name": name, "input": {}},
+            [{"type": "input_json_delta", "partial_json": f} for f in frags],
+        )
+    frames.append(
+        sse(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop or ("tool_use" if tool_uses else "end_turn"), "stop_sequence": None},
+                "usage": {"output_tokens": usage[1]},
+            },
+            "message_delta",
+        )
+    )
     frames.append(sse({"type": "message_stop"}, "message_stop"))
     return tuple(frames)
 
 
 def error_body(api: str, status: int, message: str) -> dict[str, Any]:
     if api == "anthropic":
-        kind = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error",
-                529: "overloaded_error"}.get(status, "api_error")
+        kind = {
+            401: "authentication_error",
+            403: "permission_error",
+            429: "rate_limit_error",
+            529: "overloaded_error",
+        }.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
     return {"error": {"message": message, "type": "error", "code": None}}
 
@@ -247,8 +319,7 @@ class FakeProviders:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(*self.tls)
             self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
         return self
 
@@ -292,14 +363,25 @@ class _Handler(BaseHTTPRequestHandler):
         if "://" in path:  # absolute form: the client was sent through this server as its proxy
             path = "/" + path.split("://", 1)[1].partition("/")[2]
         with self.fake.lock:
-            self.fake.requests.append(Recorded(path, {k.lower(): v for k, v in self.headers.items()}, body,
-                                               time.monotonic(), self.client_address[:2], target))
+            self.fake.requests.append(
+                Recorded(
+                    path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                    time.monotonic(),
+                    self.client_address[:2],
+                    target,
+                )
+            )
         reply = self.fake.next_reply(path)
         if reply.delay and self._wait(reply.delay):
             return
         if reply.body is not None or reply.raw is not None or not reply.frames:
-            payload = reply.raw if reply.raw is not None else \
-                json.dumps(reply.body if reply.body is not None else {}).encode()
+            payload = (
+                reply.raw
+                if reply.raw is not None
+                else json.dumps(reply.body if reply.body is not None else {}).encode()
+            )
             self.send_response(reply.status)
             self.send_header("Content-Type", reply.content_type or "application/json")
             self.send_header("Content-Length", str(len(payload)))

@@ -102,12 +102,17 @@ def split_lines(data: bytes) -> list[bytes]:
 # ---- JSON values -------------------------------------------------------------------------------------------------
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
 SCALARS = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | TEXT
-JSON_VALUES = st.recursive(SCALARS, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(TEXT, kids, max_size=4),
-                           max_leaves=12)
+JSON_VALUES = st.recursive(
+    SCALARS, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(TEXT, kids, max_size=4), max_leaves=12
+)
 WRONG_TYPES: dict[str, Any] = {
-    "null": st.none(), "boolean": st.booleans(), "integer": st.integers(),
+    "null": st.none(),
+    "boolean": st.booleans(),
+    "integer": st.integers(),
     "number": st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: not f.is_integer()),
-    "string": TEXT, "array": st.lists(SCALARS, max_size=3), "object": st.dictionaries(TEXT, SCALARS, max_size=3),
+    "string": TEXT,
+    "array": st.lists(SCALARS, max_size=3),
+    "object": st.dictionaries(TEXT, SCALARS, max_size=3),
 }
 
 
@@ -162,8 +167,11 @@ def _gen(draw: Any, schema: dict[str, Any], overrides: dict[str, Any], depth: in
             branch = _flatten(draw(st.sampled_from(schema[key])))
             rest = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf")}
             if "properties" in rest and "properties" in branch:
-                branch = {**branch, "properties": {**branch["properties"], **rest["properties"]},
-                          "required": sorted(set(branch.get("required", [])) | set(rest.get("required", [])))}
+                branch = {
+                    **branch,
+                    "properties": {**branch["properties"], **rest["properties"]},
+                    "required": sorted(set(branch.get("required", [])) | set(rest.get("required", []))),
+                }
             return _gen(draw, {**rest, **branch}, overrides, depth)
     if "const" in schema:
         return schema["const"]
@@ -251,8 +259,15 @@ def mutate_wrong_type(draw: Any, value: Any) -> Any:
     target: Any = value
     for p in path:
         target = target[p]
-    wrong = draw(st.sampled_from(sorted(t for t in WRONG_TYPES if t != json_type(target)
-                                        and not (json_type(target) == "integer" and t == "number"))))
+    wrong = draw(
+        st.sampled_from(
+            sorted(
+                t
+                for t in WRONG_TYPES
+                if t != json_type(target) and not (json_type(target) == "integer" and t == "number")
+            )
+        )
+    )
     replacement = draw(WRONG_TYPES[wrong])
     if not path:
         return replacement
@@ -281,11 +296,17 @@ def _nest(spec: tuple[int, str]) -> bytes:
         return b"[" * depth + b"]" * depth
     if kind == "object":
         return b'{"a":' * depth + b"1" + b"}" * depth
-    return (b'{"jsonrpc":"2.0","id":"deep-%d","method":"session/new","params":' % depth + b'{"a":' * depth + b"1"
-            + b"}" * depth + b"}")
+    return (
+        b'{"jsonrpc":"2.0","id":"deep-%d","method":"session/new","params":' % depth
+        + b'{"a":' * depth
+        + b"1"
+        + b"}" * depth
+        + b"}"
+    )
 
 
 def garbage_lines() -> Any:
     """Random bytes and random text, newline-free (one line each)."""
     return (st.binary(max_size=200) | st.text(max_size=200).map(lambda s: s.encode("utf-8", "surrogatepass"))).map(
-        lambda b: b.replace(b"\n", b" "))
+        lambda b: b.replace(b"\n", b" ")
+    )

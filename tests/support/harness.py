@@ -159,8 +159,10 @@ class RawClient:
 
     # ---- conveniences --------------------------------------------------------------------------------------------
     def initialize(self, caps: dict[str, Any] | None = None) -> Any:
-        return self.result("initialize", {"protocolVersion": 1, "clientCapabilities": caps or {},
-                                          "clientInfo": {"name": "tests", "version": "0"}})
+        return self.result(
+            "initialize",
+            {"protocolVersion": 1, "clientCapabilities": caps or {}, "clientInfo": {"name": "tests", "version": "0"}},
+        )
 
     def new_session(self, cwd: str | Path) -> str:
         return self.result("session/new", {"cwd": str(cwd), "mcpServers": []})["sessionId"]
@@ -173,11 +175,15 @@ class RawClient:
         return self.start_request("session/prompt", _prompt_params(sid, text))
 
     def updates(self, sid: str | None = None) -> list[dict[str, Any]]:
-        return [f["params"]["update"] for f in list(self.frames)
-                if f.get("method") == "session/update" and (sid is None or f["params"]["sessionId"] == sid)]
+        return [
+            f["params"]["update"]
+            for f in list(self.frames)
+            if f.get("method") == "session/update" and (sid is None or f["params"]["sessionId"] == sid)
+        ]
 
-    def wait_for(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 15,
-                 after: int = 0) -> dict[str, Any]:
+    def wait_for(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 15, after: int = 0
+    ) -> dict[str, Any]:
         """The first frame (from index `after` on) that satisfies `predicate`, waiting for it if needed."""
         deadline = time.monotonic() + timeout
         seen = after
@@ -199,8 +205,14 @@ class RawClient:
 class AgentProcess(RawClient):
     """A real `gatewright acp` (`python -m acp_server`) on pipes, in its own process group."""
 
-    def __init__(self, *args: str, cwd: str | Path, env: dict[str, str] | None = None,
-                 responder: Responder | None = None, state_dir: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        *args: str,
+        cwd: str | Path,
+        env: dict[str, str] | None = None,
+        responder: Responder | None = None,
+        state_dir: str | Path | None = None,
+    ) -> None:
         super().__init__(responder)
         full_env = dict(os.environ)
         # Run the code of the checkout these tests belong to (an editable install may point at another worktree).
@@ -210,12 +222,20 @@ class AgentProcess(RawClient):
         full_env.pop("GATEWRIGHT_MODE", None)
         if env:
             full_env.update(env)
-        self.proc = subprocess.Popen([sys.executable, "-m", "acp_server", *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(cwd), env=full_env,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "acp_server", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=str(cwd),
+            env=full_env,
+            start_new_session=True,
+        )
         self.stderr_chunks: list[bytes] = []
-        self._threads = [threading.Thread(target=self._read, daemon=True),
-                         threading.Thread(target=self._read_err, daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._read, daemon=True),
+            threading.Thread(target=self._read_err, daemon=True),
+        ]
         for t in self._threads:
             t.start()
 

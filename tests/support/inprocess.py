@@ -59,8 +59,14 @@ class _LogText(logging.Handler):
 class InProcessAgent(RawClient):
     """One `gatewright acp` connection served in this process (see the module docstring)."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None, responder: Responder | None = None,
-                 state_dir: str | Path | None = None, cwd: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        responder: Responder | None = None,
+        state_dir: str | Path | None = None,
+        cwd: str | Path | None = None,
+    ) -> None:
         super().__init__(responder)
         del cwd  # the binary's working directory; nothing of the agent depends on it (sessions carry their cwd)
         self._saved_env = {k: os.environ.get(k) for k in {*_CLEARED_ENV, "GATEWRIGHT_STATE_DIR", *(env or {})}}
@@ -101,8 +107,9 @@ class InProcessAgent(RawClient):
         from acp_server.server import _max_frame, _recorder
 
         opts = self._options
-        agent = self.agent = GatewrightAgent(AgentConfig(mode=opts.mode, model_factory=opts.factory,
-                                                         state_dir=opts.state_dir, rules=opts.rules))
+        agent = self.agent = GatewrightAgent(
+            AgentConfig(mode=opts.mode, model_factory=opts.factory, state_dir=opts.state_dir, rules=opts.rules)
+        )
         recorder = _recorder(opts.record, opts.factory, opts.mode, opts.state_dir) if opts.record else None
         conn = JsonRpcConnection(AcpDispatcher(agent), max_frame=_max_frame(), recorder=recorder)
         agent.attach(conn)
@@ -249,8 +256,7 @@ def _options(args: tuple[str, ...]) -> _Options:
     checked = cli._check_options(parsed)
     if checked is None:
         raise ValueError(f"gatewright acp {' '.join(args)}: refused (the binary would exit 2)")
-    return _Options(checked.factory, checked.mode, checked.rules, parsed.state_dir, parsed.log_level,
-                    parsed.record)
+    return _Options(checked.factory, checked.mode, checked.rules, parsed.state_dir, parsed.log_level, parsed.record)
 
 
 def agents(tmp_path: Path) -> Iterator[Any]:

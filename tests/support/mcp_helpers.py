@@ -24,8 +24,12 @@ HTTP_SERVER = str(SERVERS / "http_server.py")
 
 
 def stdio_entry(name: str, env: dict[str, str] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": name, "command": sys.executable, "args": [TOOLS_SERVER],
-                             "env": [{"name": k, "value": v} for k, v in (env or {}).items()]}
+    entry: dict[str, Any] = {
+        "name": name,
+        "command": sys.executable,
+        "args": [TOOLS_SERVER],
+        "env": [{"name": k, "value": v} for k, v in (env or {}).items()],
+    }
     if meta is not None:
         entry["_meta"] = meta
     return entry
@@ -39,8 +43,9 @@ def broken_entry(name: str, message: str = "bad config", code: int = 3) -> dict[
 @contextlib.contextmanager
 def http_server(kind: str) -> Iterator[str]:
     """Run http_server.py (`http` or `sse`) and yield its URL."""
-    proc = subprocess.Popen([sys.executable, HTTP_SERVER, kind], stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, HTTP_SERVER, kind], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         assert proc.stdout is not None
         port = int(proc.stdout.readline())
@@ -61,8 +66,9 @@ class Harness:
         self.cwd = cwd
         kwargs.setdefault("start_timeout", 30.0)
         kwargs.setdefault("turn_wait", 30.0)
-        self.manager = McpConnections(registry=self.registry, cwd=cwd, notify=self._notify, spawn=tg.start_soon,
-                                      **kwargs)
+        self.manager = McpConnections(
+            registry=self.registry, cwd=cwd, notify=self._notify, spawn=tg.start_soon, **kwargs
+        )
         self.notice_arrived = anyio.Event()
 
     async def _notify(self, ev: NoticeEvent) -> None:

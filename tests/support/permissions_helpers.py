@@ -58,9 +58,18 @@ class Sink:
 
 
 class Harness:
-    def __init__(self, tmp_path: Path, responses: list[dict[str, Any]], *, mode: str = "safe",
-                 answers: list[Answer] | None = None, state: bool = True, ws_name: str = "ws",
-                 question_timeout: float | None = None, remember: str = "session") -> None:
+    def __init__(
+        self,
+        tmp_path: Path,
+        responses: list[dict[str, Any]],
+        *,
+        mode: str = "safe",
+        answers: list[Answer] | None = None,
+        state: bool = True,
+        ws_name: str = "ws",
+        question_timeout: float | None = None,
+        remember: str = "session",
+    ) -> None:
         self.ws = tmp_path / ws_name
         self.ws.mkdir(exist_ok=True)
         self.state_dir = tmp_path / "state"
@@ -70,9 +79,18 @@ class Harness:
         self.audit = AuditLog(str(self.state_dir)) if state else None
         self.model = ScriptedModel(parse_script(json.dumps({"responses": responses})))
         # Rules and audit are this harness's own files (closed by `close`), not the process-wide ones.
-        self.parts = build_runtime(session_id="sess_test", cwd=str(self.ws), model=self.model, gateway=self.gateway,
-                                   mode=lambda: self.mode, rule_database=self.db, audit=self.audit,  # type: ignore[arg-type]
-                                   remember=remember, question_timeout=question_timeout, context=False)
+        self.parts = build_runtime(
+            session_id="sess_test",
+            cwd=str(self.ws),
+            model=self.model,
+            gateway=self.gateway,
+            mode=lambda: self.mode,
+            rule_database=self.db,
+            audit=self.audit,  # type: ignore[arg-type]
+            remember=remember,
+            question_timeout=question_timeout,
+            context=False,
+        )
         self.registry = self.parts.registry
         self.rules = self.parts.rules
         self.executor = self.parts.approval
@@ -90,7 +108,7 @@ class Harness:
     def error_type(self, call_id: str) -> str | None:
         for r in self.results():
             if r.call_id == call_id and r.output.startswith("TOOL_ERROR: "):
-                return json.loads(r.output[len("TOOL_ERROR: "):])["errorType"]
+                return json.loads(r.output[len("TOOL_ERROR: ") :])["errorType"]
         return None
 
     def option_ids(self, n: int = 0) -> list[str]:
@@ -125,5 +143,10 @@ def run_gatewright(*args: str, state: str) -> Any:
 
     env = dict(os.environ, GATEWRIGHT_STATE_DIR=state)
     env["PYTHONPATH"] = REPO + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return subprocess.run([sys.executable, "-c", "import sys; from acp_server.cli import main; sys.exit(main())",
-                           *args], capture_output=True, text=True, env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", "import sys; from acp_server.cli import main; sys.exit(main())", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )

@@ -29,7 +29,7 @@ def survivors(mark: str) -> list[int]:
                 stat = f.read()
         except OSError:
             continue
-        if mark.encode() in argv and stat[stat.rfind(b")") + 2:][:1] not in (b"Z", b"X"):
+        if mark.encode() in argv and stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X"):
             out.append(int(entry))
     return out
 

@@ -54,17 +54,27 @@ class RecordingClient:
 
 
 @contextlib.asynccontextmanager
-async def spawn_sdk_agent(client: RecordingClient, tmp: Path, *args: str,
-                          env: dict[str, str] | None = None) -> AsyncIterator[tuple[Any, Any, Path]]:
+async def spawn_sdk_agent(
+    client: RecordingClient, tmp: Path, *args: str, env: dict[str, str] | None = None
+) -> AsyncIterator[tuple[Any, Any, Path]]:
     record = tmp / f"transcript-{len(list(tmp.glob('transcript-*')))}.jsonl"
     repo = str(Path(__file__).resolve().parents[2])
     full_env = dict(os.environ, GATEWRIGHT_STATE_DIR=str(tmp / "state"), **(env or {}))
     # Run the code of the checkout these tests belong to (an editable install may point at another worktree).
     full_env["PYTHONPATH"] = repo + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
     full_env.pop("GATEWRIGHT_MODEL", None)
-    async with spawn_agent_process(client, sys.executable, "-m", "acp_server", "--record", str(record), *args,
-                                   env=full_env, cwd=str(tmp),
-                                   transport_kwargs={"stderr": None, "limit": 50 * 2**20}) as (conn, proc):
+    async with spawn_agent_process(
+        client,
+        sys.executable,
+        "-m",
+        "acp_server",
+        "--record",
+        str(record),
+        *args,
+        env=full_env,
+        cwd=str(tmp),
+        transport_kwargs={"stderr": None, "limit": 50 * 2**20},
+    ) as (conn, proc):
         yield conn, proc, record
     check_recorded_frames(record)
 
@@ -83,8 +93,9 @@ def check_recorded_frames(path: Path) -> None:
         if entry["dir"] == "in":
             if "method" in msg and "id" in msg:
                 methods[json.dumps(msg["id"])] = msg["method"]
-            errs = client_frame_errors(msg, agent_methods.get(json.dumps(msg.get("id"))) if "method" not in msg
-                                       else None)
+            errs = client_frame_errors(
+                msg, agent_methods.get(json.dumps(msg.get("id"))) if "method" not in msg else None
+            )
         else:
             if "method" in msg and "id" in msg:
                 agent_methods[json.dumps(msg["id"])] = msg["method"]

@@ -15,8 +15,14 @@ from runtime.workspace import Workspace
 TOOLS: dict[str, Tool] = {t.name: t for t in builtin_tools()}
 
 
-def make_ctx(root: Any, *, grants: frozenset[str] = frozenset(), editor: Any = None, session_id: str = "sess_test",
-             progress: Any = None) -> ToolContext:
+def make_ctx(
+    root: Any,
+    *,
+    grants: frozenset[str] = frozenset(),
+    editor: Any = None,
+    session_id: str = "sess_test",
+    progress: Any = None,
+) -> ToolContext:
     return ToolContext(session_id, "call_1", Workspace(str(root)), grants=grants, editor=editor, progress=progress)
 
 
@@ -57,7 +63,7 @@ class FakeEditor:
         if line is not None or limit is not None:
             lines = text.splitlines(keepends=True)
             start = (line or 1) - 1
-            text = "".join(lines[start: start + limit if limit is not None else None])
+            text = "".join(lines[start : start + limit if limit is not None else None])
         return text
 
     async def write_text_file(self, path: str, content: str) -> None:
@@ -65,11 +71,16 @@ class FakeEditor:
         self.calls.append(("fs/write_text_file", {"path": path, "content": content}))
         self.buffers[path] = content
 
-    async def create_terminal(self, command: str, args: list[str], cwd: str, env: Mapping[str, str],
-                              output_byte_limit: int) -> str:
+    async def create_terminal(
+        self, command: str, args: list[str], cwd: str, env: Mapping[str, str], output_byte_limit: int
+    ) -> str:
         assert self.can_terminal
-        self.calls.append(("terminal/create", {"command": command, "args": args, "cwd": cwd, "env": dict(env),
-                                               "outputByteLimit": output_byte_limit}))
+        self.calls.append(
+            (
+                "terminal/create",
+                {"command": command, "args": args, "cwd": cwd, "env": dict(env), "outputByteLimit": output_byte_limit},
+            )
+        )
         return "term_1"
 
     async def wait_for_terminal_exit(self, terminal_id: str) -> dict[str, Any]:
@@ -81,8 +92,11 @@ class FakeEditor:
 
     async def terminal_output(self, terminal_id: str) -> dict[str, Any]:
         self.calls.append(("terminal/output", terminal_id))
-        return {"output": self.terminal_text, "truncated": False,
-                "exitStatus": None if self.wait_forever else self.terminal_exit}
+        return {
+            "output": self.terminal_text,
+            "truncated": False,
+            "exitStatus": None if self.wait_forever else self.terminal_exit,
+        }
 
     async def kill_terminal(self, terminal_id: str) -> None:
         self.calls.append(("terminal/kill", terminal_id))

@@ -29,8 +29,10 @@ def prompt(agent: AgentProcess, sid: str, text: str) -> None:
 
 
 def handshake_and_errors(agent: AgentProcess, ws: Path) -> None:
-    agent.request("initialize", {"protocolVersion": 65535, "clientCapabilities": {},
-                                 "clientInfo": {"name": "replay", "version": "1"}})
+    agent.request(
+        "initialize",
+        {"protocolVersion": 65535, "clientCapabilities": {}, "clientInfo": {"name": "replay", "version": "1"}},
+    )
     agent.send_raw(b"this is not json")
     agent.send_raw(b'{"foo": "bar"}')
     agent.request("no/such/method", {})
@@ -90,34 +92,65 @@ def tool_errors_and_limits(agent: AgentProcess, ws: Path) -> None:
 WRITE = {"name": "write_file", "arguments": {"path": "notes.txt", "content": "hello\n"}}
 SCENARIOS: dict[str, tuple[Callable[[AgentProcess, Path], None], list[dict[str, Any]]]] = {
     "01_handshake_and_errors": (handshake_and_errors, []),
-    "02_approve_and_write": (approve_and_write, [
-        {"thinking": "Read first.",
-         "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"text": "Adding it now.", "tool_calls": [
-            {"id": "w1", "name": "write_file",
-             "arguments": {"path": "src/greet.py", "content": "def greet():\n    return 'hi'\n"}}]},
-        {"text": "Created src/greet.py.", "usage": {"input_tokens": 120, "output_tokens": 14}},
-    ]),
-    "03_reject_write": (reject_write, [
-        {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": "# replaced\n"}}]},
-        {"text": "never reached"},
-    ]),
-    "04_cancel_pending_permission": (cancel_pending_permission, [
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "CHANGELOG.md", "content": "# 1.0\n"}}]},
-        {"text": "never reached"},
-    ]),
-    "05_modes_and_remembered_rules": (modes_and_remembered_rules, [
-        {"tool_calls": [WRITE]}, {"text": "Read-only mode refused the write."},
-        {"tool_calls": [WRITE]}, {"tool_calls": [WRITE]}, {"text": "Wrote notes.txt twice, asked once."},
-    ]),
-    "06_tool_errors_and_limits": (tool_errors_and_limits, [
-        {"tool_calls": [{"id": "bad1", "name": "read_file", "arguments": "{not json"},
-                        {"id": "bad2", "name": "read_file", "arguments": {"path": "README.md", "evil": True}},
-                        {"id": "bad3", "name": "no_such_tool", "arguments": {}},
-                        {"id": "ok1", "name": "read_file", "arguments": {"path": "src/app.py", "startLine": 1}}]},
-        {"text": "Partial answer", "stop": "max_tokens"},
-    ]),
+    "02_approve_and_write": (
+        approve_and_write,
+        [
+            {
+                "thinking": "Read first.",
+                "tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "README.md"}}],
+            },
+            {
+                "text": "Adding it now.",
+                "tool_calls": [
+                    {
+                        "id": "w1",
+                        "name": "write_file",
+                        "arguments": {"path": "src/greet.py", "content": "def greet():\n    return 'hi'\n"},
+                    }
+                ],
+            },
+            {"text": "Created src/greet.py.", "usage": {"input_tokens": 120, "output_tokens": 14}},
+        ],
+    ),
+    "03_reject_write": (
+        reject_write,
+        [
+            {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "README.md", "content": "# replaced\n"}}]},
+            {"text": "never reached"},
+        ],
+    ),
+    "04_cancel_pending_permission": (
+        cancel_pending_permission,
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "CHANGELOG.md", "content": "# 1.0\n"}}]},
+            {"text": "never reached"},
+        ],
+    ),
+    "05_modes_and_remembered_rules": (
+        modes_and_remembered_rules,
+        [
+            {"tool_calls": [WRITE]},
+            {"text": "Read-only mode refused the write."},
+            {"tool_calls": [WRITE]},
+            {"tool_calls": [WRITE]},
+            {"text": "Wrote notes.txt twice, asked once."},
+        ],
+    ),
+    "06_tool_errors_and_limits": (
+        tool_errors_and_limits,
+        [
+            {
+                "tool_calls": [
+                    {"id": "bad1", "name": "read_file", "arguments": "{not json"},
+                    {"id": "bad2", "name": "read_file", "arguments": {"path": "README.md", "evil": True}},
+                    {"id": "bad3", "name": "no_such_tool", "arguments": {}},
+                    {"id": "ok1", "name": "read_file", "arguments": {"path": "src/app.py", "startLine": 1}},
+                ]
+            },
+            {"text": "Partial answer", "stop": "max_tokens"},
+        ],
+    ),
 }
 
 
@@ -132,8 +165,9 @@ def record(name: str) -> Path:
         model = tmp / "model.json"
         model.write_text(json.dumps({"responses": responses}, indent=1), encoding="utf-8")
         out = tmp / "t.jsonl"
-        agent = AgentProcess("--record", str(out), "--model", f"scripted:{model}", cwd=ws, responder=allow_once,
-                             state_dir=tmp / "state")
+        agent = AgentProcess(
+            "--record", str(out), "--model", f"scripted:{model}", cwd=ws, responder=allow_once, state_dir=tmp / "state"
+        )
         try:
             action(agent, ws)
             assert agent.close() == 0

@@ -17,6 +17,15 @@ from runtime.tools.builtin.search import GlobTool, GrepTool
 
 
 def builtin_tools() -> list[Tool]:
-    tools: list[Tool] = [ReadFileTool(), WriteFileTool(), EditTool(), ApplyPatchTool(), GlobTool(), GrepTool(),
-                         BashTool(), UpdateAgentsMdTool(), UpdatePlanTool()]
+    tools: list[Tool] = [
+        ReadFileTool(),
+        WriteFileTool(),
+        EditTool(),
+        ApplyPatchTool(),
+        GlobTool(),
+        GrepTool(),
+        BashTool(),
+        UpdateAgentsMdTool(),
+        UpdatePlanTool(),
+    ]
     return tools

@@ -40,7 +40,8 @@ class UpdateAgentsMdTool(Tool):
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return {"read": "Read AGENTS.md", "write": "Rewrite AGENTS.md", "append": "Append to AGENTS.md"}.get(
-            self._action(args), "Update AGENTS.md")
+            self._action(args), "Update AGENTS.md"
+        )
 
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return "this change to `AGENTS.md`" if self._action(args) != "read" else "reading `AGENTS.md`"
@@ -82,26 +83,33 @@ class UpdateAgentsMdTool(Tool):
         action = self._action(args)
         if action == "read":
             for rel in (ROOT_FILE, FALLBACK_FILE):
-                f = await textio.load(ctx, textio.resolve(ctx, os.path.join(ctx.workspace.cwd, rel)),
-                                      must_exist=False)
+                f = await textio.load(ctx, textio.resolve(ctx, os.path.join(ctx.workspace.cwd, rel)), must_exist=False)
                 if f.text is not None:
                     text = f.text
                     if len(text) > MAX_READ_CHARS:
                         text = text[:MAX_READ_CHARS] + f"\n[... truncated at {MAX_READ_CHARS} characters ...]\n"
                     shown = ctx.workspace.display(f.resolved.path)
-                    return ToolResult(f"{shown}:\n{text}" if text.strip() else f"{shown} is empty",
-                                      raw_output={"path": f.resolved.path, "exists": True},
-                                      locations=({"path": f.resolved.path},))
-            return ToolResult("there is no AGENTS.md in the workspace root yet (action=write creates it)",
-                              raw_output={"path": self._root(ctx), "exists": False})
+                    return ToolResult(
+                        f"{shown}:\n{text}" if text.strip() else f"{shown} is empty",
+                        raw_output={"path": f.resolved.path, "exists": True},
+                        locations=({"path": f.resolved.path},),
+                    )
+            return ToolResult(
+                "there is no AGENTS.md in the workspace root yet (action=write creates it)",
+                raw_output={"path": self._root(ctx), "exists": False},
+            )
         before, new = await self._new_text(args, ctx)
         if new == before.text:
-            return ToolResult("AGENTS.md already has this content; nothing changed",
-                              raw_output={"path": before.resolved.path, "changed": False})
+            return ToolResult(
+                "AGENTS.md already has this content; nothing changed",
+                raw_output={"path": before.resolved.path, "changed": False},
+            )
         created = await textio.store(ctx, before, new)
         verb = "created" if created else ("appended to" if action == "append" else "rewrote")
         path = before.resolved.path
-        return ToolResult(f"{verb} AGENTS.md ({len(new.encode('utf-8'))} bytes)",
-                          content=(textio.diff_content(path, before.text, new),),
-                          raw_output={"path": path, "action": action, "created": created},
-                          locations=({"path": path},))
+        return ToolResult(
+            f"{verb} AGENTS.md ({len(new.encode('utf-8'))} bytes)",
+            content=(textio.diff_content(path, before.text, new),),
+            raw_output={"path": path, "action": action, "created": created},
+            locations=({"path": path},),
+        )

@@ -24,8 +24,11 @@ def question_form(args: Mapping[str, Any]) -> dict[str, Any]:
     """The form for one call's question (an ACP/MCP restricted object schema)."""
     options = [str(o) for o in args.get("options") or ()]
     if not options:
-        return {"type": "object", "properties": {"answer": {"type": "string", "title": "Your answer"}},
-                "required": ["answer"]}
+        return {
+            "type": "object",
+            "properties": {"answer": {"type": "string", "title": "Your answer"}},
+            "required": ["answer"],
+        }
     props: dict[str, Any] = {"choice": {"type": "string", "title": "Choose one", "enum": options}}
     if args.get("allowFreeText", True):
         props["other"] = {"type": "string", "title": "Or answer in your own words"}
@@ -36,13 +39,18 @@ def question_form(args: Mapping[str, Any]) -> dict[str, Any]:
 def answer_text(answer: Answer) -> str:
     """What the model reads."""
     if answer.action == "decline":
-        return ("The user declined to answer. Do not ask the same question again; go on with what you know, or stop "
-                "and say what you need.")
+        return (
+            "The user declined to answer. Do not ask the same question again; go on with what you know, or stop "
+            "and say what you need."
+        )
     if answer.action == "cancel":
         return "The user dismissed the question without answering."
     content = answer.content or {}
-    said = [str(content[k]).strip()[:ANSWER_CHARS] for k in ("choice", "answer", "other")
-            if isinstance(content.get(k), str) and content[k].strip()]
+    said = [
+        str(content[k]).strip()[:ANSWER_CHARS]
+        for k in ("choice", "answer", "other")
+        if isinstance(content.get(k), str) and content[k].strip()
+    ]
     if not said:
         return "The user sent the form without an answer."
     if len(said) == 1:
@@ -80,13 +88,19 @@ class AskUserTool(Tool):
     async def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolResult:
         asker = ctx.asker
         if asker is None or not asker.form:
-            raise ToolFailure("the editor cannot show questions (it does not support ACP elicitation forms); go on "
-                              "without asking, or say in your reply what you need from the user", "CannotAsk")
+            raise ToolFailure(
+                "the editor cannot show questions (it does not support ACP elicitation forms); go on "
+                "without asking, or say in your reply what you need from the user",
+                "CannotAsk",
+            )
         question = str(args["question"]).strip()
         try:
             answer = await asker.ask_form(question, question_form(args), ctx.call_id)
         except CannotAsk as exc:
             raise ToolFailure(f"the question could not be shown: {exc.reason}", "CannotAsk") from None
         text = answer_text(answer)
-        return ToolResult(text, content=({"type": "content", "content": {"type": "text", "text": text}},),
-                          raw_output={"action": answer.action, "content": dict(answer.content or {})})
+        return ToolResult(
+            text,
+            content=({"type": "content", "content": {"type": "text", "text": text}},),
+            raw_output={"action": answer.action, "content": dict(answer.content or {})},
+        )

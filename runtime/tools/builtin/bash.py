@@ -64,8 +64,13 @@ def _live_output(ctx: ToolContext) -> Any:
 
     async def progress(text: str) -> None:
         assert report is not None
-        await report(ToolResult("", content=({"type": "content", "content": {"type": "text", "text": text}},),
-                                raw_output={"output": text, "running": True}))
+        await report(
+            ToolResult(
+                "",
+                content=({"type": "content", "content": {"type": "text", "text": text}},),
+                raw_output={"output": text, "running": True},
+            )
+        )
 
     return progress
 
@@ -175,11 +180,16 @@ class BashTool(Tool):
                 return "Run a command"
             where = args.get("cwd")
             suffix = f" in {display_path(ws, where)}" if isinstance(where, str) and where not in ("", ".") else ""
-            return f"{'Run' if action == 'exec' else 'Start'} {_short(cmd)}{suffix}" + \
-                (" in the background" if action == "start" else "")
-        return {"status": f"Check process {pid}", "logs": f"Read output of process {pid}",
-                "write": f"Send input to process {pid}", "stop": f"Stop process {pid}",
-                "list": "List background processes"}.get(action, f"bash {action}")
+            return f"{'Run' if action == 'exec' else 'Start'} {_short(cmd)}{suffix}" + (
+                " in the background" if action == "start" else ""
+            )
+        return {
+            "status": f"Check process {pid}",
+            "logs": f"Read output of process {pid}",
+            "write": f"Send input to process {pid}",
+            "stop": f"Stop process {pid}",
+            "list": "List background processes",
+        }.get(action, f"bash {action}")
 
     async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> tuple[dict[str, Any], ...]:
         if self._action(args) in ("exec", "start") and isinstance(args.get("command"), str):
@@ -251,8 +261,11 @@ class BashTool(Tool):
             procs = table.list()
             if not procs:
                 return ToolResult("no background processes in this session", raw_output={"processes": []})
-            lines = [f"{p.id}  {p.status}{'' if p.exit_code is None else f' (exit {p.exit_code})'}  pid {p.pid}  "
-                     f"{_short(p.command, 60)}" for p in procs]
+            lines = [
+                f"{p.id}  {p.status}{'' if p.exit_code is None else f' (exit {p.exit_code})'}  pid {p.pid}  "
+                f"{_short(p.command, 60)}"
+                for p in procs
+            ]
             return ToolResult("\n".join(lines), raw_output={"processes": [p.info() for p in procs]})
         pid = args.get("processId")
         if not isinstance(pid, str):
@@ -264,8 +277,9 @@ class BashTool(Tool):
         if action == "status":
             info = proc.info()
             text = f"{proc.id} is {proc.status}" + ("" if proc.exit_code is None else f" (exit code {proc.exit_code})")
-            return ToolResult(f"{text}; {info['logSize']} characters of output so far (read with action=logs)",
-                              raw_output=info)
+            return ToolResult(
+                f"{text}; {info['logSize']} characters of output so far (read with action=logs)", raw_output=info
+            )
         if action == "logs":
             offset = int(args.get("offset") or 0)
             limit = int(args.get("limit") or DEFAULT_LOG_CHARS)
@@ -275,10 +289,20 @@ class BashTool(Tool):
             if lost:
                 notes.append(f"[output before offset {start} was dropped from the log buffer]")
             more = nxt < end
-            notes.append(f"[{proc.id} {proc.status}; offset {start}–{nxt} of {end}"
-                         + (f"; more with offset={nxt}" if more else "") + "]")
-            raw = {"processId": proc.id, "offset": start, "nextOffset": nxt, "truncated": lost, "content": text,
-                   "status": proc.status, "exitCode": proc.exit_code}
+            notes.append(
+                f"[{proc.id} {proc.status}; offset {start}–{nxt} of {end}"
+                + (f"; more with offset={nxt}" if more else "")
+                + "]"
+            )
+            raw = {
+                "processId": proc.id,
+                "offset": start,
+                "nextOffset": nxt,
+                "truncated": lost,
+                "content": text,
+                "status": proc.status,
+                "exitCode": proc.exit_code,
+            }
             return ToolResult((text if text else "(no new output)") + "\n" + "\n".join(notes), raw_output=raw)
         if action == "write":
             data = args.get("input")
@@ -301,8 +325,9 @@ class BashTool(Tool):
             return ctx.workspace.open_dir(resolved, ctx.grants)
         except PathError as exc:
             if exc.error_type == "FileNotFound":
-                raise ToolFailure(f"cwd {ctx.workspace.display(resolved.path)} is not an existing directory",
-                                  exc.error_type) from None
+                raise ToolFailure(
+                    f"cwd {ctx.workspace.display(resolved.path)} is not an existing directory", exc.error_type
+                ) from None
             raise ToolFailure(str(exc), exc.error_type) from None
 
     @staticmethod
@@ -323,8 +348,9 @@ class BashTool(Tool):
         """The sandbox this call's approval allows (`ctx.confinement`, set by the approval decorator)."""
         return build_spec(ctx.confinement, ctx.workspace.roots, tmpdir=session_tmpdir(ctx.session_id), grace=grace)
 
-    async def _exec(self, command: str, resolved: ResolvedPath, args: Mapping[str, Any],
-                    ctx: ToolContext) -> ToolResult:
+    async def _exec(
+        self, command: str, resolved: ResolvedPath, args: Mapping[str, Any], ctx: ToolContext
+    ) -> ToolResult:
         timeout = int(args.get("timeoutMs") or DEFAULT_TIMEOUT_MS) / 1000
         fd = self._open_cwd(ctx, resolved)
         editor = ctx.editor
@@ -332,10 +358,18 @@ class BashTool(Tool):
             if editor is not None and getattr(editor, "can_terminal", False):
                 return await self._exec_terminal(command, resolved.path, timeout, ctx)
             notes: list[str] = []
-            res = await processes.run_exec([SHELL, "-c", command], cwd=resolved.path, cwd_fd=fd,
-                                           env=self._env(resolved.path, ctx), timeout=timeout, head_bytes=HEAD_BYTES,
-                                           tail_bytes=TAIL_BYTES, spec=self._spec(ctx, processes.EXEC_GRACE),
-                                           note=notes, progress=_live_output(ctx))
+            res = await processes.run_exec(
+                [SHELL, "-c", command],
+                cwd=resolved.path,
+                cwd_fd=fd,
+                env=self._env(resolved.path, ctx),
+                timeout=timeout,
+                head_bytes=HEAD_BYTES,
+                tail_bytes=TAIL_BYTES,
+                spec=self._spec(ctx, processes.EXEC_GRACE),
+                note=notes,
+                progress=_live_output(ctx),
+            )
         except SandboxError as exc:
             raise ToolFailure(f"the command did not run: {exc}", "SandboxError") from None
         finally:
@@ -348,26 +382,44 @@ class BashTool(Tool):
         if not parts:
             parts.append("(no output)")
         if res.timed_out:
-            parts.append(f"[timed out after {timeout:g} s: the command and all its child processes were killed; "
-                         "use a larger timeoutMs, or action=start for long-running processes]")
+            parts.append(
+                f"[timed out after {timeout:g} s: the command and all its child processes were killed; "
+                "use a larger timeoutMs, or action=start for long-running processes]"
+            )
         elif res.signal:
             parts.append(f"[killed by signal {res.signal}]")
         else:
             parts.append(f"[exit code {res.exit_code}]")
         if res.leftovers_killed:
-            parts.append("[background processes the command left running were stopped; use action=start to keep "
-                         "a process running]")
+            parts.append(
+                "[background processes the command left running were stopped; use action=start to keep "
+                "a process running]"
+            )
         parts += _sandbox_notes(res.exit_code, res.stderr, notes)
         output = "\n".join(parts)
-        raw = {"command": command, "cwd": resolved.path, "exitCode": res.exit_code, "signal": res.signal,
-               "timedOut": res.timed_out, "stdout": res.stdout, "stderr": res.stderr, "pid": res.pid,
-               "durationMs": res.duration_ms, "truncated": res.truncated}
+        raw = {
+            "command": command,
+            "cwd": resolved.path,
+            "exitCode": res.exit_code,
+            "signal": res.signal,
+            "timedOut": res.timed_out,
+            "stdout": res.stdout,
+            "stderr": res.stderr,
+            "pid": res.pid,
+            "durationMs": res.duration_ms,
+            "truncated": res.truncated,
+        }
         return ToolResult(output, is_error=res.timed_out, raw_output=raw)
 
     # The deadline is the command's own (timeoutMs): on expiry the terminal is killed and its output still read and
     # reported, which a caller's cancel scope could not do.
-    async def _exec_terminal(self, command: str, cwd: str, timeout: float,  # noqa: ASYNC109
-                             ctx: ToolContext) -> ToolResult:
+    async def _exec_terminal(
+        self,
+        command: str,
+        cwd: str,
+        timeout: float,  # noqa: ASYNC109
+        ctx: ToolContext,
+    ) -> ToolResult:
         editor = ctx.editor
         assert editor is not None  # only called when the editor advertised terminals
         spec = self._spec(ctx, processes.EXEC_GRACE)
@@ -414,15 +466,25 @@ class BashTool(Tool):
         if out.get("truncated"):
             parts.insert(0, f"[output truncated by the terminal to its last {TERMINAL_OUTPUT_LIMIT} bytes]")
         if timed_out:
-            parts.append(f"[timed out after {timeout:g} s: the terminal's command was killed; use a larger "
-                         "timeoutMs, or action=start for long-running processes]")
+            parts.append(
+                f"[timed out after {timeout:g} s: the terminal's command was killed; use a larger "
+                "timeoutMs, or action=start for long-running processes]"
+            )
         elif sig:
             parts.append(f"[killed by signal {sig}]")
         else:
             parts.append(f"[exit code {code}]")
         output = "\n".join(parts)
-        raw = {"command": command, "cwd": cwd, "exitCode": code, "signal": sig, "timedOut": timed_out,
-               "terminalId": tid, "output": text, "truncated": bool(out.get("truncated"))}
+        raw = {
+            "command": command,
+            "cwd": cwd,
+            "exitCode": code,
+            "signal": sig,
+            "timedOut": timed_out,
+            "terminalId": tid,
+            "output": text,
+            "truncated": bool(out.get("truncated")),
+        }
         content = (terminal, {"type": "content", "content": {"type": "text", "text": output}})
         return ToolResult(output, is_error=timed_out, content=content, raw_output=raw)
 
@@ -430,9 +492,14 @@ class BashTool(Tool):
         table = processes.session_table(ctx.session_id)
         fd = self._open_cwd(ctx, resolved)
         try:
-            proc = table.start([SHELL, "-c", command], command=command, cwd=resolved.path,
-                               env=self._env(resolved.path, ctx),
-                               cwd_fd=fd, spec=self._spec(ctx, None))
+            proc = table.start(
+                [SHELL, "-c", command],
+                command=command,
+                cwd=resolved.path,
+                env=self._env(resolved.path, ctx),
+                cwd_fd=fd,
+                spec=self._spec(ctx, None),
+            )
         except processes.ProcessLimit as exc:
             raise ToolFailure(str(exc), "ProcessLimit") from None
         except SandboxError as exc:
@@ -441,5 +508,8 @@ class BashTool(Tool):
             raise ToolFailure(f"could not start the command: {exc}", "StartFailed") from None
         finally:
             os.close(fd)
-        return ToolResult(f"started {proc.id} (pid {proc.pid}): {_short(command)}\nRead its output with "
-                          f"action=logs processId={proc.id}; stop it with action=stop.", raw_output=proc.info())
+        return ToolResult(
+            f"started {proc.id} (pid {proc.pid}): {_short(command)}\nRead its output with "
+            f"action=logs processId={proc.id}; stop it with action=stop.",
+            raw_output=proc.info(),
+        )

@@ -36,12 +36,16 @@ def replace_exact(text: str, old: str, new: str, replace_all: bool, shown: str) 
         stripped = old.strip()
         if stripped and stripped in text:
             hint = " (it does occur with different leading/trailing whitespace; copy the exact text from read_file)"
-        raise ToolFailure(f"old_string was not found in {shown}{hint}; read the file and copy the exact text, "
-                          "including indentation", "NoMatch")
+        raise ToolFailure(
+            f"old_string was not found in {shown}{hint}; read the file and copy the exact text, including indentation",
+            "NoMatch",
+        )
     if count > 1 and not replace_all:
-        raise ToolFailure(f"old_string is not unique in {shown}: found {count} occurrences. Include more "
-                          "surrounding lines to make it unique, or set replaceAll to true to change every one",
-                          "AmbiguousMatch")
+        raise ToolFailure(
+            f"old_string is not unique in {shown}: found {count} occurrences. Include more "
+            "surrounding lines to make it unique, or set replaceAll to true to change every one",
+            "AmbiguousMatch",
+        )
     first_line = text[: text.index(old)].count("\n") + 1
     new_text = text.replace(old, new) if replace_all else text.replace(old, new, 1)
     return Replacement(new_text, count if replace_all else 1, first_line)
@@ -63,8 +67,9 @@ class EditTool(Tool):
     def summary(self, args: Mapping[str, Any], ws: Workspace) -> str:
         return f"this edit to `{display_path(ws, str(args.get('path', '')))}`"
 
-    async def _compute(self, args: Mapping[str, Any], ctx: ToolContext,
-                       last_use: bool = False) -> tuple[textio.TextFile, Replacement]:
+    async def _compute(
+        self, args: Mapping[str, Any], ctx: ToolContext, last_use: bool = False
+    ) -> tuple[textio.TextFile, Replacement]:
         resolved = textio.resolve(ctx, args["path"])
         before = await textio.load(ctx, resolved, last_use=last_use)
         assert before.text is not None
@@ -100,8 +105,14 @@ class EditTool(Tool):
         path = before.resolved.path
         shown = ctx.workspace.display(path)
         noun = "occurrence" if rep.count == 1 else "occurrences"
-        output = f"edited {shown}: replaced {rep.count} {noun} (first at line {rep.first_line})\n" + \
-            textio.unified_diff(shown, before.text, rep.new_text)
+        output = (
+            f"edited {shown}: replaced {rep.count} {noun} (first at line {rep.first_line})\n"
+            + textio.unified_diff(shown, before.text, rep.new_text)
+        )
         raw = {"path": path, "replacements": rep.count, "line": rep.first_line}
-        return ToolResult(output, content=(textio.diff_content(path, before.text, rep.new_text),), raw_output=raw,
-                          locations=({"path": path, "line": rep.first_line},))
+        return ToolResult(
+            output,
+            content=(textio.diff_content(path, before.text, rep.new_text),),
+            raw_output=raw,
+            locations=({"path": path, "line": rep.first_line},),
+        )

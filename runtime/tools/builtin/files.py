@@ -79,8 +79,9 @@ class ReadFileTool(Tool):
             return await self._read_via_editor(ctx, resolved, start, end, max_chars)
         return await anyio.to_thread.run_sync(self._read, ctx, resolved, start, end, max_chars)
 
-    async def _read_via_editor(self, ctx: ToolContext, resolved: ResolvedPath, start: int, end: int | None,
-                               max_chars: int) -> ToolResult:
+    async def _read_via_editor(
+        self, ctx: ToolContext, resolved: ResolvedPath, start: int, end: int | None, max_chars: int
+    ) -> ToolResult:
         """`fs/read_text_file` (the editor's view, unsaved changes included) after the same boundary check."""
         shown = ctx.workspace.display(resolved.path)
         # One stat, like the workspace boundary's own (synchronous) resolution of this path: cheaper than a thread.
@@ -114,17 +115,25 @@ class ReadFileTool(Tool):
             last_line = start + i
         notes = []
         if truncated:
-            notes.append(f"[output truncated at {max_chars} characters after line {last_line}; "
-                         f"continue with startLine={last_line + 1}]")
+            notes.append(
+                f"[output truncated at {max_chars} characters after line {last_line}; "
+                f"continue with startLine={last_line + 1}]"
+            )
         if not out and not notes:
             notes.append(f"[{shown} is empty]" if start == 1 else f"[{shown} has no lines from line {start}]")
         output = "".join(out) + ("\n".join(notes) + "\n" if notes else "")
-        raw_output = {"path": resolved.path, "startLine": start, "endLine": last_line, "truncated": truncated,
-                      "via": "editor"}
+        raw_output = {
+            "path": resolved.path,
+            "startLine": start,
+            "endLine": last_line,
+            "truncated": truncated,
+            "via": "editor",
+        }
         return ToolResult(output, raw_output=raw_output, locations=({"path": resolved.path, "line": start},))
 
-    def _read(self, ctx: ToolContext, resolved: ResolvedPath, start: int, end: int | None,
-              max_chars: int) -> ToolResult:
+    def _read(
+        self, ctx: ToolContext, resolved: ResolvedPath, start: int, end: int | None, max_chars: int
+    ) -> ToolResult:
         try:
             fd = ctx.workspace.open_read(resolved, ctx.grants)
         except PathError as exc:
@@ -170,17 +179,23 @@ class ReadFileTool(Tool):
         if lineno < start and start > 1:
             notes.append(f"[{shown} has only {lineno} lines; nothing to show from line {start}]")
         if truncated:
-            notes.append(f"[output truncated at {max_chars} characters after line {last_line}; "
-                         f"continue with startLine={last_line + 1}]")
+            notes.append(
+                f"[output truncated at {max_chars} characters after line {last_line}; "
+                f"continue with startLine={last_line + 1}]"
+            )
         if bad_utf8:
             notes.append("[the file is not valid UTF-8; undecodable bytes are shown as U+FFFD]")
         if not body and not notes:
             notes.append(f"[{shown} is empty]")
         output = body + ("\n".join(notes) + "\n" if notes else "")
-        raw_output = {"path": resolved.path, "startLine": start, "endLine": last_line, "truncated": truncated,
-                      "complete": total_known}
-        return ToolResult(output, raw_output=raw_output,
-                          locations=({"path": resolved.path, "line": start},))
+        raw_output = {
+            "path": resolved.path,
+            "startLine": start,
+            "endLine": last_line,
+            "truncated": truncated,
+            "complete": total_known,
+        }
+        return ToolResult(output, raw_output=raw_output, locations=({"path": resolved.path, "line": start},))
 
 
 class WriteFileTool(Tool):
@@ -240,8 +255,7 @@ class WriteFileTool(Tool):
             return await self._write_via_editor(ctx, resolved, mode, content)
         return await anyio.to_thread.run_sync(self._write, ctx, resolved, mode, content)
 
-    async def _write_via_editor(self, ctx: ToolContext, resolved: ResolvedPath, mode: str,
-                                content: str) -> ToolResult:
+    async def _write_via_editor(self, ctx: ToolContext, resolved: ResolvedPath, mode: str, content: str) -> ToolResult:
         """`fs/write_text_file`, so the editor sees (and can review) the change; same boundary, same diff."""
         shown = ctx.workspace.display(resolved.path)
         before = await textio.load(ctx, resolved, must_exist=False, last_use=True)
@@ -250,14 +264,22 @@ class WriteFileTool(Tool):
         if mode == "overwrite":
             textio.check_fresh(ctx, before, must_have_read=True)
         new_text = (before.text or "") + content if mode == "append" else content
-        created = await textio.store(ctx, before, new_text, exclusive=(mode == "create"),
-                                     seen=mode != "append" or textio.knows(ctx, resolved.path))
+        created = await textio.store(
+            ctx,
+            before,
+            new_text,
+            exclusive=(mode == "create"),
+            seen=mode != "append" or textio.knows(ctx, resolved.path),
+        )
         verb = "created" if created else ("appended to" if mode == "append" else "overwrote")
         n = len(content.encode("utf-8"))
         raw = {"path": resolved.path, "mode": mode, "created": created, "bytesWritten": n, "via": "editor"}
-        return ToolResult(f"{verb} {shown} ({n} bytes written)",
-                          content=(textio.diff_content(resolved.path, before.text, new_text),), raw_output=raw,
-                          locations=({"path": resolved.path},))
+        return ToolResult(
+            f"{verb} {shown} ({n} bytes written)",
+            content=(textio.diff_content(resolved.path, before.text, new_text),),
+            raw_output=raw,
+            locations=({"path": resolved.path},),
+        )
 
     def _write(self, ctx: ToolContext, resolved: ResolvedPath, mode: str, content: str) -> ToolResult:
         ws = ctx.workspace
@@ -281,8 +303,9 @@ class WriteFileTool(Tool):
         except PathError as exc:
             raise ToolFailure(str(exc), exc.error_type) from None
         except OSError as exc:
-            raise ToolFailure(f"could not write {shown}: {exc.strerror or exc}; the old file is unchanged",
-                              "WriteFailed") from None
+            raise ToolFailure(
+                f"could not write {shown}: {exc.strerror or exc}; the old file is unchanged", "WriteFailed"
+            ) from None
         # The model knows what it wrote (after an append, only if it knew the file before).
         textio.saw_written(ctx, resolved, new_text, seen=mode != "append" or textio.knows(ctx, resolved.path))
         verb = "created" if created else ("appended to" if mode == "append" else "overwrote")

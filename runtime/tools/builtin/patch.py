@@ -23,8 +23,13 @@ from runtime.tools.builtin import textio
 from runtime.workspace import PathError, Workspace
 
 BEGIN, END = "*** Begin Patch", "*** End Patch"
-ADD, UPDATE, DELETE, MOVE, EOF_MARK = "*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:", \
-    "*** End of File"
+ADD, UPDATE, DELETE, MOVE, EOF_MARK = (
+    "*** Add File:",
+    "*** Update File:",
+    "*** Delete File:",
+    "*** Move to:",
+    "*** End of File",
+)
 
 
 class PatchError(ToolFailure):
@@ -114,7 +119,7 @@ def parse_patch(text: str) -> list[FileOp]:
 
 
 def _path(line: str, marker: str, i: int) -> str:
-    path = line[len(marker):].strip()
+    path = line[len(marker) :].strip()
     if not path:
         raise PatchError(f"line {i + 1}: '{marker}' needs a path")
     return path
@@ -152,16 +157,31 @@ def _parse_chunks(raw: list[str], i: int, end: int, path: str) -> tuple[list[Chu
         elif line == "":
             body.append((" ", ""))
         else:
-            raise PatchError(f"line {i + 1}: in '{UPDATE} {path}', a hunk line must start with ' ', '-' or '+' "
-                             f"(found {line[:80]!r})")
+            raise PatchError(
+                f"line {i + 1}: in '{UPDATE} {path}', a hunk line must start with ' ', '-' or '+' (found {line[:80]!r})"
+            )
         i += 1
     flush()
     return chunks, i
 
 
 # ---- applying ----------------------------------------------------------------------------------------------------
-_PUNCT = str.maketrans({"‐": "-", "‑": "-", "‒": "-", "–": "-", "—": "-", "−": "-", "‘": "'", "’": "'",
-                        "“": '"', "”": '"', " ": " ", "…": "..."})
+_PUNCT = str.maketrans(
+    {
+        "‐": "-",
+        "‑": "-",
+        "‒": "-",
+        "–": "-",
+        "—": "-",
+        "−": "-",
+        "‘": "'",
+        "’": "'",
+        "“": '"',
+        "”": '"',
+        " ": " ",
+        "…": "...",
+    }
+)
 
 
 def _loose(s: str) -> str:
@@ -207,8 +227,10 @@ def apply_chunks(text: str, chunks: tuple[Chunk, ...], shown: str) -> str:
         for anchor in chunk.contexts:
             found = _seek(lines, (anchor,), cursor, False)
             if found is None:
-                raise PatchError(f"hunk {n} of {shown} did not apply: its context line '@@ {anchor}' was not found"
-                                 + (" after the previous hunk" if cursor else ""))
+                raise PatchError(
+                    f"hunk {n} of {shown} did not apply: its context line '@@ {anchor}' was not found"
+                    + (" after the previous hunk" if cursor else "")
+                )
             cursor = found + 1
         body = chunk.lines
         old = chunk.old
@@ -224,9 +246,11 @@ def apply_chunks(text: str, chunks: tuple[Chunk, ...], shown: str) -> str:
             found = _seek(lines, old, cursor, chunk.eof) if old else len(lines)
         if found is None:
             expected = "\n".join(f"  {ln}" for ln in chunk.old[:8])
-            raise PatchError(f"hunk {n} of {shown} did not apply: these lines were not found"
-                             f"{' after the previous hunk' if cursor else ''}:\n{expected}\n"
-                             "Read the file again and use its exact current lines as context.")
+            raise PatchError(
+                f"hunk {n} of {shown} did not apply: these lines were not found"
+                f"{' after the previous hunk' if cursor else ''}:\n{expected}\n"
+                "Read the file again and use its exact current lines as context."
+            )
         # Context lines keep the file's own text (a loose match must not rewrite their whitespace).
         new_lines: list[str] = []
         i = found
@@ -240,7 +264,7 @@ def apply_chunks(text: str, chunks: tuple[Chunk, ...], shown: str) -> str:
         edits.append((found, len(old), tuple(new_lines)))
         cursor = found + len(old)
     for at, count, new in sorted(edits, key=lambda e: e[0], reverse=True):
-        lines[at:at + count] = list(new)
+        lines[at : at + count] = list(new)
     if not lines:
         return ""
     return eol.join(lines) + (eol if final or not text else "")
@@ -387,8 +411,9 @@ class ApplyPatchTool(Tool):
         except BaseException as exc:
             await self._rollback(ctx, done)
             if isinstance(exc, ToolFailure):
-                raise ToolFailure(f"{exc.message}\nThe patch was rolled back: no file was changed.",
-                                  exc.error_type) from None
+                raise ToolFailure(
+                    f"{exc.message}\nThe patch was rolled back: no file was changed.", exc.error_type
+                ) from None
             raise
         lines = []
         for s in changed:
@@ -400,21 +425,35 @@ class ApplyPatchTool(Tool):
             else:
                 added, removed = _counts(s.before.text, s.text)
                 lines.append(f"M {shown} (+{added} -{removed})")
-        output = (f"applied patch: {len(changed)} file{'s' if len(changed) != 1 else ''} changed\n" + "\n".join(lines)
-                  if changed else "the patch changed nothing")
-        raw = {"files": [{"path": s.before.resolved.path,
-                          "operation": "add" if s.before.text is None else ("delete" if s.text is None else "update")}
-                         for s in changed]}
-        return ToolResult(output, content=tuple(_diff(s) for s in changed), raw_output=raw,
-                          locations=tuple({"path": s.before.resolved.path} for s in changed))
+        output = (
+            f"applied patch: {len(changed)} file{'s' if len(changed) != 1 else ''} changed\n" + "\n".join(lines)
+            if changed
+            else "the patch changed nothing"
+        )
+        raw = {
+            "files": [
+                {
+                    "path": s.before.resolved.path,
+                    "operation": "add" if s.before.text is None else ("delete" if s.text is None else "update"),
+                }
+                for s in changed
+            ]
+        }
+        return ToolResult(
+            output,
+            content=tuple(_diff(s) for s in changed),
+            raw_output=raw,
+            locations=tuple({"path": s.before.resolved.path} for s in changed),
+        )
 
     async def _rollback(self, ctx: ToolContext, done: list[_Slot]) -> None:
         with anyio.CancelScope(shield=True):
             for s in reversed(done):
                 try:
                     if s.before.text is None:
-                        await textio.remove(ctx, textio.TextFile(s.before.resolved, s.text, s.before.via_editor),
-                                            verify=False)
+                        await textio.remove(
+                            ctx, textio.TextFile(s.before.resolved, s.text, s.before.via_editor), verify=False
+                        )
                     else:
                         await textio.store(ctx, s.before, s.before.text, verify=False)
                 except ToolFailure:

@@ -22,8 +22,11 @@ DEFAULT_PRIORITY = "medium"
 def plan_entries(args: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
     """ACP `PlanEntry` objects from validated arguments (every required field present, priority defaulted)."""
     return tuple(
-        {"content": " ".join(str(e["content"]).split()), "priority": e.get("priority", DEFAULT_PRIORITY),
-         "status": e["status"]}
+        {
+            "content": " ".join(str(e["content"]).split()),
+            "priority": e.get("priority", DEFAULT_PRIORITY),
+            "status": e["status"],
+        }
         for e in args.get("entries", ())
     )
 

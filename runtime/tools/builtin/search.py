@@ -67,11 +67,19 @@ def _run_rg(args: list[str], cwd_fd: int, cwd: str, timeout: float = 60.0) -> su
     assert rg is not None
     child_dir, fds = child_cwd(cwd, cwd_fd)
     try:
-        return subprocess.run([rg, *args], cwd=child_dir, pass_fds=fds, stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=timeout, check=False)
+        return subprocess.run(
+            [rg, *args],
+            cwd=child_dir,
+            pass_fds=fds,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
     except subprocess.TimeoutExpired:
-        raise ToolFailure(f"the search took longer than {timeout:g} s; narrow it with path or include",
-                          "Timeout") from None
+        raise ToolFailure(
+            f"the search took longer than {timeout:g} s; narrow it with path or include", "Timeout"
+        ) from None
 
 
 # ---- globs -------------------------------------------------------------------------------------------------------
@@ -104,7 +112,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
             if j == -1:
                 out.append(re.escape(c))
             else:
-                body = pattern[i + 1:j]
+                body = pattern[i + 1 : j]
                 if body[:1] in ("!", "^"):
                     body = "^" + body[1:]
                 out.append("[" + body.replace("\\", "\\\\") + "]")
@@ -190,7 +198,7 @@ class _Ignore:
                 continue
             if base and not rel.startswith(base + "/"):
                 continue
-            sub = rel[len(base) + 1:] if base else rel
+            sub = rel[len(base) + 1 :] if base else rel
             if rx.match(sub):
                 verdict = not neg
         return verdict
@@ -340,8 +348,11 @@ class GlobTool(_SearchTool):
         prefix = "/".join(literal) + "/" if sub_fd != fd else ""
         try:
             # rg pre-filters on the file name (a superset of the matches); the full pattern is decided in Python.
-            proc = _run_rg(["--files", *_RG_LIST, *name_filter(pattern), "--null"], sub_fd,
-                           os.path.join(base, *literal) if prefix else base)
+            proc = _run_rg(
+                ["--files", *_RG_LIST, *name_filter(pattern), "--null"],
+                sub_fd,
+                os.path.join(base, *literal) if prefix else base,
+            )
         finally:
             if sub_fd != fd:
                 os.close(sub_fd)
@@ -398,10 +409,12 @@ class GrepTool(_SearchTool):
         try:
             if rg_binary() is not None:
                 hits, truncated, files = await anyio.to_thread.run_sync(
-                    self._rg, pattern, args, base, fd, only, max_results)
+                    self._rg, pattern, args, base, fd, only, max_results
+                )
             else:
                 hits, truncated, files = await anyio.to_thread.run_sync(
-                    self._python, pattern, args, base, only, max_results)
+                    self._python, pattern, args, base, only, max_results
+                )
         finally:
             os.close(fd)
         ws = ctx.workspace
@@ -413,13 +426,19 @@ class GrepTool(_SearchTool):
         if not hits:
             output = f"no matches for `{pattern}`"
         elif truncated:
-            output = (f"showing the first {len(hits)} matching lines; {in_files} match (narrow with path or include, "
-                      "or raise maxResults):\n" + "\n".join(lines))
+            output = (
+                f"showing the first {len(hits)} matching lines; {in_files} match (narrow with path or include, "
+                "or raise maxResults):\n" + "\n".join(lines)
+            )
         else:
             output = f"{len(hits)} matching line{'s' if len(hits) != 1 else ''} in {in_files}:\n" + "\n".join(lines)
-        raw = {"pattern": pattern, "path": resolved.path, "filesMatched": files,
-               "truncated": truncated,
-               "matches": [{"path": os.path.join(base, r), "line": n, "text": _clip(t)} for r, n, t in hits]}
+        raw = {
+            "pattern": pattern,
+            "path": resolved.path,
+            "filesMatched": files,
+            "truncated": truncated,
+            "matches": [{"path": os.path.join(base, r), "line": n, "text": _clip(t)} for r, n, t in hits],
+        }
         locs = tuple({"path": os.path.join(base, r), "line": n} for r, n, _ in hits[:50])
         return ToolResult(output, raw_output=raw, locations=locs)
 
@@ -433,20 +452,23 @@ class GrepTool(_SearchTool):
             flags.append("--ignore-case")
         return flags, bool(names)
 
-    def _rg(self, pattern: str, args: Mapping[str, Any], base: str, fd: int, only: str | None,
-            max_results: int) -> tuple[list[tuple[str, int, str]], bool, int]:
+    def _rg(
+        self, pattern: str, args: Mapping[str, Any], base: str, fd: int, only: str | None, max_results: int
+    ) -> tuple[list[tuple[str, int, str]], bool, int]:
         """(hits in path order, whether more matching lines exist, how many files match)."""
         flags, drop_git = self._flags(args)
         target = [only] if only else []
         # Pass 1: which files match (parallel; rg stops reading a file at its first match).
-        listed = _run_rg(["--files-with-matches", "--null", "--no-messages", *flags, "-e", pattern, "--", *target],
-                         fd, base)
+        listed = _run_rg(
+            ["--files-with-matches", "--null", "--no-messages", *flags, "-e", pattern, "--", *target], fd, base
+        )
         err = listed.stderr.decode(errors="replace").strip()
         # rc 2 without a message (or "No files were searched") only means a name filter left nothing to search.
         if listed.returncode == 2 and not listed.stdout and err and "No files were searched" not in err:
             raise ToolFailure(f"grep failed: {err[:800]}", "InvalidPattern" if "regex" in err else "SearchFailed")
-        files = sorted(p.decode("utf-8", errors="surrogateescape").removeprefix("./")
-                       for p in listed.stdout.split(b"\0") if p)
+        files = sorted(
+            p.decode("utf-8", errors="surrogateescape").removeprefix("./") for p in listed.stdout.split(b"\0") if p
+        )
         if drop_git and b".git" in listed.stdout:
             files = [f for f in files if not _in_git_dir(f)]
         include = args.get("include")
@@ -457,8 +479,11 @@ class GrepTool(_SearchTool):
             return [], False, 0
         # Pass 2: the lines, from the first files in path order; one more than needed tells whether there is more.
         chosen = files[:max_results]
-        res = _run_rg(["--json", "--no-messages", *flags, "--max-count", str(max_results + 1), "-e", pattern, "--",
-                       *chosen], fd, base)
+        res = _run_rg(
+            ["--json", "--no-messages", *flags, "--max-count", str(max_results + 1), "-e", pattern, "--", *chosen],
+            fd,
+            base,
+        )
         by_file: dict[str, list[tuple[str, int, str]]] = {}
         for line in res.stdout.splitlines():
             if b'"type":"match"' not in line[:20]:
@@ -472,8 +497,9 @@ class GrepTool(_SearchTool):
         more = len(hits) > max_results or len(files) > len(chosen)
         return hits[:max_results], more, len(files)
 
-    def _python(self, pattern: str, args: Mapping[str, Any], base: str, only: str | None,
-                max_results: int) -> tuple[list[tuple[str, int, str]], bool, int]:
+    def _python(
+        self, pattern: str, args: Mapping[str, Any], base: str, only: str | None, max_results: int
+    ) -> tuple[list[tuple[str, int, str]], bool, int]:
         try:
             rx = re.compile(pattern, re.IGNORECASE if args.get("caseInsensitive") else 0)
         except re.error as exc:

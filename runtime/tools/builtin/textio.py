@@ -130,8 +130,9 @@ def knows(ctx: ToolContext, path: str) -> bool:
     return path in _seen(ctx)
 
 
-def saw_written(ctx: ToolContext, resolved: ResolvedPath, text: str | None, *, deleted: bool = False,
-                seen: bool = True) -> None:
+def saw_written(
+    ctx: ToolContext, resolved: ResolvedPath, text: str | None, *, deleted: bool = False, seen: bool = True
+) -> None:
     """After this session wrote `text` to a file (or deleted it): the model knows what is there now (unless `seen`
     is False: an append to a file it never read), and what calls kept of the file is stale."""
     path = resolved.path
@@ -153,7 +154,7 @@ def _changed(seen: Seen, now: TextFile) -> bool:
         if now.text is None:
             return True
         start, limit, digest = seen.lines
-        lines = _norm_lines(now.text)[start - 1:]
+        lines = _norm_lines(now.text)[start - 1 :]
         if _lines_digest(lines if limit is None else lines[:limit]) != digest:
             return True
         return seen.stamp is not None and disk_stamp(now.resolved.path) != seen.stamp
@@ -174,13 +175,19 @@ def check_fresh(ctx: ToolContext, now: TextFile, *, must_have_read: bool = False
     seen = _seen(ctx).get(path)
     if seen is None:
         if must_have_read:
-            raise ToolFailure(f"{shown} exists and you have not read it in this session: read it with read_file "
-                              "first (or change part of it with edit or apply_patch), so that overwriting it loses "
-                              "nothing you have not seen", "NotRead")
+            raise ToolFailure(
+                f"{shown} exists and you have not read it in this session: read it with read_file "
+                "first (or change part of it with edit or apply_patch), so that overwriting it loses "
+                "nothing you have not seen",
+                "NotRead",
+            )
         return
     if _changed(seen, now):
-        raise ToolFailure(f"{shown} changed since you last read it (the user or a command changed it): read it "
-                          "again with read_file and redo the change on its current content", "FileChanged")
+        raise ToolFailure(
+            f"{shown} changed since you last read it (the user or a command changed it): read it "
+            "again with read_file and redo the change on its current content",
+            "FileChanged",
+        )
 
 
 def check_fresh_on_disk(ctx: ToolContext, resolved: ResolvedPath, *, must_have_read: bool = False) -> None:
@@ -230,8 +237,9 @@ def _disk_read(ctx: ToolContext, resolved: ResolvedPath) -> tuple[str | None, in
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if st.st_size > MAX_EDIT_BYTES:
-            raise ToolFailure(f"{shown} is {st.st_size} bytes, too large to edit (limit {MAX_EDIT_BYTES})",
-                              "FileTooLarge")
+            raise ToolFailure(
+                f"{shown} is {st.st_size} bytes, too large to edit (limit {MAX_EDIT_BYTES})", "FileTooLarge"
+            )
         data = f.read(MAX_EDIT_BYTES + 1)
     if b"\x00" in data[:BINARY_SNIFF]:
         raise ToolFailure(f"{shown} looks like a binary file; it cannot be edited as text", "BinaryFile")
@@ -249,18 +257,21 @@ def _verify_no_follow(ctx: ToolContext, resolved: ResolvedPath) -> bool:
     return True
 
 
-async def _editor_read(ctx: ToolContext, resolved: ResolvedPath, line: int | None = None,
-                       limit: int | None = None) -> str:
+async def _editor_read(
+    ctx: ToolContext, resolved: ResolvedPath, line: int | None = None, limit: int | None = None
+) -> str:
     assert ctx.editor is not None
     try:
         return await ctx.editor.read_text_file(resolved.path, line, limit)
     except EditorError as exc:
-        raise ToolFailure(f"the editor could not read {ctx.workspace.display(resolved.path)}: {exc.message}",
-                          "EditorError") from None
+        raise ToolFailure(
+            f"the editor could not read {ctx.workspace.display(resolved.path)}: {exc.message}", "EditorError"
+        ) from None
 
 
-async def read_lines_via_editor(ctx: ToolContext, resolved: ResolvedPath, line: int | None,
-                                limit: int | None) -> str | None:
+async def read_lines_via_editor(
+    ctx: ToolContext, resolved: ResolvedPath, line: int | None, limit: int | None
+) -> str | None:
     """`fs/read_text_file` after the boundary check; None when the file does not exist on disk."""
     check(ctx, resolved)
     exists = await anyio.to_thread.run_sync(_verify_no_follow, ctx, resolved)
@@ -269,8 +280,9 @@ async def read_lines_via_editor(ctx: ToolContext, resolved: ResolvedPath, line: 
     return await _editor_read(ctx, resolved, line, limit)
 
 
-async def load(ctx: ToolContext, resolved: ResolvedPath, *, must_exist: bool = True,
-               last_use: bool = False) -> TextFile:
+async def load(
+    ctx: ToolContext, resolved: ResolvedPath, *, must_exist: bool = True, last_use: bool = False
+) -> TextFile:
     """The current text of a file (None when missing and `must_exist` is False).
 
     Within one call the text is read once and kept (the call scratch) until the call's `run` takes it with
@@ -315,8 +327,16 @@ async def current_text(ctx: ToolContext, before: TextFile) -> str | None:
     return text
 
 
-async def store(ctx: ToolContext, before: TextFile, new_text: str, *, exclusive: bool = False,
-                mode: int | None = None, verify: bool = True, seen: bool = True) -> bool:
+async def store(
+    ctx: ToolContext,
+    before: TextFile,
+    new_text: str,
+    *,
+    exclusive: bool = False,
+    mode: int | None = None,
+    verify: bool = True,
+    seen: bool = True,
+) -> bool:
     """Write `new_text` if the file still holds `before.text`. Returns True when the file was created.
 
     `verify=False` skips the compare (only for rolling back a change this call itself just made). `seen=False`:
@@ -333,8 +353,11 @@ async def store(ctx: ToolContext, before: TextFile, new_text: str, *, exclusive:
         if exclusive and now is not None:
             raise ToolFailure(f"{shown} already exists", "FileExists")
         what = "was created" if before.text is None else ("was deleted" if now is None else "changed")
-        raise ToolFailure(f"{shown} {what} since it was read (by the user or another tool); read it again and "
-                          "redo the change on the current content", "FileChanged")
+        raise ToolFailure(
+            f"{shown} {what} since it was read (by the user or another tool); read it again and "
+            "redo the change on the current content",
+            "FileChanged",
+        )
     if editor_writes(ctx):
         assert ctx.editor is not None
         try:
@@ -349,12 +372,14 @@ async def store(ctx: ToolContext, before: TextFile, new_text: str, *, exclusive:
     data = new_text.encode("utf-8", errors="surrogateescape")
     try:
         created = await anyio.to_thread.run_sync(
-            lambda: ctx.workspace.write_atomic(resolved, data, grants=ctx.grants, exclusive=exclusive, mode=mode))
+            lambda: ctx.workspace.write_atomic(resolved, data, grants=ctx.grants, exclusive=exclusive, mode=mode)
+        )
     except PathError as exc:
         raise ToolFailure(str(exc), exc.error_type) from None
     except OSError as exc:
-        raise ToolFailure(f"could not write {shown}: {exc.strerror or exc}; the old file is unchanged",
-                          "WriteFailed") from None
+        raise ToolFailure(
+            f"could not write {shown}: {exc.strerror or exc}; the old file is unchanged", "WriteFailed"
+        ) from None
     saw_written(ctx, resolved, new_text, seen=seen)
     return created
 
@@ -382,8 +407,13 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = 3, 
     """A unified diff for the model's output (so it sees what changed), capped."""
     a = (old or "").splitlines(keepends=True)
     b = (new or "").splitlines(keepends=True)
-    lines = difflib.unified_diff(a, b, f"a/{path}" if old is not None else "/dev/null",
-                                 f"b/{path}" if new is not None else "/dev/null", n=context)
+    lines = difflib.unified_diff(
+        a,
+        b,
+        f"a/{path}" if old is not None else "/dev/null",
+        f"b/{path}" if new is not None else "/dev/null",
+        n=context,
+    )
     out = "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
     if len(out) > limit:
         out = out[:limit] + f"\n[... diff truncated at {limit} characters ...]\n"
