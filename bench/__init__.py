@@ -1,1 +1,1 @@
-"""gatewright's benchmarks (not tests): `python -m bench` prints one table. See README.md, "Performance"."""
+"""gatewright's benchmarks (not tests): `python -m bench` prints one table. See docs/performance.md."""

@@ -4,7 +4,7 @@ Approval decides *whether* a call runs; the confinement decides *where its proce
 that a wrong analysis of a command cannot exceed what was approved. It is pure data, decided here from the same
 facts the policy saw, and enforced by `runtime.sandbox` in every process the call starts.
 
-The rule (the README's sandbox matrix documents it for users):
+The rule (docs/sandbox.md's matrix documents it for users):
 - A call proven read-only (a shell command the analysis proved harmless, or any call in `read-only` mode) writes
   nothing and reaches no network, even inside the workspace.
 - Any other call that runs (approved by the user, allowed by a remembered rule, or by the mode) may write the

@@ -5,7 +5,7 @@ then the project instructions (`runtime.instructions`: the `AGENTS.md` chain and
 environment: workspace, operating system, shell, date, git branch and whether there are uncommitted changes,
 approval mode and sandbox state. Stable parts come first, so a provider's prompt cache keeps most of it.
 
-When things are looked at (measured: see the README's "What the model is told"):
+When things are looked at (measured: see docs/agent.md, "What the model is told"):
 - before every model call: the instruction files are `stat`ed (re-read only when one changed), and the mode and the
   sandbox description are asked for; an unchanged prompt is the cached string;
 - once per turn (`enter_turn`, in a worker thread): the date, `git status` and the listing of nested instruction

@@ -7,7 +7,7 @@ JSON-RPC message per line, parsed into `SessionMessage`s for `mcp.Client`.
 
 The sandbox (`server_spec`): a server may write the workspace and its own private temp dir, read the baseline plus
 the directories its command and path arguments live in, and has the network. The entry's `_meta.gatewright.sandbox`
-widens it (`{"read": [...], "write": [...], "network": false}`, see `runtime.mcp.config` and the README).
+widens it (`{"read": [...], "write": [...], "network": false}`, see `runtime.mcp.config` and docs/mcp.md).
 
 `import mcp` is slow; this module uses it through `runtime.lazy`, first in `__aenter__`, which runs in a session that
 has servers.
