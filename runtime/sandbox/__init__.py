@@ -9,7 +9,8 @@
 - `session_tmpdir(session_id)` / `remove_session_tmpdir`: the per-session private temp dir (`TMPDIR`).
 - `client.Spawner`: the agent's connection to the sandbox helper (`helper`), which forks every sandboxed child
   (`child`); `runtime.processes` is its only user.
-- `python -m runtime.sandbox -- CMD...` (`__main__`): the launcher that editor terminals run.
+- `__main__`: the launcher that editor terminals run (`launcher_env`), and `boot`: how it and the helper start, as
+  isolated interpreters of the install.
 
 Backends. Only Linux is built: Landlock for files, TCP, signals and abstract sockets; namespaces for containment
 (pid), protected paths (mount), the network (net). A macOS backend would slot in at the same two seams: the helper's

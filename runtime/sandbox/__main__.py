@@ -1,4 +1,5 @@
-"""The sandbox launcher: `python -m runtime.sandbox --spec JSON -- CMD [ARG...]`, what an editor terminal runs.
+"""The sandbox launcher: `... --spec JSON -- CMD [ARG...]`, what an editor terminal runs (started by `launcher_env`
+as an isolated interpreter of the install, `boot`; `python -m runtime.sandbox` by hand runs the same `main`).
 
 It applies the sandbox the agent described (`launcher_env`): the same namespaces, read-only protected paths and
 Landlock a local spawn gets, then runs the command and exits the way it did. It refuses to run anything without a

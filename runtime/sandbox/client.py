@@ -1,11 +1,11 @@
 """The agent's side of the sandbox helper: start it once, ask it to spawn, follow each spawn on its report pipe.
 
-`Spawner.get()` starts the helper on first use (`python -S`, ~20 ms, once per agent process; `prestart()` does it
-on a thread during warm-up) and reads what its probe found. `Spawner.spawn()` sends one request and returns a
-`Child`: the pid and a pidfd of the spawn's first process (the namespace's init, or the command itself without
-namespaces: its handle; the init passes signals on to every process of the namespace), its report pipe, and the
-agent's ends of its stdio pipes. The helper ends every spawn when the agent's end of the socket closes, however the
-agent ends.
+`Spawner.get()` starts the helper on first use (an isolated `python -I -S` running this install's code, `boot`;
+~20 ms, once per agent process; `prestart()` does it on a thread during warm-up) and reads what its probe found.
+`Spawner.spawn()` sends one request and returns a `Child`: the pid and a pidfd of the spawn's first process (the
+namespace's init, or the command itself without namespaces: its handle; the init passes signals on to every process
+of the namespace), its report pipe, and the agent's ends of its stdio pipes. The helper ends every spawn when the
+agent's end of the socket closes, however the agent ends.
 """
 
 from __future__ import annotations
@@ -17,16 +17,13 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import threading
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
+from runtime.sandbox.boot import HELPER_BOOT, interpreter
 from runtime.sandbox.child import Capabilities
 from runtime.sandbox.spec import SandboxSpec
 
-ROOT = str(Path(__file__).resolve().parents[2])
-_BOOT = "import sys; sys.path.insert(0, sys.argv[1]); from runtime.sandbox.helper import main; main(int(sys.argv[2]))"
 # What the helper needs of the agent's environment: where tools and the home are (the baseline), and the switch.
 _HELPER_ENV = ("PATH", "HOME", "XDG_CONFIG_HOME", "LANG", "LC_ALL", "GATEWRIGHT_SANDBOX", "TMPDIR")
 
@@ -161,7 +158,7 @@ class Spawner:
             env["GATEWRIGHT_SANDBOX"] = switch
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-S", "-c", _BOOT, ROOT, str(theirs.fileno())],
+                [*interpreter(HELPER_BOOT), str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

@@ -1,18 +1,19 @@
 """What the agent hands the sandbox launcher through an editor terminal's command line (and nothing else does).
 
-`terminal/create` runs `python -m runtime.sandbox --spec JSON -- CMD...`. The JSON carries the call's sandbox minus
-the baseline reads (the launcher adds the baseline of the environment the command really runs in), the
-capabilities the agent's helper found (so the launcher does not probe again), and the agent's pid with its start
-time (so the launcher's namespace ends when the agent does, though the editor, not the agent, is its parent). An
-argument, not the environment: an editor that does not pass `env` still passes `args`.
+`terminal/create` runs `python -I -S -c BOOT INSTALL_ROOT --spec JSON -- CMD...` (`boot`: an isolated interpreter
+running this install's `runtime.sandbox.__main__`, whatever the terminal's cwd and environment hold). The JSON
+carries the call's sandbox minus the baseline reads (the launcher adds the baseline of the environment the command
+really runs in), the capabilities the agent's helper found (so the launcher does not probe again), and the agent's
+pid with its start time (so the launcher's namespace ends when the agent does, though the editor, not the agent, is
+its parent). An argument, not the environment: an editor that does not pass `env` still passes `args`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 
+from runtime.sandbox.boot import LAUNCHER_BOOT, interpreter
 from runtime.sandbox.spec import SandboxSpec, baseline
 
 
@@ -44,7 +45,8 @@ def launcher_command(spec: SandboxSpec, argv: list[str]) -> tuple[str, list[str]
         "caps": [sup.landlock_abi, sup.namespaces],
         "agent": [pid, start_time(pid)],
     }
-    return sys.executable, ["-m", "runtime.sandbox", "--spec", json.dumps(payload, separators=(",", ":")), "--", *argv]
+    exe, *args = interpreter(LAUNCHER_BOOT)  # isolated: no workspace file can stand in for the launcher's code
+    return exe, [*args, "--spec", json.dumps(payload, separators=(",", ":")), "--", *argv]
 
 
 def parse(text: str) -> tuple[SandboxSpec, tuple[int, bool], tuple[int, str | None] | None]:

@@ -170,8 +170,10 @@ async def test_exec_through_an_editor_terminal_embeds_it_and_releases_it(tmp_pat
     create = editor.calls[0][1]
     # The editor runs the sandbox launcher, which confines the shell the same way a local exec is confined.
     assert create["command"] == sys.executable
-    assert create["args"][:3] == ["-m", "runtime.sandbox", "--spec"]
-    assert create["args"][4:] == ["--", "/bin/bash", "-c", "pytest -q"]
+    # (an isolated interpreter of the install: tests/security/test_launcher_isolation.py proves what that holds)
+    assert create["args"][:3] == ["-I", "-S", "-c"] and "runtime.sandbox.__main__" in create["args"][3]
+    assert create["args"][5] == "--spec"
+    assert create["args"][7:] == ["--", "/bin/bash", "-c", "pytest -q"]
     assert create["env"]["TMPDIR"].startswith(tempfile.gettempdir())
     assert create["cwd"] == os.path.realpath(tmp_path)
     assert updates[0].content == ({"type": "terminal", "terminalId": "term_1"},)

@@ -24,13 +24,13 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.security.world import (
+    EditorTerminals,
     Run,
     answer_with,
     attack,
@@ -476,52 +476,6 @@ def test_ordinary_work_still_works_in_safe_and_auto(spawn, world):
 
 
 # ---- an editor terminal runs confined too ----------------------------------------------------------------------------
-class EditorTerminals:
-    """What an editor does for `terminal/*`: runs the command it was given, exactly, and reports its output."""
-
-    def __init__(self, then: Any) -> None:
-        self.then = then
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        self.outputs: dict[str, bytes] = {}
-        self.commands: list[list[str]] = []
-
-    def __call__(self, m: dict[str, Any]) -> Any:
-        method, p = m["method"], m.get("params", {})
-        if method == "terminal/create":
-            tid = "term_" + uuid.uuid4().hex[:6]
-            argv = [p["command"], *p.get("args", [])]
-            self.commands.append(argv)
-            env = {e["name"]: e["value"] for e in p.get("env", [])}
-            self.procs[tid] = subprocess.Popen(
-                argv,
-                cwd=p.get("cwd"),
-                env={**os.environ, **env},
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-            return {"terminalId": tid}
-        if method == "terminal/wait_for_exit":
-            proc = self.procs[p["terminalId"]]
-            out, _ = proc.communicate(timeout=30)
-            self.outputs[p["terminalId"]] = out
-            return {"exitCode": proc.returncode, "signal": None}
-        if method == "terminal/output":
-            proc = self.procs[p["terminalId"]]
-            out = self.outputs.get(p["terminalId"], b"")
-            return {
-                "output": out.decode("utf-8", "replace"),
-                "truncated": False,
-                "exitStatus": {"exitCode": proc.returncode, "signal": None},
-            }
-        if method in ("terminal/kill", "terminal/release"):
-            proc = self.procs.get(p["terminalId"])
-            if proc is not None and proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
-            return {}
-        return self.then(m)
-
-
 @needs_sandbox
 def test_a_command_run_in_the_editors_terminal_is_confined_the_same_way(spawn, world):
     editor = EditorTerminals(answer_with("reject_once"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import uuid
 from collections.abc import Callable
@@ -162,3 +163,52 @@ def processes_with(needle: str) -> list[int]:
         if needle in cmdline and state not in (b"Z", b"X") and int(entry) != os.getpid():
             found.append(int(entry))
     return found
+
+
+class EditorTerminals:
+    """What an editor does for `terminal/*`: runs the command it was given, exactly, in this process's environment
+    with the agent's variables applied, and reports its output. `override`: variables the terminal gets whatever the
+    agent asked (an editor's or a user's own settings). Other requests go to `then`."""
+
+    def __init__(self, then: Responder, override: dict[str, str] | None = None) -> None:
+        self.then = then
+        self.override = override or {}
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.outputs: dict[str, bytes] = {}
+        self.commands: list[list[str]] = []
+
+    def __call__(self, m: dict[str, Any]) -> Any:
+        method, p = m["method"], m.get("params", {})
+        if method == "terminal/create":
+            tid = "term_" + uuid.uuid4().hex[:6]
+            argv = [p["command"], *p.get("args", [])]
+            self.commands.append(argv)
+            env = {e["name"]: e["value"] for e in p.get("env", [])}
+            self.procs[tid] = subprocess.Popen(
+                argv,
+                cwd=p.get("cwd"),
+                env={**os.environ, **env, **self.override},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+            return {"terminalId": tid}
+        if method == "terminal/wait_for_exit":
+            proc = self.procs[p["terminalId"]]
+            out, _ = proc.communicate(timeout=30)
+            self.outputs[p["terminalId"]] = out
+            return {"exitCode": proc.returncode, "signal": None}
+        if method == "terminal/output":
+            proc = self.procs[p["terminalId"]]
+            out = self.outputs.get(p["terminalId"], b"")
+            return {
+                "output": out.decode("utf-8", "replace"),
+                "truncated": False,
+                "exitStatus": {"exitCode": proc.returncode, "signal": None},
+            }
+        if method in ("terminal/kill", "terminal/release"):
+            proc = self.procs.get(p["terminalId"])
+            if proc is not None and proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            return {}
+        return self.then(m)

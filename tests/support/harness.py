@@ -203,7 +203,11 @@ class RawClient:
 
 
 class AgentProcess(RawClient):
-    """A real `gatewright acp` (`python -m acp_server`) on pipes, in its own process group."""
+    """A real `gatewright acp` (`python -m acp_server`) on pipes, in its own process group.
+
+    `console_script`: start it as editors do, through the installed `gatewright` script (`gatewright acp ...`), whose
+    `sys.path` starts with the script's directory; `python -m` puts the current directory there, so a test whose
+    workspace holds Python files the agent must not import (a planted `json.py`) needs the script."""
 
     def __init__(
         self,
@@ -212,6 +216,7 @@ class AgentProcess(RawClient):
         env: dict[str, str] | None = None,
         responder: Responder | None = None,
         state_dir: str | Path | None = None,
+        console_script: bool = False,
     ) -> None:
         super().__init__(responder)
         full_env = dict(os.environ)
@@ -222,8 +227,10 @@ class AgentProcess(RawClient):
         full_env.pop("GATEWRIGHT_MODE", None)
         if env:
             full_env.update(env)
+        script = os.path.join(os.path.dirname(sys.executable), "gatewright")
+        program = [script, "acp"] if console_script else [sys.executable, "-m", "acp_server"]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "acp_server", *args],
+            [*program, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
