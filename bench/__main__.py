@@ -1,6 +1,6 @@
 """`python -m bench`: every figure in one table, each a median over repeated, interleaved runs, next to a baseline
 measured in the same run. `--quick` for a fast smoke run; `--only NAME[,NAME]` for some figures
-(startup, session_new, first_prompt, streaming, approval, search, memory, load, sandbox)."""
+(startup, session_new, first_prompt, streaming, approval, search, memory, load, sandbox, secrets)."""
 
 from __future__ import annotations
 
@@ -112,6 +112,24 @@ def sandbox(runs: int) -> list[Row]:
     ]
 
 
+def secrets(runs: int) -> list[Row]:
+    from bench import bench_secrets as bsec
+
+    rows = []
+    for case, new, old in bsec.measure_redaction(runs):
+        rows.append(
+            Row(
+                f"redaction, {case}: per KB",
+                f"{new * 1e6:.2f} µs",
+                f"whole values only: {old * 1e6:.2f} µs",
+                f"{new / old:.1f}×",
+                "≤ 5 µs per KB",
+                verdict(new <= 5e-6),
+            )
+        )
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="fewer runs and a 5,000-file tree (a smoke run)")
@@ -143,6 +161,7 @@ def main() -> None:
         "memory": lambda: figures.bench_memory(2 if q else 5, peers=peers),
         "load": lambda: figures.bench_load(2 if q else 5, (20, 200) if q else (100, 1000)),
         "sandbox": lambda: sandbox(30 if q else 200),
+        "secrets": lambda: secrets(5 if q else 15),
     }
     only = [x.strip() for x in opts.only.split(",") if x.strip()]
     unknown = set(only) - set(plan)

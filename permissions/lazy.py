@@ -12,7 +12,8 @@ The places (tests/test_import_contract.py: there are no others, and each table m
   `permissions.store`, `acp_server.rpc`);
 - `runtime/lazy.py`: the heavy third-party and standard modules the runtime and the ACP host load only when used, and
   the runtime's own modules a start-up module defers;
-- this module, for `permissions` (which imports no other package): sqlite3 and tree-sitter.
+- this module, for `permissions` (which imports no other package): sqlite3, tree-sitter and the Aho-Corasick
+  automaton of secret redaction.
 
 This module imports nothing at run time but `importlib`: the sandbox helper (`python -S`, no `typing`) loads it.
 """
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     import sqlite3 as sqlite3
     from collections.abc import Callable, Mapping
 
+    import ahocorasick_rs as ahocorasick_rs
     import tree_sitter as tree_sitter
     import tree_sitter_bash as tree_sitter_bash
 
@@ -51,6 +53,7 @@ def deferred(namespace: dict[str, object], table: Mapping[str, str | tuple[str, 
 
 
 _LAZY: dict[str, str | tuple[str, str]] = {
+    "ahocorasick_rs": "ahocorasick_rs",  # secret runs (`redaction.SecretMatcher`), when a text is first checked
     "sqlite3": "sqlite3",  # rule and audit databases: a session object and the start-up path never load it
     "tree_sitter": "tree_sitter",  # shell analysis, the first time a command is analysed
     "tree_sitter_bash": "tree_sitter_bash",

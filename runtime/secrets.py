@@ -15,17 +15,19 @@ value holds a registered value (the same key under another name). An MCP stdio s
 never another server's. An editor terminal runs in the editor's environment, which we cannot trim: its env blanks
 every secret name we know (`blank_secret_names`).
 
-Sinks redact values (`redact_text`, `redact` for JSON-like objects, `json_has_secret` as the cheap check first):
+Sinks redact values, and every run of 12 or more consecutive characters of a value (`permissions.redaction.
+SecretMatcher`; `redact_text`, `redact` for JSON-like objects, `json_has_secret` as the cheap check first):
 tool results before the model or the editor sees them (runtime.loop), every frame but streamed text chunks on the
 wire (acp_server.rpc), the `--record` transcript, the session store, the audit log, and every log record
 (`install_log_filter`). Values shorter than `MIN_VALUE_LEN` are not registered: "true" or "1" would shred every
 line and protect nothing; nor are values that name existing absolute paths (`names_paths`).
 
-Streamed text chunks are not redacted on the wire: the model can only echo a value it was given, every tool result
-reaches it redacted, and a real provider streams a key across several chunks, which a per-chunk check cannot see,
-while the check would double the cost of the hot path (measured: 0.2-0.4 µs per chunk with 3-10 values registered,
-against 0.33 µs for the whole `AcpSession.emit` of a chunk today). The journal writes a message's chunks joined, so
-the store redacts whole values; the transcript redacts each chunk's frame.
+Streamed text chunks are not redacted on the wire: every tool result reaches the model redacted, so it can echo
+only a form of a value redaction cannot recognise (a transform, pieces shorter than a run: reading a file that may
+hold one asks first, see docs/secrets.md); a real provider streams a key across several chunks, which a per-chunk
+check cannot see, while the check would double the cost of the hot path (measured with whole values: 0.2-0.4 µs per
+chunk with 3-10 values registered, against 0.33 µs for the whole `AcpSession.emit` of a chunk). The journal writes a
+message's chunks joined, so the store redacts them; the transcript redacts each chunk's frame.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from typing import Any
 
 import orjson
 
-from permissions.redaction import add_secret_source
+from permissions.redaction import SecretMatcher, add_secret_source
 
 REDACTED = "<redacted>"
 MIN_VALUE_LEN = 8
@@ -84,8 +86,8 @@ class _Snapshot:
     names: frozenset[str] = frozenset()
     values: tuple[str, ...] = ()  # longest first: a secret containing another is replaced whole
     value_set: frozenset[str] = frozenset()
-    in_json: tuple[str, ...] = ()  # each value as it appears inside a JSON string
-    in_json_bytes: tuple[bytes, ...] = ()  # the same, UTF-8 encoded
+    matcher: SecretMatcher = SecretMatcher(())  # each value, and every run of RUN of its characters
+    in_json: SecretMatcher = SecretMatcher(())  # the same, of each value as it appears inside a JSON string
 
 
 def _json_form(value: str) -> str:
@@ -152,9 +154,12 @@ class SecretRegistry:
                 self._names |= new_names
                 self._values |= new_values
                 ordered = tuple(sorted(self._values, key=len, reverse=True))
-                forms = tuple(_json_form(v) for v in ordered)
                 self.snapshot = _Snapshot(
-                    frozenset(self._names), ordered, frozenset(ordered), forms, tuple(f.encode() for f in forms)
+                    frozenset(self._names),
+                    ordered,
+                    frozenset(ordered),
+                    SecretMatcher(ordered),
+                    SecretMatcher(_json_form(v) for v in ordered),
                 )
             self._environment_read = True  # only now: a reader that sees it also sees the snapshot
         install_log_filter()
@@ -200,43 +205,40 @@ class SecretRegistry:
 
     # ---- sinks ---------------------------------------------------------------------------------------------------
     def redact_text(self, text: str) -> str:
-        for s in self._current().values:
-            if s in text:
-                text = text.replace(s, REDACTED)
-        return text
+        """`text` with every registered value, and every run of `RUN` or more of a value's characters, replaced."""
+        return self._current().matcher.redact(text)
 
     def has_secret(self, text: str) -> bool:
-        return any(s in text for s in self._current().values)
+        return self._current().matcher.found(text)
 
     def json_has_secret(self, data: str | bytes) -> bool:
-        """Whether encoded JSON holds a registered value inside one of its strings (the cheap check before
-        `redact`)."""
-        snap = self._current()
-        if isinstance(data, str):
-            return any(f in data for f in snap.in_json)
-        return any(f in data for f in snap.in_json_bytes)
+        """Whether encoded JSON holds a registered value (or a run of one) inside one of its strings (the cheap check
+        before `redact`)."""
+        return self._current().in_json.found(data)
 
     def redact(self, obj: Any) -> Any:
-        """A JSON-like object with every registered value replaced in its strings (keys too); the object itself when
-        nothing had to change."""
+        """A JSON-like object with every registered value (and run of one) replaced in its strings (keys too); the
+        object itself when nothing had to change."""
         snap = self._current()
         if not snap.values:
             return obj
-        return _redact(obj, snap.values)
+        try:  # one scan of the whole object first: most have nothing to redact
+            if not snap.in_json.found(orjson.dumps(obj, option=orjson.OPT_NON_STR_KEYS)):
+                return obj
+        except (TypeError, orjson.JSONEncodeError):
+            pass
+        return _redact(obj, snap.matcher)
 
 
-def _redact(obj: Any, values: tuple[str, ...]) -> Any:
+def _redact(obj: Any, matcher: SecretMatcher) -> Any:
     if isinstance(obj, str):
-        for s in values:
-            if s in obj:
-                obj = obj.replace(s, REDACTED)
-        return obj
+        return matcher.redact(obj)
     if isinstance(obj, dict):
-        return {(_redact(k, values) if isinstance(k, str) else k): _redact(v, values) for k, v in obj.items()}
+        return {(_redact(k, matcher) if isinstance(k, str) else k): _redact(v, matcher) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_redact(v, values) for v in obj]
+        return [_redact(v, matcher) for v in obj]
     if isinstance(obj, tuple):
-        return tuple(_redact(v, values) for v in obj)
+        return tuple(_redact(v, matcher) for v in obj)
     return obj
 
 

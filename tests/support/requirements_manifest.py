@@ -478,6 +478,13 @@ REQUIREMENTS: tuple[Requirement, ...] = (
         "editor terminals, other MCP servers) and no sink writes them (wire, transcript, store, audit, logs).",
         (),
     ),
+    R(
+        "gw:secrets:runs-redacted",
+        "README: Secrets",
+        "Every run of 12 or more consecutive characters of a secret value is redacted like the whole value, in every "
+        "sink: tool results before the model, frames, transcripts, the store, the audit log, log lines.",
+        (),
+    ),
 )
 
 GAPS: tuple[Gap, ...] = (
