@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.security.test_security_leaks import everything_under
+from tests.security.test_security_secrets import places
 from tests.support.harness import AgentProcess, write_script
 
 pytestmark = [pytest.mark.timeout(120)]
@@ -28,15 +28,6 @@ def make_key() -> str:
 def leaks(data: bytes, key: str) -> list[str]:
     """Every run of RUN characters of `key` found in `data`."""
     return [key[i : i + RUN] for i in range(len(key) - RUN + 1) if key[i : i + RUN].encode() in data]
-
-
-def sinks(agent: AgentProcess, record: Path, state: Path) -> dict[str, bytes]:
-    return {
-        "frames": b"".join(agent.raw_lines),
-        "logs": b"".join(agent.stderr_chunks),
-        "transcript": record.read_bytes(),
-        "state dir": everything_under(state),
-    }
 
 
 def run_calls(
@@ -70,7 +61,7 @@ def run_calls(
     sid = agent.new_session(ws)
     agent.prompt(sid, "go", timeout=90)
     assert agent.close() == 0
-    return agent, sid, sinks(agent, record, state)
+    return agent, sid, places(agent, record, state)
 
 
 def outputs(agent: AgentProcess, sid: str) -> list[str]:
