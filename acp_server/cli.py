@@ -22,7 +22,7 @@ import permissions  # lazy submodules: the rule store, the audit log, their repo
 import runtime  # the runtime's lazy public API: `runtime.name` loads a name's module on first use
 from permissions.modes import parse_mode
 from runtime import lazy, secrets
-from runtime.config import load
+from runtime.config import load, use_sandbox
 from runtime.version import __version__
 
 if TYPE_CHECKING:
@@ -189,6 +189,7 @@ def _check_options(args: argparse.Namespace) -> Checked | None:
     except (ValueError, runtime.ScriptError) as exc:
         sys.stderr.write(f"gatewright: {secrets.redact_text(str(exc))}\n")
         return None
+    use_sandbox(config)
     return Checked(factory, mode, config.permissions.rules)
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from permissions.modes import MODES
 from permissions.rules import SCOPE_WORDS
 from permissions.store import RulesUnreadable, known_state_dir_problem
-from runtime.sandbox import support
+from runtime.sandbox import grants, support
 
 if TYPE_CHECKING:
     from runtime.session import Session
@@ -291,6 +291,9 @@ def _status(session: Session) -> str:
         f"{SCOPE_WORDS[session.rules.remember]}",
     ]
     lines.append("S" + support().describe()[1:])  # "Sandbox: Landlock ABI 7, user/pid/mount/net namespaces"
+    widened = grants.describe(session.workspace.roots)
+    if widened is not None:
+        lines.append(widened[0].upper() + widened[1:])
     lines += state_lines(session)
     if journal is not None:
         lines.append(f"Saved in: `{journal.store.path}`" + (" (saving failed)" if journal.broken else ""))

@@ -1,4 +1,5 @@
-"""The whole config file, read once at start-up: the models part (`runtime.models.config`) and `[permissions]`.
+"""The whole config file, read once at start-up: the models part (`runtime.models.config`), `[permissions]` and
+`[sandbox]`.
 
     [permissions]
     mode = "auto"                                   # the default approval mode (--mode / GATEWRIGHT_MODE win)
@@ -14,6 +15,13 @@ config form. Nothing else is accepted: an entry of another form, a non-string, a
 that gatewright would still ask about in `auto` mode (it could not fully parse it, or it downloads and runs code,
 deletes, sends data out…) is a `ConfigError` at start-up, never a rule silently dropped or widened. Deny beats
 allow.
+
+    [sandbox]
+    read = ["~/.m2"]                     # every command may also read these (absolute or ~/ paths)
+    write = ["~/.gradle"]                # every command that may write may also write these (created 0700 if missing)
+
+`[sandbox]` paths must be absolute or start with `~/` (a relative path would mean a different place in every
+project); they are kept as written, `~` expanded, and resolved when a command starts (`runtime.sandbox.grants`).
 
 Checking `bash:` entries needs the shell parser and the bash tool (about 0.1 s to import), so they are lazy
 attributes (`permissions.shell`, `lazy.bash_tool`), only imported when the file has such entries.
@@ -35,6 +43,7 @@ if TYPE_CHECKING:
     from permissions.rules import Rule
 
 _PERMISSION_KEYS = {"mode", "allow", "deny"}
+_SANDBOX_KEYS = {"read", "write"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +55,22 @@ class PermissionSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class SandboxSettings:
+    """The `[sandbox]` table: what every command may reach beyond the default sandbox (absolute paths)."""
+
+    read: tuple[str, ...] = ()
+    write: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     source: str | None = None
     models: ModelsConfig = field(default_factory=ModelsConfig)
     permissions: PermissionSettings = field(default_factory=PermissionSettings)
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    # Whether `source` is the per-user default file (not one named by GATEWRIGHT_CONFIG): only a file named by the
+    # environment can lie inside a workspace by accident, and then its [sandbox] table is not applied there.
+    default_file: bool = True
 
 
 def load(env: Mapping[str, str] | None = None) -> Config:
@@ -57,7 +78,66 @@ def load(env: Mapping[str, str] | None = None) -> Config:
     env = os.environ if env is None else env
     doc, source = read_document(env=env)
     models = apply_env(parse_config(doc, source) if source is not None else ModelsConfig(), env)
-    return Config(source, models, parse_permissions(doc.get("permissions", {}), f"config file {source}"))
+    where = f"config file {source}"
+    return Config(
+        source,
+        models,
+        parse_permissions(doc.get("permissions", {}), where),
+        parse_sandbox(doc.get("sandbox", {}), where),
+        default_file=not env.get("GATEWRIGHT_CONFIG"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxInForce:
+    """The `[sandbox]` table this agent process applies, and the file it came from."""
+
+    settings: SandboxSettings = field(default_factory=SandboxSettings)
+    source: str | None = None
+    default_file: bool = True
+
+
+_in_force = [SandboxInForce()]
+
+
+def use_sandbox(config: Config | SandboxInForce) -> None:
+    """Once at start-up: the config file's `[sandbox]` table widens every command of this agent process (read by
+    `runtime.sandbox.grants` when a command starts; kept here so that the start-up path loads no sandbox code)."""
+    if isinstance(config, Config):
+        config = SandboxInForce(config.sandbox, config.source, config.default_file)
+    _in_force[0] = config
+
+
+def sandbox_in_force() -> SandboxInForce:
+    return _in_force[0]
+
+
+def parse_sandbox(table: Any, where: str) -> SandboxSettings:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [sandbox] must be a table")
+    unknown = set(table) - _SANDBOX_KEYS
+    if unknown:
+        raise ConfigError(
+            f"{where}: sandbox: unknown key(s): {', '.join(sorted(unknown))} "
+            f"(expected {', '.join(sorted(_SANDBOX_KEYS))})"
+        )
+    return SandboxSettings(_paths(table, "read", where), _paths(table, "write", where))
+
+
+def _paths(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f'{where}: sandbox.{key} must be a list of paths, e.g. ["~/.cache/pip"]')
+    out = []
+    for i, raw in enumerate(value):
+        path = os.path.expanduser(raw) if raw == "~" or raw.startswith("~/") else raw
+        if not raw or "\x00" in raw or not os.path.isabs(path):
+            raise ConfigError(
+                f"{where}: sandbox.{key}[{i}] {raw!r} must be an absolute path or start with ~/ (a relative path "
+                "would mean another place in every project)"
+            )
+        out.append(os.path.normpath(path))
+    return tuple(dict.fromkeys(out))
 
 
 def parse_permissions(table: Any, where: str) -> PermissionSettings:

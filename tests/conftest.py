@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import atexit
 import inspect
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +17,13 @@ from tests.support.harness import AgentProcess
 _ROOT = str(Path(__file__).resolve().parents[1])
 if os.environ.get("PYTHONPATH", "").split(os.pathsep)[0] != _ROOT:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, os.environ.get("PYTHONPATH")) if p)
+
+
+# Sandboxed commands get per-project tool caches under $XDG_CACHE_HOME/gatewright (runtime.sandbox.grants): the tests'
+# thousands of temporary projects keep theirs in a directory of this run, never in the user's home.
+_CACHE = tempfile.mkdtemp(prefix="gatewright-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
 
 
 @pytest.fixture

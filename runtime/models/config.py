@@ -206,7 +206,8 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
 
 def parse_config(doc: Mapping[str, Any], source: str = "<config>") -> ModelsConfig:
     where = f"config file {source}"
-    unknown = set(doc) - {"default_model", "providers", "models", "permissions"}  # permissions: runtime.config
+    # permissions, sandbox: runtime.config
+    unknown = set(doc) - {"default_model", "providers", "models", "permissions", "sandbox"}
     if unknown:
         raise ConfigError(f"{where}: unknown key(s): {', '.join(sorted(unknown))}")
     default = doc.get("default_model")

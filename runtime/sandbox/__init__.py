@@ -6,6 +6,8 @@
   unprivileged user namespaces are forbidden); both exist for tests and for a user who must opt out.
 - `build_spec(confinement, roots, tmpdir=...)`: the `SandboxSpec` of one call (what it may read, write, reach).
 - `baseline_readable(path)`: reads the sandbox always allows (the policy need not ask for them).
+- `grants`: what the user's `[sandbox]` table lets every command also read and write, and the toolchains'
+  per-project caches.
 - `session_tmpdir(session_id)` / `remove_session_tmpdir`: the per-session private temp dir (`TMPDIR`).
 - `client.Spawner`: the agent's connection to the sandbox helper (`helper`), which forks every sandboxed child
   (`child`); `runtime.processes` is its only user.

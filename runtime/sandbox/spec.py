@@ -10,8 +10,10 @@
 - reads: the above, `confinement.extra_read`, and the baseline of system and toolchain locations every command
   needs (`baseline()`): `/usr`, `/bin`, `/lib*`, `/opt`, a short list of `/etc` files (never `shadow`, `sudoers`,
   ssh host keys), `/proc`, `/sys`, basic devices, the running interpreter's prefixes, the `PATH` directories with
-  their tool homes (`~/.pyenv` for `~/.pyenv/shims`, ...), `~/.gitconfig` and `~/.config/git`. Nothing else of the
-  home directory (`~/.ssh`, other projects, `~/.npmrc` and its tokens).
+  their tool homes (`~/.pyenv` for `~/.pyenv/shims`, ...), the `PYTHONPATH` directories, `~/.gitconfig` and
+  `~/.config/git`. Nothing else of the home directory (`~/.ssh`, other projects, `~/.npmrc` and its tokens).
+- what the user's config file grants every command (`[sandbox]`, `grants`), and the project's tool cache, whose
+  directory the toolchains' cache variables name (`SandboxSpec.env`).
 - network: `confinement.network`.
 
 Pure data with a JSON form: the editor-terminal launcher (`python -m runtime.sandbox`) receives the same spec.
@@ -34,6 +36,7 @@ TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from permissions.confinement import Confinement
+    from runtime.sandbox.grants import UserGrants
 
 PROTECTED_NAMES = (".git", ".gatewright")
 
@@ -127,7 +130,7 @@ GENERIC_HOME_DIRS = (".config", ".cache")  # never granted whole through a PATH 
 class SandboxSpec(Frozen):
     """One process's sandbox. Paths are absolute and resolved; trees grant everything beneath them."""
 
-    __slots__ = ("read", "write", "protected", "network", "tmpdir", "grace")
+    __slots__ = ("read", "write", "protected", "network", "tmpdir", "grace", "env")
     read: tuple[str, ...]
     write: tuple[str, ...]
     # Existing paths inside a write tree that stay read-only (mount namespace), and, for kernels where that is not
@@ -138,6 +141,8 @@ class SandboxSpec(Frozen):
     # The drain grace of `exec` (the namespace's other processes are killed this long after the command exits);
     # None: the sandbox lives until its last process exits (background processes, MCP servers).
     grace: float | None
+    # Variables the command gets (the toolchains' cache dirs, `grants.cache_env`), set by `child_env`.
+    env: tuple[tuple[str, str], ...]
 
     def __init__(
         self,
@@ -147,8 +152,9 @@ class SandboxSpec(Frozen):
         network: bool = False,
         tmpdir: str | None = None,
         grace: float | None = None,
+        env: tuple[tuple[str, str], ...] = (),
     ) -> None:
-        self._init(read=read, write=write, protected=protected, network=network, tmpdir=tmpdir, grace=grace)
+        self._init(read=read, write=write, protected=protected, network=network, tmpdir=tmpdir, grace=grace, env=env)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -159,6 +165,7 @@ class SandboxSpec(Frozen):
                 "network": self.network,
                 "tmpdir": self.tmpdir,
                 "grace": self.grace,
+                "env": self.env,
             }
         )
 
@@ -172,6 +179,7 @@ class SandboxSpec(Frozen):
             network=bool(d.get("network")),
             tmpdir=d.get("tmpdir"),
             grace=d.get("grace"),
+            env=tuple((str(k), str(v)) for k, v in d.get("env") or ()),
         )
 
 
@@ -218,6 +226,10 @@ def baseline() -> tuple[str, ...]:
     for entry in os.environ.get("PATH", "").split(os.pathsep):
         for p in _path_entry_grants(entry, home):
             add(p)
+    # What the agent's environment tells every Python child to import from (an unreadable entry fails `pip`).
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if entry and os.path.isabs(entry) and not _too_broad(os.path.realpath(entry), home):
+            add(entry)
     add(os.path.join(home, ".gitconfig"))
     xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     add(os.path.join(xdg, "git"))
@@ -365,9 +377,16 @@ def build_spec(
     tmpdir: str | None,
     grace: float | None = None,
     extra_protected: Sequence[str] = (),
+    user: UserGrants | None = None,
 ) -> SandboxSpec:
-    """The sandbox of one call of a session whose workspace roots are `roots`."""
+    """The sandbox of one call of a session whose workspace roots are `roots`. `user`: what the user's config file
+    grants every command (default: the configured `[sandbox]` table, unless the session's workspace holds that file);
+    its write grants apply to every call that may write, its read grants to every call."""
+    from runtime.sandbox import grants  # the agent's side only: the helper (`python -S`) never loads it
+
     roots = [os.path.realpath(r) for r in roots]
+    user = grants.for_roots(roots) if user is None else user
+    cache = grants.project_cache(roots)
     repos = {r: git_dirs(r) for r in roots}
     write: list[str] = []
     approved = [os.path.realpath(p) for p in confinement.extra_write] if confinement.write else []
@@ -376,6 +395,10 @@ def build_spec(
         if tmpdir:
             write.append(tmpdir)
         write += [nearest_existing(p) for p in confinement.extra_write]
+        # Granted by the user as they are: created when missing, and exactly them (never an existing ancestor).
+        write += [d for d in map(grants.ensure_dir, user.write) if d is not None]
+        if cache is not None:
+            write.append(cache)
         # A call approved for `<root>/.git` may write the repository wherever it lives (a worktree's gitdir).
         write += [d for r, dirs in repos.items() if os.path.join(r, ".git") in approved for d in dirs]
     write_trees = list(dict.fromkeys(write))
@@ -393,22 +416,34 @@ def build_spec(
         *([tmpdir] if tmpdir else []),
         *(d for dirs in repos.values() for d in dirs),
         *(os.path.realpath(p) for p in confinement.extra_read),
+        *(os.path.realpath(p) for p in user.read),
+        *([cache] if cache is not None else []),
     ]
+    read = tuple(dict.fromkeys((*baseline(), *(p for p in extra if os.path.lexists(p)))))
     return SandboxSpec(
-        read=tuple(dict.fromkeys((*baseline(), *(p for p in extra if os.path.lexists(p))))),
+        read=read,
         write=tuple(write_trees) + DEVICE_WRITES,
         protected=tuple(protected),
         network=confinement.network,
         tmpdir=tmpdir,
         grace=grace,
+        env=grants.cache_env(cache, write_trees, protected, lambda p: _readable(p, read)),
     )
 
 
+def _readable(path: str, read: Sequence[str]) -> bool:
+    real = os.path.realpath(path)
+    return any(within(real, r) for r in read)
+
+
 def child_env(env: dict[str, str], spec: SandboxSpec | None) -> dict[str, str]:
-    """The child's environment: TMPDIR/TMP/TEMP pointing at the session's private temp dir."""
+    """The child's environment: TMPDIR/TMP/TEMP pointing at the session's private temp dir, and the spec's own
+    variables (the toolchains' caches)."""
     if spec is not None and spec.tmpdir:
         for var in ("TMPDIR", "TMP", "TEMP"):
             env[var] = spec.tmpdir
+    if spec is not None:
+        env.update(spec.env)
     return env
 
 

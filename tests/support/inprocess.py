@@ -38,6 +38,7 @@ import anyio.from_thread
 from anyio.from_thread import BlockingPortal
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from runtime.sandbox import grants as sandbox_grants
 from tests.support.harness import RawClient, Responder
 
 _INPUT_BUFFER = 256  # chunks of input queued for the agent before a writing test blocks (a pipe's buffer, roughly)
@@ -278,9 +279,11 @@ def agents(tmp_path: Path) -> Iterator[Any]:
             agent.close()
         except AssertionError as exc:
             failures.append(str(exc))
-    # And whatever the order the test closed them in, the next test starts from the environment this one found.
+    # And whatever the order the test closed them in, the next test starts from the environment this one found, and
+    # without the [sandbox] grants of a config file one of them read.
     os.environ.clear()
     os.environ.update(environ)
+    sandbox_grants.configure(sandbox_grants.NONE)
     for agent in started:
         agent.assert_clean()
     assert not failures, failures
