@@ -112,15 +112,18 @@ def sandbox_in_force() -> SandboxInForce:
     return _in_force[0]
 
 
-def parse_sandbox(table: Any, where: str) -> SandboxSettings:
+def _check_table(table: Any, name: str, keys: set[str], where: str) -> None:
     if not isinstance(table, dict):
-        raise ConfigError(f"{where}: [sandbox] must be a table")
-    unknown = set(table) - _SANDBOX_KEYS
+        raise ConfigError(f"{where}: [{name}] must be a table")
+    unknown = set(table) - keys
     if unknown:
         raise ConfigError(
-            f"{where}: sandbox: unknown key(s): {', '.join(sorted(unknown))} "
-            f"(expected {', '.join(sorted(_SANDBOX_KEYS))})"
+            f"{where}: {name}: unknown key(s): {', '.join(sorted(unknown))} (expected {', '.join(sorted(keys))})"
         )
+
+
+def parse_sandbox(table: Any, where: str) -> SandboxSettings:
+    _check_table(table, "sandbox", _SANDBOX_KEYS, where)
     return SandboxSettings(_paths(table, "read", where), _paths(table, "write", where))
 
 
@@ -141,14 +144,7 @@ def _paths(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
 
 
 def parse_permissions(table: Any, where: str) -> PermissionSettings:
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where}: [permissions] must be a table")
-    unknown = set(table) - _PERMISSION_KEYS
-    if unknown:
-        raise ConfigError(
-            f"{where}: permissions: unknown key(s): {', '.join(sorted(unknown))} "
-            f"(expected {', '.join(sorted(_PERMISSION_KEYS))})"
-        )
+    _check_table(table, "permissions", _PERMISSION_KEYS, where)
     mode = table.get("mode")
     if mode is not None:
         if not isinstance(mode, str):
