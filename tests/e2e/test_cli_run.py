@@ -477,3 +477,36 @@ def test_run_without_a_terminal_prints_no_status_line(tmp_path):
     proc = gw(tmp_path, "run", "--model", model, "--mode", "auto", "go")
     assert proc.returncode == 0, proc.stderr
     assert "\x1b[K" not in proc.stderr and "thinking" not in proc.stderr
+
+
+def test_run_reads_a_line_longer_than_a_page_in_pieces_with_start_column(tmp_path):
+    """A minified file's one line: the first call shows a page of it and names the next call; that call shows the
+    rest (before, every call answered 'continue with startLine=1' and the model looped)."""
+    (tmp_path / "ws").mkdir()
+    line = "".join(f"{i:05d}," for i in range(12_000))  # 72,000 characters on one line
+    (tmp_path / "ws" / "app.min.js").write_text(line + "\n")
+    first = {"path": "app.min.js"}
+    second = {"path": "app.min.js", "startLine": 1, "startColumn": 49_993}
+    model = _script(
+        tmp_path,
+        [{"tool_calls": [{"name": "read_file", "arguments": a}]} for a in (first, second)] + [{"text": "read"}],
+    )
+    proc = gw(tmp_path, "run", "--json", "--model", model, "read app.min.js")
+    no_traceback(proc)
+    assert proc.returncode == 0, proc.stderr
+    events = [json.loads(row) for row in proc.stdout.splitlines()]
+    done = [
+        e["update"]["rawOutput"]
+        for e in events
+        if e.get("update", {}).get("sessionUpdate") == "tool_call_update" and e["update"].get("status") == "completed"
+    ]
+    assert [r.get("next") for r in done] == [second, None]
+    texts = [
+        c["content"]["text"]
+        for e in events
+        if e.get("update", {}).get("status") == "completed"
+        for c in e["update"].get("content") or []
+        if c.get("type") == "content"
+    ]
+    # The editor is shown the start of each piece (its display of a tool's output is capped).
+    assert texts[0].startswith("     1\t00000,00001,") and texts[1].startswith("     1\t" + line[49_992:50_100])

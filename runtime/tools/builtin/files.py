@@ -6,19 +6,23 @@ non-UTF-8 bytes. Writes are atomic (see `runtime.workspace`) and show the editor
 
 from __future__ import annotations
 
+import codecs
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio
 
 from runtime.tools.base import Tool, ToolContext, ToolFailure, ToolResult, display_path
 from runtime.tools.builtin import textio
+from runtime.tools.builtin.paging import Page
 from runtime.workspace import PathError, ResolvedPath, Workspace
 
 DEFAULT_MAX_CHARS = 50_000
 BINARY_SNIFF = 8192
 MAX_DIFF_BYTES = 2 * 1024 * 1024
+READ_PIECE = 64 * 1024  # bytes of a line read at once: a megabyte-long line is never held whole
+_utf8 = codecs.getincrementaldecoder("utf-8")
 
 
 def _resolve(ctx: ToolContext, path: str) -> ResolvedPath:
@@ -47,7 +51,8 @@ class ReadFileTool(Tool):
     path_effect = "read"
     description = (
         "Read a text file. Output lines are prefixed with their 1-based line number and a tab. Use startLine/endLine "
-        "to read part of a large file; output is capped at maxChars characters (default 50000)."
+        "to read part of a large file; output is capped at maxChars characters (default 50000). A line longer than "
+        "that is shown in pieces: the note at the end names the next call (startLine and startColumn) exactly."
     )
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
@@ -55,7 +60,9 @@ class ReadFileTool(Tool):
         if not isinstance(p, str):
             return "Read file"
         rng = ""
-        if args.get("startLine") or args.get("endLine"):
+        if isinstance(args.get("startColumn"), int) and args["startColumn"] > 1:
+            rng = f" (line {args.get('startLine', 1)} from column {args['startColumn']})"
+        elif args.get("startLine") or args.get("endLine"):
             rng = f" (lines {args.get('startLine', 1)}–{args.get('endLine', 'end')})"
         return f"Read {display_path(ws, p)}{rng}"
 
@@ -74,16 +81,17 @@ class ReadFileTool(Tool):
         end = args.get("endLine")
         if end is not None and end < start:
             raise ToolFailure(f"endLine ({end}) is before startLine ({start})", "InvalidArguments")
-        max_chars = int(args.get("maxChars") or DEFAULT_MAX_CHARS)
+        page = Page(start, int(args.get("startColumn") or 1), int(args.get("maxChars") or DEFAULT_MAX_CHARS), args)
         if textio.editor_reads(ctx):
-            return await self._read_via_editor(ctx, resolved, start, end, max_chars)
-        return await anyio.to_thread.run_sync(self._read, ctx, resolved, start, end, max_chars)
+            return await self._read_via_editor(ctx, resolved, end, page)
+        return await anyio.to_thread.run_sync(self._read, ctx, resolved, end, page)
 
     async def _read_via_editor(
-        self, ctx: ToolContext, resolved: ResolvedPath, start: int, end: int | None, max_chars: int
+        self, ctx: ToolContext, resolved: ResolvedPath, end: int | None, page: Page
     ) -> ToolResult:
         """`fs/read_text_file` (the editor's view, unsaved changes included) after the same boundary check."""
         shown = ctx.workspace.display(resolved.path)
+        start = page.start
         # One stat, like the workspace boundary's own (synchronous) resolution of this path: cheaper than a thread.
         if os.path.isdir(resolved.path):  # noqa: ASYNC240
             textio.check(ctx, resolved)
@@ -101,44 +109,22 @@ class ReadFileTool(Tool):
             lines.pop()
         if end is not None:
             lines = lines[: end - start + 1]
-        out: list[str] = []
-        used = 0
-        last_line = start - 1
-        truncated = False
         for i, line in enumerate(lines):
-            row = f"{start + i:6}\t{line.rstrip(chr(13))}\n"
-            if used + len(row) > max_chars:
-                truncated = True
+            if not page.feed(start + i, line.rstrip("\r"), True):
                 break
-            out.append(row)
-            used += len(row)
-            last_line = start + i
-        notes = []
-        if truncated:
-            notes.append(
-                f"[output truncated at {max_chars} characters after line {last_line}; "
-                f"continue with startLine={last_line + 1}]"
-            )
-        if not out and not notes:
-            notes.append(f"[{shown} is empty]" if start == 1 else f"[{shown} has no lines from line {start}]")
-        output = "".join(out) + ("\n".join(notes) + "\n" if notes else "")
-        raw_output = {
-            "path": resolved.path,
-            "startLine": start,
-            "endLine": last_line,
-            "truncated": truncated,
-            "via": "editor",
-        }
-        return ToolResult(output, raw_output=raw_output, locations=({"path": resolved.path, "line": start},))
+        page.end_of_file()
+        if not page.rows and not page.notes:
+            page.notes.append(f"[{shown} is empty]" if start == 1 else f"[{shown} has no lines from line {start}]")
+        raw_output = _raw_output(resolved.path, page) | {"via": "editor"}
+        return ToolResult(page.text(), raw_output=raw_output, locations=({"path": resolved.path, "line": start},))
 
-    def _read(
-        self, ctx: ToolContext, resolved: ResolvedPath, start: int, end: int | None, max_chars: int
-    ) -> ToolResult:
+    def _read(self, ctx: ToolContext, resolved: ResolvedPath, end: int | None, page: Page) -> ToolResult:
         try:
             fd = ctx.workspace.open_read(resolved, ctx.grants)
         except PathError as exc:
             raise ToolFailure(str(exc), exc.error_type) from None
         shown = ctx.workspace.display(resolved.path)
+        start = page.start
         with os.fdopen(fd, "rb") as f:
             textio.saw_disk(ctx, resolved.path, textio.stamp_of(os.fstat(f.fileno())))
             head = f.read(BINARY_SNIFF)
@@ -146,56 +132,65 @@ class ReadFileTool(Tool):
                 size = os.fstat(f.fileno()).st_size
                 raise ToolFailure(f"{shown} looks like a binary file ({size} bytes); not shown", "BinaryFile")
             f.seek(0)
-            out: list[str] = []
-            used = 0
-            lineno = 0
-            truncated = False
-            bad_utf8 = False
-            last_line = start - 1
-            for raw in f:
-                lineno += 1
-                if lineno < start:
-                    continue
-                if end is not None and lineno > end:
-                    break
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    text = raw.decode("utf-8", errors="replace")
-                    bad_utf8 = True
-                text = text.rstrip("\r\n")
-                line = f"{lineno:6}\t{text}\n"
-                if used + len(line) > max_chars:
-                    truncated = True
-                    break
-                out.append(line)
-                used += len(line)
-                last_line = lineno
-            else:
-                pass
-            total_known = not truncated and (end is None or lineno <= end)
-        body = "".join(out)
-        notes = []
-        if lineno < start and start > 1:
-            notes.append(f"[{shown} has only {lineno} lines; nothing to show from line {start}]")
-        if truncated:
-            notes.append(
-                f"[output truncated at {max_chars} characters after line {last_line}; "
-                f"continue with startLine={last_line + 1}]"
-            )
+            lines, bad_utf8, reached_end = _feed_from_disk(f, end, page)
+        if lines < start and start > 1:
+            page.notes.append(f"[{shown} has only {lines} lines; nothing to show from line {start}]")
         if bad_utf8:
-            notes.append("[the file is not valid UTF-8; undecodable bytes are shown as U+FFFD]")
-        if not body and not notes:
-            notes.append(f"[{shown} is empty]")
-        output = body + ("\n".join(notes) + "\n" if notes else "")
-        raw_output = {
-            "path": resolved.path,
-            "startLine": start,
-            "endLine": last_line,
-            "truncated": truncated,
-            "complete": total_known,
-        }
-        return ToolResult(output, raw_output=raw_output, locations=({"path": resolved.path, "line": start},))
+            page.notes.append("[the file is not valid UTF-8; undecodable bytes are shown as U+FFFD]")
+        if not page.rows and not page.notes:
+            page.notes.append(f"[{shown} is empty]")
+        raw_output = _raw_output(resolved.path, page) | {"complete": not page.truncated and reached_end}
+        return ToolResult(page.text(), raw_output=raw_output, locations=({"path": resolved.path, "line": start},))
+
+
+def _feed_from_disk(f: BinaryIO, end: int | None, page: Page) -> tuple[int, bool, bool]:
+    """Feed `page` the file's lines from `page.start` (to `end`) in pieces of at most `READ_PIECE` bytes, so that no
+    line is ever held whole. Returns the lines seen, whether some bytes were not UTF-8, and whether the read got to
+    the end of the file (or of `end`) rather than stopping because the page was full."""
+    lines, bad_utf8, in_line = 0, False, False  # in_line: a piece of line `lines + 1` was read, not yet its end
+    decoder = _utf8(errors="replace")
+    reached_end = True
+    while True:
+        raw = f.readline(READ_PIECE)
+        if not raw:
+            break
+        ends = raw.endswith(b"\n")
+        current = lines + 1
+        lines, in_line = (current, False) if ends else (lines, True)
+        if current < page.start:
+            continue
+        if end is not None and current > end:
+            in_line = False
+            break
+        text = decoder.decode(raw[:-1] if ends else raw, final=ends)
+        if ends:
+            decoder.reset()
+            text = text.removesuffix("\r")
+        if text.count("\ufffd") > raw.count(b"\xef\xbf\xbd"):
+            bad_utf8 = True
+        if not page.feed(current, text, ends):
+            reached_end, in_line = False, False
+            break
+    if in_line:  # the last line has no line break
+        lines += 1
+        if lines >= page.start:
+            page.feed(lines, decoder.decode(b"", final=True), False)
+    page.end_of_file()
+    return lines, bad_utf8, reached_end
+
+
+def _raw_output(path: str, page: Page) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "path": path,
+        "startLine": page.start,
+        "endLine": page.last_line,
+        "truncated": page.truncated,
+    }
+    if page.start_column > 1:
+        out["startColumn"] = page.start_column
+    if page.next_call is not None:
+        out["next"] = page.next_call
+    return out
 
 
 class WriteFileTool(Tool):
