@@ -1,5 +1,5 @@
 """`gatewright replay --check FILE`: re-drive a recorded transcript's client side against the current agent and find
-the first frame where the agent now answers differently (`contracts/transcript.md`, "Replay").
+the first frame where the agent now answers differently (docs/transcripts.md, "Replay").
 
 For each recording in the file (each `meta` line starts one), `gatewright acp` is started the way the recording was
 made: the scripted model from `meta.scripted_model`, the mode from `meta.mode`, in a temporary workspace (the files of
@@ -237,7 +237,7 @@ class _Agent:
                 self._cond.wait(left)
 
     def close(self, timeout: float = 10) -> int | None:
-        """EOF on its stdin, then wait for it to exit (it must: the contract says so); killed if it does not."""
+        """EOF on its stdin, then wait for it to exit (ACP's stdio transport says it must); killed if it does not."""
         assert self.proc.stdin is not None
         with contextlib.suppress(OSError, ValueError):
             self.proc.stdin.close()

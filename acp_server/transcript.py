@@ -1,4 +1,4 @@
-"""Recorded transcripts as data (`contracts/transcript.md`): reading a `--record` file, normalising volatile values
+"""Recorded transcripts as data (docs/transcripts.md): reading a `--record` file, normalising volatile values
 for comparison, and naming a frame in one line. Used by `gatewright replay` (rendering and `--check`) and by the
 test suite's replays; there is one implementation of the format and of its normalisation, here.
 

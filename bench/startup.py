@@ -1,7 +1,7 @@
 """Start-up benchmark: spawn → `initialize` answered, median of N runs, with baselines from the same run.
 
-Baselines: a bare interpreter (`python -c pass`, spawn → exit) and the official Python SDK's echo agent. Targets
-(issue #2): gatewright under 100 ms median and at least 5× faster than the SDK agent.
+Baselines: a bare interpreter (`python -c pass`, spawn → exit) and the official Python SDK's echo agent. Targets:
+gatewright under 100 ms median and at least 5× faster than the SDK agent.
 
     python bench/startup.py [--runs 20]      (also part of `python -m bench`)
 """

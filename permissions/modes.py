@@ -1,4 +1,4 @@
-"""Approval modes: the closed set the CLI contract names, and their parsing (never failing open)."""
+"""Approval modes: the closed set docs/configuration.md lists, and their parsing (never failing open)."""
 
 from __future__ import annotations
 

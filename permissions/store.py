@@ -54,7 +54,7 @@ CREATE INDEX IF NOT EXISTS rules_by_project ON rules (scope, project);
 
 def state_dir(explicit: str | None = None) -> str:
     """The state dir: `--state-dir`, else `$GATEWRIGHT_STATE_DIR`, else `$XDG_STATE_HOME/gatewright`, else
-    `~/.local/state/gatewright` (the CLI contract's "user's state dir")."""
+    `~/.local/state/gatewright` (docs/configuration.md, "The state dir")."""
     chosen = explicit or os.environ.get("GATEWRIGHT_STATE_DIR")
     if chosen:
         return os.path.abspath(os.path.expanduser(chosen))

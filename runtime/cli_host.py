@@ -5,11 +5,11 @@ approves; no terminal means rejected), the assistant's text goes to stdout and t
 stdout carries one JSON object per event instead (`JsonPrinter`); with `--record FILE` the transcript of the frames an
 editor would have exchanged is written as `gatewright acp --record` writes it (`RunRecorder`).
 
-What went wrong is said plainly, on stderr, in one line, and the exit code says which kind it was (the `run` row of
-the CLI contract): 1 when the model or its provider failed (the provider's text and the URL), 2 for a problem of
-usage or configuration, found before the first model call (no model, the chosen provider's key not set, a transcript
-file that cannot be written), 3 when the turn stopped because an approval was rejected (also: not answered within
-`GATEWRIGHT_PERMISSION_TIMEOUT`, or no terminal to ask on), 130 when interrupted. The approval prompt reads the
+What went wrong is said plainly, on stderr, in one line, and the exit code says which kind it was
+(docs/configuration.md, "Exit codes"): 1 when the model or its provider failed (the provider's text and the URL), 2 for
+a problem of usage or configuration, found before the first model call (no model, the chosen provider's key not set, a
+transcript file that cannot be written), 3 when the turn stopped because an approval was rejected (also: not answered
+within `GATEWRIGHT_PERMISSION_TIMEOUT`, or no terminal to ask on), 130 when interrupted. The approval prompt reads the
 terminal without a thread, so Ctrl-C or a timeout there ends the run at once, without waiting for Enter.
 """
 
@@ -287,7 +287,7 @@ class JsonPrinter:
 
 
 class RunRecorder:
-    """`--record FILE` / `GATEWRIGHT_RECORD` in `run`: the transcript (`contracts/transcript.md`) of the frames an
+    """`--record FILE` / `GATEWRIGHT_RECORD` in `run`: the transcript (docs/transcripts.md) of the frames an
     editor would have exchanged with `gatewright acp` for this prompt: the `session/prompt` request, every
     `session/update`, each `session/request_permission` with its answer, and the prompt's response."""
 

@@ -106,7 +106,7 @@ class SubagentSpec:
 
 
 def _child_prompt(name: str) -> str:
-    """A subagent's own prompt (runtime/prompts/NAME.md) and the rules every subagent shares; the session's context
+    """A subagent's own prompt (`runtime/prompts/<name>.md`) and the rules every subagent shares; the session's context
     (project instructions, environment) is added to it at every model call, as for the session itself."""
     return prompt(name) + "\n\n" + prompt("subagent")
 

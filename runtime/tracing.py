@@ -1,6 +1,6 @@
 """One tool execution made traceable and safe to repeat: operation ids, attempts, traces, retries, result checks.
 
-Rules from the design (`seeds/003`, `seeds/001` §11.1):
+Rules (ARCHITECTURE.md, "Principles"):
 - Every call has its call id (matches the model's request to its result) and an operation id (the business operation
   it performs). Automatic retries reuse the operation id, so a service can use it as an idempotency key.
 - Only read calls (`effect == "read"`) are retried, only on transient failures, within an attempt and time budget.

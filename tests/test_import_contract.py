@@ -1,4 +1,4 @@
-"""The import contract (DESIGN.md "Layout", issue 17 item 3), read from the AST of every module of the three packages,
+"""The import contract (ARCHITECTURE.md), read from the AST of every module of the three packages,
 imports inside functions included:
 
 - `permissions` imports neither `runtime` nor `acp_server`; `runtime` never imports `acp_server` (only tests, the

@@ -1,6 +1,6 @@
-"""Static rules that keep the code honest (DESIGN.md "Style"): the project's full ruff configuration, one formatter
-(`ruff format`), and no `print` in the packages (stdout in `acp` mode carries ACP frames only). `.ci/run` runs ruff and
-mypy --strict itself; these tests keep ruff's verdict visible in the test run too."""
+"""Static rules that keep the code honest (ARCHITECTURE.md, "Style"): the project's full ruff configuration, one
+formatter (`ruff format`), and no `print` in the packages (stdout in `acp` mode carries ACP frames only). `.ci/run` runs
+ruff and mypy --strict itself; these tests keep ruff's verdict visible in the test run too."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The requirements manifest is enforced in both directions (style guide §1.1: MCP's `tests/interaction` coverage test).
+"""The requirements manifest is enforced in both directions (as the MCP Python SDK's
+requirements coverage test does: https://github.com/modelcontextprotocol/python-sdk/tree/main/tests/interaction).
 
 - every requirement has at least one test that exists: a test marked `@pytest.mark.req("<id>")`, or a
   `folder/file.py::test_name` listed in the manifest that is really defined there;

@@ -1,4 +1,4 @@
-"""The scripted model (`--model scripted:PATH`), exactly as `contracts/scripted-model.md` describes it.
+"""The scripted model (`--model scripted:PATH`), exactly as docs/scripted-model.md describes it.
 
 Deterministic: each model call consumes the next entry of `responses`. One `ScriptedModel` instance belongs to one
 session, so every session keeps its own position (`position` can be saved and restored with the session).

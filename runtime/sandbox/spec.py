@@ -272,7 +272,7 @@ def _path_entry_grants(entry: str, home: str) -> list[str]:
         return []
     grants = [real]
     parent = os.path.dirname(real)
-    # /opt/x/bin → /opt/x, /work/proj/.venv/bin → the venv: a toolchain's libraries sit beside its bin/.
+    # /opt/x/bin → /opt/x, ~/proj/.venv/bin → the venv: a toolchain's libraries sit beside its bin/.
     if os.path.basename(real) in ("bin", "sbin") and not _too_broad(parent, home) and parent.count("/") >= 2:
         grants.append(parent)
     return grants

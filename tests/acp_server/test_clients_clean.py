@@ -1,4 +1,4 @@
-"""What a real ACP client shows stays clean (issue 16, item 5), through the ACP connection (in process): plain-text tool
+"""What a real ACP client shows stays clean, through the ACP connection (in process): plain-text tool
 titles, command replies that render as Markdown, refusals worded for the user (the model keeps its TOOL_ERROR), an
 unknown `/command` or an empty prompt answered without a model call, one `fs/read_text_file` per `edit`, and no
 write over a file that changed since the model read it or that it never read."""

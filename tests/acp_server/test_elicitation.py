@@ -3,7 +3,7 @@ answers (`acp_server.elicitation`), `ask_user`'s forms and results, and an MCP s
 
 Provenance: ACP `ElicitationSchema` / `ElicitationPropertySchema` (flat object; string with enum/oneOf/format, number,
 integer, boolean, multi-select array of strings), `ElicitationContentValue`, `ClientCapabilities.elicitation` (a mode
-is advertised only by a non-null object); MCP 2025-06-18 `enumNames`; issue 16 item 6.
+is advertised only by a non-null object); MCP 2025-06-18 `enumNames`; the reject-and-continue option's reason.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Provenance: ACP elicitation (stable since schema 1.21.0: `elicitation/create` wi
 session and optionally a tool call; the answer `accept` + content, `decline` or `cancel`; modes are advertised only
 by a non-null `clientCapabilities.elicitation.form` / `.url`, and the agent MUST NOT call what the client did not
 advertise); ACP `$/cancel_request`; MCP elicitation (a server's `elicitation/create` during a tool call, answered with
-the same three actions); issue 16 item 6.
+the same three actions); the reject-and-continue option's reason.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Faults at the approval round trip and at the disk: garbage answers never approve, failing writes corrupt nothing.
 
 Provenance: ACP `session/request_permission` (the answer is `{"outcome": {"outcome": "selected", "optionId"}}` or
-`{"outcome": {"outcome": "cancelled"}}`), our rule that anything else is not an approval (fail closed; the CLI contract
+`{"outcome": {"outcome": "cancelled"}}`), our rule that anything else is not an approval (fail closed; rules T7
 says a rejected call is not executed, its `tool_call_update` ends `failed` and the turn ends `end_turn`), and our rule
 that a failing write leaves the old file intact with a clear error.
 """

@@ -2,8 +2,8 @@
 
 Provenance: ACP prompt turn (every `session/update` carries the prompted `sessionId`, ACP-PROMPT-002; `session/new`'s
 cwd is the session root), ACP cancellation (the prompt is answered `cancelled` as a result, no update after that
-answer, ACP-CANCEL-001/002), JSON-RPC 2.0 §5 (one response per request, even when ids repeat), style guide §3.6
-(cancels that must be harmless; one cancel, one terminal outcome) and §3.7 (no cross-talk under concurrency).
+answer, ACP-CANCEL-001/002), JSON-RPC 2.0 §5 (one response per request, even when ids repeat), docs/rules.md R6
+(cancels that must be harmless; one cancel, one terminal outcome) and R7 (no cross-talk under concurrency).
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def test_a_cancel_read_right_after_the_prompt_before_its_turn_starts_still_cance
 
 @pytest.mark.req("acp:cancel:prompt-returns-cancelled", "gw:lifecycle:cancel-kills-tool-processes")
 def test_cancelling_five_sessions_running_commands_at_once_cancels_each_and_leaves_no_process(inproc, tmp_path):
-    """ACP cancellation + style guide §3.6: each turn ends `cancelled` exactly once and the commands they started
+    """ACP cancellation + rules R6: each turn ends `cancelled` exactly once and the commands they started
     are dead afterwards."""
     from tests.e2e.test_faults_lifecycle import assert_groups_die, groups_with
 
@@ -254,7 +254,7 @@ def test_cancelling_five_sessions_running_commands_at_once_cancels_each_and_leav
 
 @pytest.mark.req("jsonrpc:response:exactly-one-per-request")
 def test_duplicate_request_ids_on_concurrent_prompts_are_each_answered_once(inproc, tmp_path):
-    """JSON-RPC 2.0 §5 and style guide §3.6 (duplicate ids): two prompts in flight under the same id, in two
+    """JSON-RPC 2.0 §5 and rules R6 (duplicate ids): two prompts in flight under the same id, in two
     sessions, each get their own answer; a `$/cancel_request` for that id cancels one of them, never both, and
     never answers twice."""
     script = write_script(

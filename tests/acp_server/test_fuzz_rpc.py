@@ -3,7 +3,7 @@
 `wire.classify` is checked against the spec oracle `tests.support.fuzz_strategies.expected_answer` (JSON-RPC 2.0 §4–§6),
 byte for byte. The connection is driven with random interleavings of requests (answering, failing, hanging),
 notifications, `$/cancel_request` and answers to nothing, then EOF: every request is answered exactly once — a
-hanging one with -32800 at shutdown — and nothing else is ever answered (style guide §3.1, §3.5, §3.6).
+hanging one with -32800 at shutdown — and nothing else is ever answered (docs/rules.md R1, R5, R6).
 """
 
 from __future__ import annotations

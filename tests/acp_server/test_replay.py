@@ -1,4 +1,4 @@
-"""Recorded transcripts as a user feature (issue 18, item 8): `gatewright replay FILE` shows a `--record` transcript
+"""Recorded transcripts as a user feature: `gatewright replay FILE` shows a `--record` transcript
 readably, `gatewright replay --check FILE` re-drives it against the current agent and names the first divergence
 (exit 0 none, 1 diverged, 2 not a transcript or not checkable), `--record` writes the meta line a replay needs, and
 a transcript from someone else never acts outside its temporary workspace unless `--trust` says so."""

@@ -1,5 +1,5 @@
 """Recorded transcripts (tests/transcripts/*.jsonl, made with `--record`) replay frame for frame
-(`contracts/transcript.md`), and every frame in them is valid under the official schema."""
+(docs/transcripts.md), and every frame in them is valid under the official schema."""
 
 from __future__ import annotations
 

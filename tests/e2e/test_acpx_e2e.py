@@ -1,4 +1,4 @@
-"""gatewright driven by a real third-party ACP client: the npm package `acpx` (issue 16, item 5), non-interactive.
+"""gatewright driven by a real third-party ACP client: the npm package `acpx`, non-interactive.
 
 Covered: a one-shot prompt with tool calls, permissions answered by `--approve-all` / `--deny-all`, writes through the
 client's `fs/*` methods; a persistent session (`sessions new`, `prompt`) with a local command, a cancelled prompt

@@ -1,4 +1,4 @@
-"""`gatewright run` says plainly what went wrong (issue 16, item 3), at the command line boundary: model failures on
+"""`gatewright run` says plainly what went wrong, at the command line boundary: model failures on
 stderr with the provider's text and the URL (exit 1), configuration problems before the first call (exit 2), a
 rejected approval (exit 3), Ctrl-C and an unanswered approval prompt that end at once in a real pseudo-terminal
 (exit 130 / 3), `--record` and GATEWRIGHT_RECORD, `-` for stdin, `--json`; and no traceback for any of it."""

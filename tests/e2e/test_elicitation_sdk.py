@@ -2,9 +2,9 @@
 `create_elicitation` handler), talking to the local fake OpenAI-compatible provider, whose recorded requests show
 which tools the model was offered and what each tool result said.
 
-Provenance: ACP elicitation (form mode, `clientCapabilities.elicitation.form`); issue 16 item 6 ("offer the model a
-way to ask the user", "reject, and let the agent try another way asks for an optional reason that reaches the
-model").
+Provenance: ACP elicitation (form mode, `clientCapabilities.elicitation.form`); the reject-and-continue option ("offer
+the model a way to ask the user", "reject, and let the agent try another way asks for an optional reason that reaches
+the model").
 """
 
 from __future__ import annotations

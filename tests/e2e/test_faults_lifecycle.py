@@ -1,7 +1,7 @@
 """Faults in the agent's life: the client vanishing mid-turn or mid-command, SIGTERM mid-command, `kill -9` mid-write.
 
 Provenance: ACP v1 transports ("the client closes stdin and then terminates the process"; TCK ACP-SHUTDOWN-001),
-style guide §3.5 (on EOF: cancel turns, kill tool process groups, exit 0 within a bound, no orphans), and our rule
+docs/rules.md R5 (on EOF: cancel turns, kill tool process groups, exit 0 within a bound, no orphans), and our rule
 that writes are atomic (old or new content, never torn). Children are found through /proc, by process group, so a
 grandchild that a naive kill of the direct child would orphan is checked too.
 """
@@ -94,7 +94,7 @@ def start_long_bash_turn(spawn, workspace: Path, tmp_path: Path, *extra_calls: d
 def test_stdin_eof_during_a_running_bash_command_exits_0_within_2s_and_leaves_no_process_behind(
     spawn, workspace, tmp_path
 ):
-    """Style guide §3.5: EOF mid-command cancels the turn and kills the whole process group (grandchild included),
+    """Rules R5: EOF mid-command cancels the turn and kills the whole process group (grandchild included),
     and a background process started by the same turn dies with the session."""
     marker_bg = f"gwbg{uuid.uuid4().hex[:10]}"
     background = {
@@ -112,7 +112,7 @@ def test_stdin_eof_during_a_running_bash_command_exits_0_within_2s_and_leaves_no
 
 @pytest.mark.req("gw:lifecycle:sigterm-graceful")
 def test_sigterm_during_a_running_bash_command_exits_0_and_kills_the_command(spawn, workspace, tmp_path):
-    """Our contract (style guide §3.5, MCP client shutdown sequence): SIGTERM is a graceful stop: exit 0 within 2 s,
+    """Our rule (R5, MCP client shutdown sequence): SIGTERM is a graceful stop: exit 0 within 2 s,
     the tool's process group (grandchild included) is killed."""
     agent, _, groups = start_long_bash_turn(spawn, workspace, tmp_path)
     start = time.monotonic()
@@ -173,8 +173,8 @@ SIZE = 300_000
 def test_kill_9_of_the_agent_during_writes_leaves_the_old_or_a_new_file_never_a_torn_one(
     spawn, workspace, tmp_path, delay
 ):
-    """Our rule (tools contract: writes are atomic): the agent is SIGKILLed while a turn rewrites one file over and
-    over; the file holds exactly one of the complete versions, and no temporary file has taken its name."""
+    """Our rule (a failed write leaves the old file intact): the agent is SIGKILLed while a turn rewrites one file over
+    and over; the file holds exactly one of the complete versions, and no temporary file has taken its name."""
     target = workspace / "data.txt"
     original = "O" * SIZE
     target.write_text(original, encoding="utf-8")

@@ -1,7 +1,7 @@
 """Faults in the state dir, through the real `gatewright acp` binary: remembered rules fail closed, and an unusable
 state dir or audit log is said once, clearly, and never turns into a traceback per call or a silent loss.
 
-Provenance: issue 14, "Remembered rules fail closed" (an unreadable or corrupt rules database means no remembered
+Provenance: our rule "remembered rules fail closed" (an unreadable or corrupt rules database means no remembered
 allow, and every call a remembered rejection might have covered asks, in every mode) and "an unwritable state dir is
 one clear line at start (and in `/status`), never a traceback per call; if the audit log cannot be written, say so".
 Tests run as root, so a read-only mode bit would not stop anything: the state dir is made unusable with a regular

@@ -1,6 +1,6 @@
 """Fuzzing `gatewright acp` over its real stdio: one long-lived agent process per test, many Hypothesis examples.
 
-Invariants checked after every example (JSON-RPC 2.0 §4–§6, ACP v1 transports, style guide §3.8):
+Invariants checked after every example (JSON-RPC 2.0 §4–§6, ACP v1 transports, docs/rules.md R8):
 - every request gets exactly one answer carrying its id; notifications and responses get none; an input the agent
   cannot read as a request gets exactly one error (id null unless one could be read) — the oracle is
   `tests.support.fuzz_strategies.expected_answer`, written from the spec rather than from `acp_server.wire`;
@@ -254,7 +254,7 @@ def test_random_bytes_and_random_json_lines_are_answered_by_the_spec_and_never_s
 
 @pytest.mark.req("gw:frame:oversized-refused-and-serving-continues", "gw:frame:deep-nesting-refused")
 def test_deep_nesting_and_frames_around_the_size_bound_are_refused_once_and_serving_continues(fuzzer):
-    """Style guide §3.3/§4.14: a frame over the bound gets one -32600 and is dropped up to its newline; nesting past
+    """Rules R3/T14: a frame over the bound gets one -32600 and is dropped up to its newline; nesting past
     the parser's bound is a parse error; neither costs the connection. Frames just under the bound are served."""
 
     @fuzz_settings(40)

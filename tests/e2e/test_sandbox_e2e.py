@@ -1,6 +1,7 @@
-"""The sandbox through the real binary: a hostile scripted model against `python -m acp_server` (issue 14, holes 6
-and 8). Effects are checked where they land: the agent's inbound frames (its `--record` transcript), the audit log,
-the disk, and the process table (survivors found by a marker in their argv)."""
+"""The sandbox through the real binary: a hostile scripted model against `python -m acp_server` (the boundary corpus's
+holes 6 and 8, tests/security/test_boundary_corpus.py). Effects are checked where they land: the agent's inbound frames
+(its `--record` transcript), the audit log, the disk, and the process table (survivors found by a marker in their
+argv)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Where bash evaluates data as code, the shell analysis proves nothing (issue 14, hole 1).
+"""Where bash evaluates data as code, the shell analysis proves nothing (the boundary corpus's hole 1).
 
 bash evaluates array subscripts and arithmetic recursively: in `test -v 'a[$(cmd)]'`, `[[ $x -eq 1 ]]`,
 `${a[x]}`, `$((x))`, an assignment to an integer variable such as RANDOM, `declare 'a[...]=v'` or

@@ -1,4 +1,4 @@
-"""Git commands proven read-only run no program a hostile repository configures (issue 14, hole 4).
+"""Git commands proven read-only run no program a hostile repository configures (the boundary corpus's hole 4).
 
 A checkout can carry its own `.git/config` and `.gitattributes`: core.fsmonitor, diff.external, textconv and
 filter drivers, pagers, gpg.program, hooks, an embedded bare repository, a partial clone whose lazy fetch runs

@@ -1,5 +1,5 @@
-"""The paths a shell command names, so that `safe` and `auto` can ask for outside and protected access (issue 14,
-holes 2 and 3) and the fallback without a sandbox can ask before a proven read-only command reads outside.
+"""The paths a shell command names, so that `safe` and `auto` can ask for outside and protected access (the boundary
+corpus's holes 2 and 3) and the fallback without a sandbox can ask before a proven read-only command reads outside.
 
 Each path is the literal text as written; the runtime resolves it against the call's cwd and `~`. `writes` is set
 for writing redirections and for whatever a command not proven read-only names; `opaque_paths` says some word may

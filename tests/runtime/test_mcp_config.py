@@ -7,7 +7,7 @@ import pytest
 from runtime.mcp.config import REDACTED, ConfigProblem, HttpServer, StdioServer, parse_servers, redact
 from runtime.mcp.pinning import PinError, inject, parse_pins, strip_schema, supplied_pins
 
-CTX = {"id": "sess_1", "cwd": "/work/ws"}
+CTX = {"id": "sess_1", "cwd": "/srv/ws"}
 
 
 def test_stdio_entries_keep_args_and_env_pairs():
@@ -91,7 +91,7 @@ def test_pins_resolve_literals_env_and_session_context():
         }
     }
     pins = parse_pins(meta, CTX, {"PROJ": "p-42"})
-    assert pins == {"search": {"tenant": "acme", "project": "p-42", "root": "/work/ws", "filter": {"a": [1]}}}
+    assert pins == {"search": {"tenant": "acme", "project": "p-42", "root": "/srv/ws", "filter": {"a": [1]}}}
 
 
 @pytest.mark.parametrize(

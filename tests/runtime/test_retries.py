@@ -1,6 +1,6 @@
-"""Retries and unknown outcomes (seeds/003): reads retried on transient failures within a budget under one operation
-id; side-effecting calls never retried, and their timeouts reported as an unknown outcome; results checked before
-the model sees them; text from tools never grants a permission."""
+"""Retries and unknown outcomes (runtime/tracing.py): reads retried on transient failures within a budget under one
+operation id; side-effecting calls never retried, and their timeouts reported as an unknown outcome; results checked
+before the model sees them; text from tools never grants a permission."""
 
 from __future__ import annotations
 

@@ -43,8 +43,8 @@ class SearchTool(Tool):
 
 
 class TracingRouter(RoutingToolExecutor):
-    """An executor that keeps the sub-trace of each execution beside the text, keyed by call id (the seed's
-    `TraceableToolExecutor`, without its ThreadLocal)."""
+    """An executor that keeps the sub-trace of each execution beside the text, keyed by call id (a
+    traceable executor, without thread-local state)."""
 
     def __init__(self, registry: ToolRegistry) -> None:
         super().__init__(registry)

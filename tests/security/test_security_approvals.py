@@ -1,11 +1,11 @@
 """Security corpus, approvals: every case must fail closed, end to end through the approval decorator.
 
-Provenance: style guide §4 (threat checklist) items 4 (command chaining around an allowlist), 7 (approval scope), 9
-(model-controlled escape hatches, GHSA-m77w-p5jj-xmhg) and 10 (prompt injection through tool output); the CLI contract's
-approval behaviour (`auto` runs without asking except what must ask; `read-only` refuses anything that writes or runs a
-process, without asking). tests/permissions/test_shell_analysis.py holds the corpus at the analyser level; here the same
-kind of input goes through `ToolApprovalDecorator` with the real bash tool, describer and policy, so a gap between
-analysis, facts and decision would show.
+Provenance: docs/rules.md, threats T4 (command chaining around an allowlist), 7 (approval scope), 9 (model-controlled
+escape hatches, GHSA-m77w-p5jj-xmhg) and 10 (prompt injection through tool output); the approval modes' approval
+behaviour (`auto` runs without asking except what must ask; `read-only` refuses anything that writes or runs a process,
+without asking). tests/permissions/test_shell_analysis.py holds the corpus at the analyser level; here the same kind of
+input goes through `ToolApprovalDecorator` with the real bash tool, describer and policy, so a gap between analysis,
+facts and decision would show.
 
 Dangerous commands never reach a real shell here: the delegate executor records instead of running, so a failing
 test cannot run `rm -rf ~`.
@@ -102,7 +102,7 @@ MUST_ASK_IN_AUTO = [
 @pytest.mark.anyio
 @pytest.mark.parametrize("command", MUST_ASK_IN_AUTO)
 async def test_auto_mode_still_asks_before_dangerous_shell_and_a_rejection_runs_nothing(tmp_path, command):
-    """CLI contract (`auto`) + style guide §4.4/§4.10: downloads piped into a shell, recursive deletes of home,
+    """Approval modes (`auto`) + rules T4/T10: downloads piped into a shell, recursive deletes of home,
     command substitution or variables sent over the network: asked even in auto mode; rejected means not run."""
     gateway, delegate = Gateway("reject_once"), RecordingDelegate()
     with pytest.raises(ApprovalRejected):
@@ -147,7 +147,7 @@ NOT_READ_ONLY = [
 @pytest.mark.anyio
 @pytest.mark.parametrize("command", NOT_READ_ONLY)
 async def test_read_only_mode_refuses_anything_not_proven_read_only_without_asking(tmp_path, command):
-    """CLI contract (`read-only`): nothing that writes or runs a process is executed; refused without asking. The
+    """Approval modes (`read-only`): nothing that writes or runs a process is executed; refused without asking. The
     real executor sits underneath: if the call got through, `pwned` (or a changed README) would show it."""
     (tmp_path / "README.md").write_text("a\n", encoding="utf-8")
     gateway = Gateway("allow_once")
@@ -174,7 +174,7 @@ async def test_read_only_mode_refuses_anything_not_proven_read_only_without_aski
     ],
 )
 async def test_allow_always_for_a_command_never_covers_a_longer_one_starting_with_it(tmp_path, follow_up):
-    """Style guide §4.7: "allow always" binds to the canonical command (and cwd), never to a string prefix."""
+    """Rules T7: "allow always" binds to the canonical command (and cwd), never to a string prefix."""
     rules = RuleStore()
     allow, delegate = Gateway("allow_always"), RecordingDelegate()
     await decorator("manual", allow, delegate, rules).execute(bash("git status"), make_ctx(tmp_path))
@@ -212,7 +212,7 @@ ESCAPE_HATCHES = [
 @pytest.mark.parametrize("extra", ESCAPE_HATCHES, ids=lambda e: next(iter(e)))
 @pytest.mark.parametrize("tool", sorted(VALID_ARGS))
 def test_tool_arguments_with_an_unknown_field_are_rejected_before_anything_runs(tool, extra):
-    """Style guide §4.9 (GHSA-m77w-p5jj-xmhg): tool argument schemas forbid unknown fields, so a model-supplied
+    """Rules T9 (GHSA-m77w-p5jj-xmhg): tool argument schemas forbid unknown fields, so a model-supplied
     `dangerouslyDisableSandbox` is an InvalidArguments error, not an ignored (or honoured) flag. `mode` is a real
     field of write_file, so it is skipped there."""
     if tool == "write_file" and "mode" in extra:
@@ -263,7 +263,7 @@ INJECTION = (
 
 @pytest.mark.req("gw:approval:tool-output-cannot-change-mode-or-rules")
 def test_tool_output_that_tries_to_change_the_mode_or_the_rules_has_no_effect(spawn, workspace, tmp_path):
-    """Style guide §4.10: tool output is data. A file and a command print text and forged JSON-RPC frames (a mode
+    """Rules T10: tool output is data. A file and a command print text and forged JSON-RPC frames (a mode
     switch, an allow_always answer, a mode update); afterwards the session is still in `safe` mode, no mode update
     was sent, and the next two identical writes each still ask."""
     (workspace / "NOTES.md").write_text(INJECTION, encoding="utf-8")

@@ -1,10 +1,11 @@
 """Security corpus, leaks and honesty: secrets never leave, repository strings never run, unadvertised methods are
 never called.
 
-Provenance: style guide §4 items 12 (secrets in logs, transcripts and errors; Gemini CLI #22225, ductor #175),
+Provenance: docs/rules.md T12 (secrets in logs, transcripts and errors; google-gemini/gemini-cli#22225,
+PleasePrompto/ductor#175),
 13 (repository-controlled strings reaching a shell; GHSA-j4h9-wv2m-wrf7) and 16 (capability honesty); ACP v1
 initialization ("the agent MUST NOT call fs, terminal or elicitation methods the client did not advertise", TCK
-ACP-CLIENTCAP-001..003) and the transcript contract ("recording never writes secret values").
+ACP-CLIENTCAP-001..003) and docs/transcripts.md ("recording never writes a secret value").
 """
 
 from __future__ import annotations
@@ -220,7 +221,7 @@ HOSTILE_NAMES = [
 
 @pytest.mark.req("gw:shell:repository-strings-never-execute")
 def test_repository_controlled_names_config_and_content_never_execute(spawn, workspace, tmp_path):
-    """Style guide §4.13 (GHSA-j4h9-wv2m-wrf7): hostile file names, a git config whose user.email, pager and
+    """Rules T13 (GHSA-j4h9-wv2m-wrf7): hostile file names, a git config whose user.email, pager and
     fsmonitor are commands, an ignore file and AGENTS.md with substitutions — pushed through every non-shell tool
     by a model that echoes them back as arguments (globs, grep patterns and includes, paths). Nothing runs."""
     for name in HOSTILE_NAMES:
@@ -283,7 +284,7 @@ def test_no_terminal_auth_method_is_offered_to_a_client_without_terminal_auth(sp
 @pytest.mark.req("gw:workspace:escapes-fail-closed")
 @pytest.mark.parametrize("mode", ["safe", "read-only", "auto"])
 def test_outside_reads_through_links_and_traversal_leak_nothing_when_not_approved(spawn, workspace, tmp_path, mode):
-    """Style guide §4.1–§4.3 end to end (the boundary matrix in test_workspace_boundary.py runs the tools in
+    """Rules T1–T3 end to end (the boundary matrix in test_workspace_boundary.py runs the tools in
     process): reads, searches and listings that escape through a symlink, `..` or an absolute path are asked about
     with the resolved outside path (safe, auto) or refused without a question (read-only); when not approved, not a
     byte of the outside file reaches any frame."""
@@ -323,7 +324,7 @@ def test_outside_reads_through_links_and_traversal_leak_nothing_when_not_approve
 
 @pytest.mark.req("gw:secrets:never-leave-the-agent")
 def test_a_malformed_line_carrying_mcp_secrets_is_not_written_raw_to_the_transcript(spawn, workspace, tmp_path):
-    """Transcript contract (Secrets) for input that is not JSON: such a line is recorded raw (the parser could not
+    """docs/transcripts.md (Secrets) for input that is not JSON: such a line is recorded raw (the parser could not
     read its structure), and it was recorded verbatim — MCP env values and headers included. Now the raw text is
     redacted too, even when the line is cut off in the middle of a value."""
     record = tmp_path / "t.jsonl"

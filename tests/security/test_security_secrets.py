@@ -1,9 +1,9 @@
-"""Security corpus, hole 7 (issue 14): a configured key variable without a marker in its name (`CORP_LLM_KEY`, named
-by a provider's `api_key_env` in the config file) is a secret like `OPENAI_API_KEY`: it reaches no child process
-(bash exec and start, the command of an editor terminal, MCP stdio servers), and its value is in no frame on the wire,
-no line of the `--record` file, no byte of the state dir (sessions, rules, audit) and no stderr log line. The same for
-an MCP server's env value, an MCP header value, a provider header value from the config file and an `authenticate`
-payload. Every probe drives the real binary (`python -m acp_server --model scripted:FILE`).
+"""Security corpus, hole 7 (tests/security/test_boundary_corpus.py): a configured key variable without a marker in its
+name (`CORP_LLM_KEY`, named by a provider's `api_key_env` in the config file) is a secret like `OPENAI_API_KEY`: it
+reaches no child process (bash exec and start, the command of an editor terminal, MCP stdio servers), and its value is
+in no frame on the wire, no line of the `--record` file, no byte of the state dir (sessions, rules, audit) and no stderr
+log line. The same for an MCP server's env value, an MCP header value, a provider header value from the config file and
+an `authenticate` payload. Every probe drives the real binary (`python -m acp_server --model scripted:FILE`).
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def expected_answer(line: bytes, max_frame: int | None = None) -> tuple[str, Any
     JSON-RPC 2.0: invalid JSON is a Parse error with id null (§5.1); valid JSON that is not a Request object is an
     Invalid Request, answered with the id when one can be read (else null); a Notification is never answered (§4.1);
     every Request gets exactly one Response with its id (§5). ACP v1 has no batches, so an array is one Invalid
-    Request. A line over the frame bound is refused with one Invalid Request (our rule, style guide §3.3). A frame
+    Request. A line over the frame bound is refused with one Invalid Request (our rule, docs/rules.md R3). A frame
     that is a Response is input for the agent's own requests: it is never answered (a bad one is an Invalid
     Request).
     """

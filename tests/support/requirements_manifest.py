@@ -2,9 +2,10 @@
 and security rules, each with a stable id, its source, and the tests that prove it. Known gaps are data too.
 
 Ids: `jsonrpc:…` (JSON-RPC 2.0, https://www.jsonrpc.org/specification), `acp:…` (ACP v1 — prose at
-agentclientprotocol.com/protocol/*, schema `schemas/acp/schema.json`; digest in shared/reference/acp-spec.md §n; TCK
-requirement ids where one exists), `gw:…` (our rules: shared/reference/style-reliability-security.md §3/§4, the CLI
-and transcript contracts). Ids are stable: rename never, retire by moving to `RETIRED`.
+https://agentclientprotocol.com/protocol/*, schema `schemas/acp/schema.json`; the requirement ids of the official
+conformance kit, https://github.com/agentclientprotocol/acp-tck, as `TCK ACP-…` where one exists), `gw:…` (our rules:
+docs/rules.md R1–R8 and T1–T16, the CLI's behaviour in docs/configuration.md, the transcript format in
+docs/transcripts.md). Ids are stable: rename never, retire by moving to `RETIRED`.
 
 A test proves a requirement either by carrying `@pytest.mark.req("<id>", …)` or by being listed in `tests` below as
 `folder/file.py::test_name`, its path under tests/ (for tests in files whose owners have not marked them).
@@ -48,7 +49,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     # ---- JSON-RPC 2.0 ---------------------------------------------------------------------------------------------
     R(
         "jsonrpc:parse-error:null-id",
-        "JSON-RPC 2.0 §5.1; acp-spec §12",
+        "JSON-RPC 2.0 §5.1; ACP schema ErrorCode",
         "A line that is not valid JSON gets -32700 with id null, and the connection keeps reading.",
         (
             PM + "test_unparseable_line_gets_parse_error_with_null_id_and_the_connection_lives_on",
@@ -64,7 +65,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     ),
     R(
         "jsonrpc:request-id:bool-is-invalid",
-        "JSON-RPC 2.0 §4 (id: String, Number or Null); style guide §2.7",
+        "JSON-RPC 2.0 §4 (id: String, Number or Null); rules R1",
         "A boolean id is invalid and never aliases integer 1.",
         (
             PM + "test_boolean_ids_are_invalid_and_never_confused_with_integer_ids",
@@ -97,19 +98,19 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     ),
     R(
         "jsonrpc:method-not-found",
-        "JSON-RPC 2.0 §5.1; acp-spec §11 (ACP-EXT-001, ACP-JSONRPC-004)",
+        "JSON-RPC 2.0 §5.1; ACP extensibility (TCK ACP-EXT-001, ACP-JSONRPC-004)",
         "An unknown method, including an unknown `_` extension request, gets -32601.",
         (PM + "test_unknown_methods_including_extensions_get_method_not_found",),
     ),
     R(
         "jsonrpc:invalid-params:typed-error",
-        "JSON-RPC 2.0 §5.1; style guide §2.2",
+        "JSON-RPC 2.0 §5.1; rules R2",
         "Params that do not fit get -32602 with our own one-line message, never validator text.",
         (PM + "test_bad_params_get_invalid_params_without_validator_text",),
     ),
     R(
         "jsonrpc:internal-error:opaque",
-        "JSON-RPC 2.0 §5.1; style guide §2.2",
+        "JSON-RPC 2.0 §5.1; rules R2",
         "A handler crash gets -32603 with an opaque message and a correlation id; no exception text on the wire.",
         (
             "acp_server/test_rpc_connection.py::test_a_crashing_handler_gets_an_opaque_internal_error_with_a_correlation_id",
@@ -118,7 +119,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     # ---- ACP transport and schema ---------------------------------------------------------------------------------
     R(
         "acp:transport:stdout-only-acp-frames",
-        "ACP transports (MUST NOT write anything that is not a valid ACP message); acp-spec §1",
+        "ACP transports (MUST NOT write anything that is not a valid ACP message); rules R4",
         "stdout carries only newline-delimited ACP frames; logs go to stderr.",
         (PR + "test_every_stdout_line_is_a_frame_and_stderr_carries_logs",),
     ),
@@ -130,7 +131,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     ),
     R(
         "acp:transport:exit-on-stdin-eof",
-        "ACP transports; TCK ACP-SHUTDOWN-001; style guide §3.5",
+        "ACP transports; TCK ACP-SHUTDOWN-001; rules R5",
         "On stdin EOF the agent exits 0 promptly, whatever is running.",
         (
             PR + "test_stdin_eof_exits_0_within_two_seconds",
@@ -153,7 +154,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     R(
         "acp:clientcap:never-call-unadvertised-methods",
         "ACP initialization (omitted capabilities MUST be treated as "
-        "unsupported); TCK ACP-CLIENTCAP-001..003; style guide §4.16",
+        "unsupported); TCK ACP-CLIENTCAP-001..003; rules T16",
         "The agent never calls fs/*, terminal/* or elicitation methods the client did not advertise.",
         ("acp_server/test_tools_editor.py::test_a_bridge_exists_only_for_capabilities_the_client_advertised",),
     ),
@@ -172,7 +173,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     # ---- elicitation ----------------------------------------------------------------------------------------------
     R(
         "acp:elicitation:form-and-url",
-        "ACP elicitation (stable since schema 1.21.0; acp-spec §10); MCP elicitation",
+        "ACP elicitation (stable since schema 1.21.0); MCP elicitation",
         "Questions to the user (an MCP server's during its tool call, the model's ask_user) go out as session-scoped "
         "elicitation/create tied to the tool call, forms checked against what ACP forms hold, URLs as url mode with "
         "elicitation/complete; the user's accept/decline/cancel comes back as is, and the MCP server is told exactly "
@@ -208,7 +209,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     ),
     R(
         "acp:session:unknown-id-keeps-connection-usable",
-        "acp-spec §12; TCK ACP-JSONRPC-005",
+        "ACP schema ErrorCode; TCK ACP-JSONRPC-005",
         "An unknown session id gets a typed error and the connection stays usable.",
         (PM + "test_unknown_session_ids_get_a_clear_error_and_the_connection_stays_usable",),
     ),
@@ -288,7 +289,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     ),
     R(
         "acp:permission:only-a-selected-offered-option-approves",
-        "ACP request_permission (outcome selected/cancelled); CLI contract (a rejected call is not executed)",
+        "ACP request_permission (outcome selected/cancelled); rules T7 (a rejected call is not executed)",
         "Only a `selected` outcome naming an offered allow option "
         "approves; garbage, errors and unknown ids are rejections.",
         (E2E + "test_a_rejected_call_is_not_run_fails_and_ends_the_turn_without_another_model_call",),
@@ -328,7 +329,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     # ---- our reliability rules ---------------------------------------------------------------------------------------
     R(
         "gw:frame:oversized-refused-and-serving-continues",
-        "style guide §3.3",
+        "rules R3",
         "A frame over the size bound gets one -32600 and is dropped up to its newline; serving continues.",
         (
             PM + "test_a_frame_beyond_the_size_bound_gets_an_error_and_the_connection_lives_on",
@@ -337,31 +338,31 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     ),
     R(
         "gw:frame:deep-nesting-refused",
-        "style guide §3.3, §4.14 (orjson recursion CVEs)",
+        "rules R3, T14 (orjson recursion CVEs)",
         "Deeply nested JSON is a parse error, not a crash.",
         (PM + "test_deeply_nested_json_is_a_parse_error_not_a_crash",),
     ),
     R(
         "gw:lifecycle:eof-kills-tool-processes",
-        "style guide §3.5",
+        "rules R5",
         "On EOF every tool process group (grandchildren, background processes) is killed; nothing pending runs.",
         (),
     ),
     R(
         "gw:lifecycle:sigterm-graceful",
-        "style guide §3.5; MCP client shutdown sequence",
+        "rules R5; MCP client shutdown sequence",
         "SIGTERM exits 0 and kills tool processes.",
         (PR + "test_sigterm_shuts_down_gracefully_with_exit_0",),
     ),
     R(
         "gw:lifecycle:cancel-kills-tool-processes",
-        "style guide §3.6",
+        "rules R6",
         "A cancelled turn leaves none of its commands running.",
         ("runtime/test_tools_bash.py::test_cancelling_an_exec_kills_everything_it_started",),
     ),
     R(
         "gw:write:atomic-under-kill-9",
-        "tools contract (writes are atomic)",
+        "gatewright: a failed write leaves the old file intact",
         "A write interrupted by SIGKILL leaves "
         "the old or the new content, never a torn file; the session store survives too.",
         (
@@ -378,7 +379,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     # ---- the hosts ----------------------------------------------------------------------------------------------
     R(
         "gw:hosts:one-composition-root",
-        "issue 17 item 1; DESIGN (Layers)",
+        "ARCHITECTURE.md (one composition root)",
         "One function assembles a session's agent (registry, executor stack, approval, rules, audit, delegation) for "
         "the ACP host, the terminal hosts and the test harnesses.",
         (
@@ -388,7 +389,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     ),
     R(
         "gw:chat:sessions-shared-with-editors",
-        "issue 18 item 5; CLI contract (chat)",
+        "gatewright chat: sessions shared with editors (docs/configuration.md)",
         "A chat session is saved as it goes, listed by session/list, continued with --continue, and loaded by an "
         "editor with a full replay; an editor's session is continued in the terminal.",
         (
@@ -398,7 +399,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     ),
     R(
         "gw:chat:ctrl-c-cancels-the-turn",
-        "issue 18 item 4",
+        "gatewright chat: Ctrl-C",
         "Ctrl-C in a chat cancels the running turn (its commands are gone) and returns to the prompt; Ctrl-C at an "
         "empty prompt or Ctrl-D leaves.",
         (CT + "test_ctrl_c_during_a_long_command_cancels_the_turn_kills_the_command_and_returns_to_the_prompt",),
@@ -406,7 +407,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     # ---- our security rules --------------------------------------------------------------------------------------
     R(
         "gw:workspace:escapes-fail-closed",
-        "style guide §4.1–§4.3",
+        "rules T1–T3",
         "Traversal, absolute paths, prefix confusion, NUL, symlinks and swap races fail closed in every file tool.",
         (
             "security/test_workspace_boundary.py::test_every_file_tool_fails_closed_on_every_attack",
@@ -416,7 +417,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     ),
     R(
         "gw:approval:auto-still-asks-dangerous-shell",
-        "CLI contract (auto); style guide §4.4, §4.10",
+        "approval modes (auto); rules T4, T10",
         "auto mode still asks before downloads into a shell, recursive deletes, substitutions sent over the network.",
         (
             "permissions/test_shell_analysis.py::test_a_download_fed_to_a_shell_is_reported_as_such",
@@ -425,7 +426,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     ),
     R(
         "gw:approval:reject-continue-reason",
-        "issue 16 item 6 (reject, and tell the agent why)",
+        "the reject-and-continue option (reject, and tell the agent why)",
         'After "Reject, and let the agent try another way", an editor that shows forms is asked for an optional '
         "reason, which reaches the model in the TOOL_ERROR; the call never runs, the five options stay as they are, "
         "and without a reason (none given, or no form support) the rejection reads as before.",
@@ -433,37 +434,37 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     ),
     R(
         "gw:approval:read-only-refuses-without-asking",
-        "CLI contract (read-only)",
+        "approval modes (read-only)",
         "read-only refuses anything that writes or runs a process, without asking.",
         ("runtime/test_runtime_loop.py::test_read_only_mode_refuses_writes_without_asking_and_tells_the_model",),
     ),
     R(
         "gw:approval:allow-always-binds-the-canonical-command",
-        "style guide §4.7",
+        "rules T7",
         "allow_always binds to the canonical command and cwd, never to a string prefix.",
         (E2E + "test_allow_always_is_remembered_for_an_identical_call_in_the_session",),
     ),
     R(
         "gw:approval:tool-output-cannot-change-mode-or-rules",
-        "style guide §4.10",
+        "rules T10",
         "Tool output is data: it never changes the mode or the remembered rules.",
         (),
     ),
     R(
         "gw:tools:extra-argument-fields-rejected",
-        "style guide §2.6, §4.9 (GHSA-m77w-p5jj-xmhg)",
+        "rules T9 (GHSA-m77w-p5jj-xmhg)",
         "Unknown tool-argument fields (dangerouslyDisableSandbox…) are rejected before anything runs.",
         (),
     ),
     R(
         "gw:shell:repository-strings-never-execute",
-        "style guide §4.13 (GHSA-j4h9-wv2m-wrf7)",
+        "rules T13 (GHSA-j4h9-wv2m-wrf7)",
         "File names, git config and file content from the repository never reach a shell.",
         (),
     ),
     R(
         "gw:secrets:never-leave-the-agent",
-        "style guide §4.12; transcript contract (Secrets)",
+        "rules T12; docs/transcripts.md (Secrets)",
         "Provider keys and MCP env/header values never appear on stdout, stderr, transcripts, audit or the store.",
         (
             "acp_server/test_transcripts.py::test_recording_never_writes_secret_values",
@@ -472,7 +473,7 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     ),
     R(
         "gw:secrets:configured-key-variables",
-        "issue 14 hole 7; style guide §4.12",
+        "boundary corpus hole 7; rules T12",
         "A variable named by a provider's api_key_env, MCP env and header values, provider header values and "
         "authenticate payloads are registered secrets: no child process inherits them (bash, background processes, "
         "editor terminals, other MCP servers) and no sink writes them (wire, transcript, store, audit, logs).",
@@ -493,7 +494,7 @@ GAPS: tuple[Gap, ...] = (
         "JSON-RPC 2.0 §6 (Batch)",
         "A batch gets an array of responses; an all-notification batch gets nothing.",
         "ACP v1 stdio carries individual messages only (no batches): an array is answered with one -32600 "
-        "(style guide §3.1). Batches arrive with the ACP v2 draft, behind a protocol-version gate.",
+        "(rules R1). Batches arrive with the ACP v2 draft, behind a protocol-version gate.",
     ),
     Gap(
         "acp:prompt:audio-content",
@@ -518,7 +519,7 @@ GAPS: tuple[Gap, ...] = (
     ),
     Gap(
         "acp:schema:fuzz-jsonschema-in-suite",
-        "style guide §3.8 (hypothesis-jsonschema from_schema)",
+        "rules R8 (hypothesis-jsonschema from_schema)",
         "Params generated by hypothesis-jsonschema in the bounded suite.",
         "hypothesis-jsonschema needs ~160 ms per PromptRequest example; the suite uses "
         "tests/support/fuzz_strategies.py (same schema, all instances schema-valid) and bench/fuzz_long.py uses "
