@@ -48,7 +48,7 @@ TESTS_TOP = {p.split("/")[1] for p in TRACKED if p.startswith("tests/") and p.co
 
 def _prose(path: str, text: str) -> str:
     """What a reader reads as prose: all of a document; a Python file's comments and docstrings (a string that is a
-    statement of its own). Other strings are data: method names such as `bench/ping`, a test's example paths."""
+    statement of its own). Other strings are data: an extension method's name, a test's example paths."""
     if not path.endswith(".py"):
         return text
     parts: list[str] = []
