@@ -36,6 +36,10 @@ class PathFact:
 class CallFacts:
     """A small structural view of a tool call: all the policy is allowed to know.
 
+    `secrets` says, one reason each, which files the call reads or changes may hold secrets (a well-known secret
+    file such as `.env`, or a file holding the value of a configured key): such a call asks in every mode and is
+    refused in `read-only`, because no redaction can follow a value the model has read through a transform.
+
     `effect` is what the call does at most (`read` for reads and searches, `write` for file changes, `execute` for
     running or driving a process, `other` when unknown). `proven_read_only` is set only when an analysis (for
     example of a shell command) proved that an `execute` call cannot change anything. `rule_key` identifies the call
@@ -54,6 +58,7 @@ class CallFacts:
     dangerous: tuple[str, ...] = ()
     portable_key: str = ""
     root: str = ""
+    secrets: tuple[str, ...] = ()
 
     @property
     def session_only(self) -> bool:
@@ -64,7 +69,7 @@ class CallFacts:
     def everywhere_key(self) -> str:
         """The key an "everywhere" rule would bind to, or "" when the call may not be remembered everywhere: only a
         command with a portable key, no reason for a closer look, and nothing tied to this agent process."""
-        if self.effect != "execute" or self.dangerous or self.session_only:
+        if self.effect != "execute" or self.dangerous or self.secrets or self.session_only:
             return ""
         return self.portable_key
 
@@ -118,6 +123,8 @@ def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleSource | None
 
     # 1. deny
     if mode == "read-only":
+        if facts.secrets:
+            return Decision("deny", f"read-only mode: {facts.secrets[0]}", by=by)
         if outside:
             return Decision("deny", f"read-only mode: {outside[0].path} is outside the workspace", by=by)
         if not harmless or writes:
@@ -142,8 +149,8 @@ def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleSource | None
             "allow", f"allowed by a remembered rule: {remembered.describe()}", remembered.id, by=f"rule:{remembered.id}"
         )
 
-    # 2. ask
-    reasons: list[str] = []
+    # 2. ask (a file that may hold secrets, in every mode: `auto` included)
+    reasons: list[str] = list(facts.secrets)
     if outside:
         reasons.append(f"{outside[0].path} is outside the workspace")
     if protected:

@@ -9,10 +9,12 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable
 from types import ModuleType
+from typing import Any
 
 import runtime.sandbox
 from permissions.decorator import ApprovalSubject
 from permissions.policy import CallFacts, PathFact
+from runtime.secret_files import secret_reason
 from runtime.tools.base import ToolCall, ToolContext, ToolRegistry, clear_call_scratch, visible
 from runtime.workspace import PathError
 
@@ -25,12 +27,16 @@ def make_describer(registry: ToolRegistry) -> Callable[[ToolCall, ToolContext], 
             return ApprovalSubject(facts, call.name, "other", call.arguments, f"`{call.name}`", call_id=call.id)
         ws = ctx.workspace
         path_facts: list[PathFact] = []
+        held: list[str] = []  # files that may hold secrets: the call asks in every mode
         confined = tool.sandboxed and _sandbox().support().active
         for p, writes in tool.paths(call.arguments):
             try:
                 r = ws.resolve(p)
             except PathError:
                 continue  # the tool reports the bad path itself
+            why = secret_reason(p, r.path, ws.display(r.path))
+            if why is not None and why not in held:
+                held.append(why)
             if confined and not writes and r.klass == "outside" and _sandbox().baseline_readable(r.path):
                 continue  # the sandbox lets every command read it (`/usr/include`): nothing to approve
             path_facts.append(PathFact(r.path, r.klass, writes))
@@ -46,11 +52,15 @@ def make_describer(registry: ToolRegistry) -> Callable[[ToolCall, ToolContext], 
             dangerous=dangerous,
             portable_key=portable_key(key, ws.cwd),
             root=ws.cwd,
+            secrets=tuple(held),
         )
         # A fresh description reads afresh: what the question shows is the file as it is now.
         clear_call_scratch(ctx.state, ctx.call_id)
         await tool.precheck(call.arguments, ctx)
         content = await tool.preview(call.arguments, ctx)
+        if held:
+            # ACP's question carries no reason: the editor shows the call's content, so the reason goes there.
+            content = (_secret_notice(held), *content)
         return ApprovalSubject(
             facts=facts,
             # Model-made text: what a terminal or an editor would not show as itself is written as an escape.
@@ -64,6 +74,14 @@ def make_describer(registry: ToolRegistry) -> Callable[[ToolCall, ToolContext], 
         )
 
     return describe
+
+
+def _secret_notice(held: list[str]) -> dict[str, Any]:
+    text = (
+        f"{'; '.join(held)}. Once the model has read a secret, no redaction can follow it through a transform "
+        "(tr, base64, pieces), so this asks in every mode."
+    )
+    return {"type": "content", "content": {"type": "text", "text": visible(text)}}
 
 
 def _sandbox() -> ModuleType:

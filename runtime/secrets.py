@@ -88,6 +88,15 @@ class _Snapshot:
     value_set: frozenset[str] = frozenset()
     matcher: SecretMatcher = SecretMatcher(())  # each value, and every run of RUN of its characters
     in_json: SecretMatcher = SecretMatcher(())  # the same, of each value as it appears inside a JSON string
+    labelled: tuple[tuple[bytes, str], ...] = ()  # each value as a file holds it (UTF-8), and where it came from
+
+
+def _file_bytes(value: str) -> bytes:
+    """A value as a file holds it: an environment value's undecodable bytes as they were."""
+    try:
+        return value.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return value.encode("utf-8", "surrogatepass")
 
 
 def _json_form(value: str) -> str:
@@ -99,7 +108,7 @@ class SecretRegistry:
         self._environ = os.environ if environ is None else environ  # this process's environment
         self._lock = threading.Lock()
         self._names: set[str] = set()
-        self._values: set[str] = set()
+        self._values: dict[str, str] = {}  # value -> where it came from (the first registration's label)
         self._environment_read = False
         self.snapshot = _Snapshot()
 
@@ -108,19 +117,26 @@ class SecretRegistry:
         """Variables that hold secrets: stripped from children; the value each holds now is registered too."""
         env = self._environ if environ is None else environ
         names = [n for n in names if n]
-        self._update(names, [v for n in names if len(v := env.get(n) or "") >= MIN_VALUE_LEN])
+        self._update(names, [(v, n) for n in names if len(v := env.get(n) or "") >= MIN_VALUE_LEN])
 
-    def register_values(self, values: Iterable[str], min_len: int = MIN_VALUE_LEN) -> None:
-        self._update((), [v for v in values if isinstance(v, str) and len(v) >= min_len])
+    def register_values(
+        self, values: Iterable[str], min_len: int = MIN_VALUE_LEN, label: str = "a configured secret"
+    ) -> None:
+        """Secret values; `label` says where they come from, in a question about a file holding one."""
+        self.register_labelled(((v, label) for v in values), min_len)
 
     def register_environment(self, environ: Mapping[str, str] | None = None) -> None:
         """This process's secret-looking variables (provider keys set for us, tokens), names and values."""
         env = self._environ if environ is None else environ
         names = [k for k in env if secret_looking(k)]
-        self._update(names, [env[k] for k in names if len(env[k]) >= MIN_VALUE_LEN])
+        self._update(names, [(env[k], k) for k in names if len(env[k]) >= MIN_VALUE_LEN])
+
+    def register_labelled(self, pairs: Iterable[tuple[str, str]], min_len: int = MIN_VALUE_LEN) -> None:
+        """Secret values, each with where it comes from: (value, label)."""
+        self._update((), [(v, label) for v, label in pairs if isinstance(v, str) and len(v) >= min_len])
 
     def register_headers(self, headers: Iterable[tuple[str, str]], min_len: int = MIN_VALUE_LEN) -> None:
-        self.register_values((v for k, v in headers if k.lower() not in PLAIN_HEADERS), min_len)
+        self.register_labelled(((v, f"the {k} header") for k, v in headers if k.lower() not in PLAIN_HEADERS), min_len)
 
     def register_payload(self, payload: Any, skip: frozenset[str] = frozenset()) -> None:
         """Every string in a JSON-like payload (an `authenticate` request), except under the keys in `skip`."""
@@ -138,21 +154,25 @@ class SecretRegistry:
                     walk(x)
 
         walk(payload)
-        self.register_values(found)
+        self.register_values(found, label="the authenticate payload")
 
-    def _update(self, names: Iterable[str], values: Iterable[str]) -> None:
+    def _update(self, names: Iterable[str], values: Iterable[tuple[str, str]]) -> None:
+        """Add secret variable names and (value, label) pairs."""
         with self._lock:
             first = not self._environment_read
             if first:
                 # The first use also reads the environment, so no reader ever sees a registry without it.
                 env_names = [k for k in self._environ if secret_looking(k)]
                 names = [*names, *env_names]
-                values = [*values, *(v for k in env_names if len(v := self._environ[k]) >= MIN_VALUE_LEN)]
+                values = [*values, *((v, k) for k in env_names if len(v := self._environ[k]) >= MIN_VALUE_LEN)]
             new_names = set(names) - self._names
-            new_values = {v for v in set(values) - self._values if v and not names_paths(v)}
+            new_values: dict[str, str] = {}
+            for v, label in values:
+                if v and v not in self._values and v not in new_values and not names_paths(v):
+                    new_values[v] = label
             if new_names or new_values or first:
                 self._names |= new_names
-                self._values |= new_values
+                self._values = {**new_values, **self._values}
                 ordered = tuple(sorted(self._values, key=len, reverse=True))
                 self.snapshot = _Snapshot(
                     frozenset(self._names),
@@ -160,6 +180,7 @@ class SecretRegistry:
                     frozenset(ordered),
                     SecretMatcher(ordered),
                     SecretMatcher(_json_form(v) for v in ordered),
+                    tuple((_file_bytes(v), self._values[v]) for v in ordered),
                 )
             self._environment_read = True  # only now: a reader that sees it also sees the snapshot
         install_log_filter()
@@ -175,6 +196,11 @@ class SecretRegistry:
 
     def values(self) -> tuple[str, ...]:
         return self._current().values
+
+    def labelled(self) -> tuple[tuple[bytes, str], ...]:
+        """Each value encoded as a file would hold it, longest first, with where it came from (a variable's name,
+        `the X header`, `a configured secret`)."""
+        return self._current().labelled
 
     def is_secret_name(self, name: str) -> bool:
         return name in self._current().names or secret_looking(name)
@@ -246,6 +272,7 @@ REGISTRY = SecretRegistry()
 
 register_names = REGISTRY.register_names
 register_values = REGISTRY.register_values
+register_labelled = REGISTRY.register_labelled
 register_environment = REGISTRY.register_environment
 register_headers = REGISTRY.register_headers
 register_payload = REGISTRY.register_payload

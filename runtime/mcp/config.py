@@ -180,11 +180,12 @@ def register_secrets(spec: ServerSpec, environ: Mapping[str, str] | None = None)
     naming existing paths are left out by the registry itself."""
     if isinstance(spec, HttpServer):
         secrets.register_headers(spec.headers, MIN_SECRET_LEN)
-        secrets.register_values(_url_secrets(spec.url), MIN_SECRET_LEN)
+        secrets.register_values(_url_secrets(spec.url), MIN_SECRET_LEN, f"MCP server {spec.name}'s URL")
         return
     env = os.environ if environ is None else environ
     passed_through = {k for k, v in spec.env if env.get(k) == v and not secrets.REGISTRY.is_secret_name(k)}
-    secrets.register_values((v for k, v in spec.env if k not in passed_through), MIN_SECRET_LEN)
+    labelled = ((v, f"MCP server {spec.name}'s {k}") for k, v in spec.env if k not in passed_through)
+    secrets.register_labelled(labelled, MIN_SECRET_LEN)
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

@@ -313,3 +313,33 @@ def test_calls_on_a_background_process_are_tied_to_this_session_and_never_offere
         assert facts.session_only and facts.everywhere_key == "", args
     run = anyio.run(describe, ToolCall("c", "bash", {"command": "make"}, "{}"), ctx).facts
     assert not run.session_only and run.everywhere_key.startswith("bash:run:<workspace>:")
+
+
+SECRET = ("`.env` may hold secrets",)
+
+
+@pytest.mark.parametrize(("mode", "effect", "path"), list(itertools.product(MODES, EFFECTS, ("none", "inside"))))
+def test_a_call_touching_a_file_that_may_hold_secrets_asks_in_every_mode_and_is_refused_in_read_only(
+    mode, effect, path
+):
+    """A proven read-only command, a read, a write: whatever else would allow it, the question names the file."""
+    for proven in (False, True):
+        d = decide(facts(effect, path, secrets=SECRET, proven_read_only=proven), mode)  # type: ignore[arg-type]
+        if mode == "read-only":
+            assert (d.action, d.reason) == ("deny", "read-only mode: `.env` may hold secrets")
+        else:
+            assert (d.action, d.reason) == ("ask", SECRET[0])
+
+
+def test_the_secret_reason_comes_first_with_the_others_after_it():
+    d = decide(facts("execute", "outside", secrets=SECRET, dangerous=("deletes or overwrites data",)), "auto")
+    assert d.asked_because == (SECRET[0], "/x/outside is outside the workspace", "deletes or overwrites data")
+
+
+def test_a_remembered_answer_for_the_identical_call_still_decides_it_but_never_everywhere():
+    f = facts("execute", "inside", secrets=SECRET, portable_key="bash:run:<workspace>:x")
+    assert f.everywhere_key == ""
+    for action in ("allow", "deny"):
+        rules = RuleStore()
+        rules.add(action, f, "cat .env")  # type: ignore[arg-type]
+        assert decide(f, "safe", rules).action == action

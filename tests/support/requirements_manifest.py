@@ -486,6 +486,14 @@ REQUIREMENTS: tuple[Requirement, ...] = (
         "sink: tool results before the model, frames, transcripts, the store, the audit log, log lines.",
         (),
     ),
+    R(
+        "gw:secrets:secret-files-ask",
+        "README: Secrets",
+        "A call that reads or changes a well-known secret file, or a file holding a registered secret value, asks "
+        "first in every mode (auto included), naming the file and why, and is refused in read-only; a directory "
+        "search never looks into such files.",
+        (),
+    ),
 )
 
 GAPS: tuple[Gap, ...] = (

@@ -26,13 +26,18 @@ from typing import Any
 import anyio
 import orjson
 
+from permissions.secret_files import is_secret_file_name
+from runtime import secrets
 from runtime.processes import child_cwd
+from runtime.secret_files import value_in_file
 from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, digest, display_path
 from runtime.tools.builtin import textio
 from runtime.workspace import PathError, ResolvedPath, Workspace
 
 MAX_LINE_CHARS = 300
 SKIP_DIRS = frozenset({".git"})
+# Matching files checked for a secret value they hold; past this many, the count of matching files is a lower bound.
+SECRET_CHECK_LIMIT = 2000
 
 
 def _quoted(pattern: object) -> str:
@@ -375,7 +380,9 @@ class GrepTool(_SearchTool):
     description = (
         "Search file contents with a regular expression (Rust/PCRE-like syntax). Honours .gitignore, skips binary "
         "files and .git. include limits files by name glob (e.g. '*.ts'). Output lines are 'path:line: text', paths "
-        "relative to the workspace, long lines clipped."
+        "relative to the workspace, long lines clipped. A search of a directory never looks into files that may hold "
+        "secrets (.env, keys, credentials, files holding a configured key); name such a file as path to search it "
+        "(the user is asked)."
     )
 
     def title(self, args: Mapping[str, Any], ws: Workspace) -> str:
@@ -422,7 +429,8 @@ class GrepTool(_SearchTool):
         for rel, lineno, text in hits:
             shown = ws.display(os.path.join(base, rel))
             lines.append(f"{shown}:{lineno}: {_clip(text)}")
-        in_files = f"{files} file{'s' if files != 1 else ''}"
+        at_least = "at least " if files >= SECRET_CHECK_LIMIT and secrets.REGISTRY.labelled() else ""
+        in_files = f"{at_least}{files} file{'s' if files != 1 else ''}"
         if not hits:
             output = f"no matches for `{pattern}`"
         elif truncated:
@@ -475,6 +483,8 @@ class GrepTool(_SearchTool):
         if include and not only:
             rx = include_regex(str(include))
             files = [f for f in files if rx.match(f)]
+        if not only:
+            files = _without_secrets(base, files)
         if not files:
             return [], False, 0
         # Pass 2: the lines, from the first files in path order; one more than needed tells whether there is more.
@@ -505,7 +515,8 @@ class GrepTool(_SearchTool):
         except re.error as exc:
             raise ToolFailure(f"invalid regular expression: {exc}", "InvalidPattern") from None
         include = include_regex(str(args["include"])) if args.get("include") else None
-        names = [only] if only else sorted(walk_files(base))
+        names = [only] if only else [n for n in sorted(walk_files(base)) if not is_secret_file_name(n)]
+        held = [v for v, _ in secrets.REGISTRY.labelled()]
         hits: list[tuple[str, int, str]] = []
         total = files = 0
         for rel in names:
@@ -516,7 +527,7 @@ class GrepTool(_SearchTool):
                     data = f.read()
             except OSError:
                 continue
-            if b"\x00" in data[:8192]:
+            if b"\x00" in data[:8192] or (not only and any(v in data for v in held)):
                 continue
             found = False
             for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
@@ -527,6 +538,17 @@ class GrepTool(_SearchTool):
                         hits.append((rel, n, line))
             files += found
         return hits, total > len(hits), files
+
+
+def _without_secrets(base: str, files: list[str]) -> list[str]:
+    """The matching files a directory search may show: no well-known secret file (by name, as listed under `base`)
+    and none that holds a registered secret value. Dropped whatever the pattern, so which files were left out says
+    nothing about what they hold; the first `SECRET_CHECK_LIMIT` are checked for values, and when more match, the
+    rest are not shown (the count is then a lower bound) rather than shown unchecked."""
+    files = [f for f in files if not is_secret_file_name(f)]
+    if not secrets.REGISTRY.labelled():
+        return files
+    return [f for f in files[:SECRET_CHECK_LIMIT] if value_in_file(os.path.join(base, f)) is None]
 
 
 def _rg_text(v: Mapping[str, Any]) -> str:
