@@ -136,10 +136,13 @@ class Schema:
         self.raw: dict[str, dict[str, Any]] = dict(stable["$defs"])
         for name in UNSTABLE:
             self.raw[name] = unstable["$defs"][name]
-        for name in UNSTABLE:  # what the unstable definitions refer to and the stable schema lacks
-            for ref in _refs(self.raw[name]):
+        # What the unstable definitions refer to and the stable schema lacks, and what that refers to in turn.
+        todo = list(UNSTABLE)
+        while todo:
+            for ref in _refs(self.raw[todo.pop()]):
                 if ref not in self.raw:
                     self.raw[ref] = unstable["$defs"][ref]
+                    todo.append(ref)
         self.defs: dict[str, Def] = {}
         self.variant_classes: dict[str, ClassDef] = {}
         for name, schema in self.raw.items():

@@ -246,3 +246,30 @@ def _has_big_int(value: Any) -> bool:
     if isinstance(value, list):
         return any(_has_big_int(v) for v in value)
     return type(value) is int and not -(2**31) <= value < 2**16
+
+
+def test_the_vendored_method_list_is_the_schemas_own_method_tags():
+    """`schemas/acp/meta.json` comes from an older upstream release than `schema.json` (SOURCE.md): it stays only
+    while the methods it names are exactly the ones the schema tags."""
+    root = generate.SCHEMA_DIR
+    meta = json.loads((root / "meta.json").read_text(encoding="utf-8"))
+    schema = json.loads((root / "schema.json").read_text(encoding="utf-8"))
+    tagged = {(d["x-side"], d["x-method"]) for d in schema["$defs"].values() if "x-method" in d}
+    listed = (
+        {("agent", m) for m in meta["agentMethods"].values()}
+        | {("client", m) for m in meta["clientMethods"].values()}
+        | {("protocol", m) for m in meta["protocolMethods"].values()}
+    )
+    assert listed == tagged
+
+
+def test_the_new_stable_shapes_of_schema_1_25_are_models():
+    """What 1.25 added is read and written by the generated models (`name`, notices, compaction updates)."""
+    call = s.session_update_from_wire(
+        {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Read a", "name": "read_file"}, "update"
+    )
+    assert isinstance(call, s.ToolCallSessionUpdate) and call.name == "read_file"
+    notice = s.session_update_from_wire({"sessionUpdate": "notice", "severity": "warning", "title": "t"}, "update")
+    assert notice.to_wire() == {"sessionUpdate": "notice", "severity": "warning", "title": "t"}
+    caps = s.ClientCapabilities.from_wire({"session": {"notices": {}, "compaction": {}}}, "c")
+    assert caps.session is not None and caps.session.notices is not None and caps.session.compaction is not None
