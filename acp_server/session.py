@@ -52,7 +52,8 @@ class AcpSession(Session):
     cancelled_prompts: list[PromptRequest] = field(default_factory=list)  # queued prompts cancelled by request
 
     def __post_init__(self) -> None:
-        self._chunk_prefixes: dict[str, bytes] = {}
+        self._chunk_prefix: tuple[str, str | None, bytes] = ("", None, b"")  # (kind, messageId, prefix) of the last
+        self.features = updates.ClientFeatures.of(self.client_caps)
         # Questions to the user, only in the modes the editor advertised (None: nothing is ever asked).
         self.elicitor = AcpElicitor.from_capabilities(self.conn, self.id, self.client_caps)
         super().__post_init__()
@@ -79,20 +80,21 @@ class AcpSession(Session):
         if kind is TextChunk or kind is ThoughtChunk:
             update_kind = "agent_message_chunk" if kind is TextChunk else "agent_thought_chunk"
             text: str = ev.text  # type: ignore[union-attr]  # mypy does not narrow `kind is TextChunk` (hot path)
-            if self.journal is not None:
-                self.journal.record_text(update_kind, text)
-            prefix = self._chunk_prefixes.get(update_kind)
-            if prefix is None:
-                prefix = self._chunk_prefixes[update_kind] = (
+            mid = self.journal.record_text(update_kind, text) if self.journal is not None else None
+            last_kind, last_mid, prefix = self._chunk_prefix
+            if last_kind != update_kind or last_mid != mid:  # once per message
+                prefix = (
                     b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":'
                     + orjson.dumps(self.id)
                     + b',"update":{"sessionUpdate":"'
                     + update_kind.encode()
-                    + b'","content":{"type":"text","text":'
+                    + (b'","messageId":' + orjson.dumps(mid) + b"," if mid is not None else b'",')
+                    + b'"content":{"type":"text","text":'
                 )
+                self._chunk_prefix = (update_kind, mid, prefix)
             data = prefix + orjson.dumps(text) + b"}}}}\n"
-            if not self.conn.emit_encoded_nowait(data, self._chunk_frame, update_kind, text):
-                await self.conn.emit_encoded(data, self._chunk_frame, update_kind, text)
+            if not self.conn.emit_encoded_nowait(data, self._chunk_frame, update_kind, text, mid):
+                await self.conn.emit_encoded(data, self._chunk_frame, update_kind, text, mid)
             return
         if isinstance(ev, UsageReported):
             ev = self.account(ev)
@@ -100,14 +102,23 @@ class AcpSession(Session):
         if upd is not None:
             await self.send_update(upd)
 
-    def _chunk_frame(self, update_kind: str, text: str) -> dict[str, Any]:
+    def _chunk_frame(self, update_kind: str, text: str, mid: str | None) -> dict[str, Any]:
         """The object form of a fast-path chunk frame, for a transcript recorder."""
-        return updates.session_update(
-            self.id, {"sessionUpdate": update_kind, "content": {"type": "text", "text": text}}
-        )
+        update: dict[str, Any] = {"sessionUpdate": update_kind}
+        if mid is not None:
+            update["messageId"] = mid
+        update["content"] = {"type": "text", "text": text}
+        return updates.session_update(self.id, update)
 
     async def deliver(self, update: dict[str, Any]) -> None:
-        await self.conn.emit_frame(updates.session_update(self.id, update))
+        """Send a record as this client takes it (a notice as a `notice`, a compaction as one, where advertised)."""
+        for shown in updates.shown(update, self.features, live=True):
+            await self.conn.emit_frame(updates.session_update(self.id, shown))
+
+    async def deliver_replayed(self, update: dict[str, Any]) -> None:
+        """Send a stored record again (`session/load`), as this client takes it."""
+        for shown in updates.shown(update, self.features, live=False):
+            await self.conn.emit_frame(updates.session_update(self.id, shown))
 
     async def announce(self, *, mode: bool = False, config: bool = False) -> None:
         if mode:

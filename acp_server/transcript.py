@@ -170,7 +170,8 @@ class Normalised:
 
 class Normaliser:
     """Replaces volatile values by placeholders, consistently across one side of a comparison: the n-th distinct
-    session id becomes `<SESSION_n>` wherever it appears, likewise tool call, terminal and agent request ids.
+    session id becomes `<SESSION_n>` wherever it appears, likewise tool call, terminal, message, compaction and agent
+    request ids.
 
     `paths` maps absolute paths (workspaces, the state dir) to their placeholders; longer paths are replaced first.
     """
@@ -216,6 +217,10 @@ class Normaliser:
                 return self.name("TOOL", v)
             if key == "terminalId":
                 return self.name("TERMINAL", v)
+            if key == "messageId":
+                return self.name("MESSAGE", v)
+            if key == "compactionId":
+                return self.name("COMPACTION", v)
             if key == "version":
                 return "<VERSION>"
             return self.text(v)
@@ -243,7 +248,7 @@ def normalise(
     frames: list[tuple[Any, int]], paths: dict[str, str], normaliser: Normaliser | None = None
 ) -> list[Normalised]:
     """The agent's frames `(msg, line)` ready to compare: placeholders for volatile values, optional frames dropped,
-    consecutive text chunks of the same kind and session joined into one."""
+    consecutive text chunks of the same kind, session and message joined into one."""
     norm = normaliser or Normaliser(paths)
     out: list[Normalised] = []
     for index, (msg, line) in enumerate(frames):
@@ -255,6 +260,7 @@ def normalise(
             if (
                 prev.get("sessionId") == cur.get("sessionId")
                 and prev["update"]["sessionUpdate"] == cur["update"]["sessionUpdate"]
+                and prev["update"].get("messageId") == cur["update"].get("messageId")
                 and _chunk_text(prev) is not None
                 and _chunk_text(cur) is not None
             ):

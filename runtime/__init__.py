@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from runtime.chat.app import run_chat
     from runtime.cli_host import run_prompt
     from runtime.events import (
+        CompactionEvent,
         EventSink,
         NoticeEvent,
         PlanUpdated,
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from runtime.tools.base import EditorBridge, Tool, ToolExecutor, ToolRegistry
     from runtime.tools.builtin import builtin_tools
     from runtime.tools.builtin.textio import EditorError
-    from runtime.updates import event_to_update, pending_tool_call
+    from runtime.updates import NOTICE_META, asked_tool_call, event_to_update, info_update, pending_tool_call
     from runtime.workspace import Workspace
 
 _EXPORTS: dict[str, tuple[str, str]] = {
@@ -60,6 +61,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "RuntimeOptions": ("runtime.loop", "RuntimeOptions"),
     "ToolEnvironment": ("runtime.loop", "ToolEnvironment"),
     "TurnOutcome": ("runtime.loop", "TurnOutcome"),
+    "CompactionEvent": ("runtime.events", "CompactionEvent"),
     "EventSink": ("runtime.events", "EventSink"),
     "NoticeEvent": ("runtime.events", "NoticeEvent"),
     "PlanUpdated": ("runtime.events", "PlanUpdated"),
@@ -92,7 +94,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Session": ("runtime.session", "Session"),
     "new_session_id": ("runtime.session", "new_session_id"),
     "plan_prompt": ("runtime.session", "plan_prompt"),
+    "NOTICE_META": ("runtime.updates", "NOTICE_META"),
+    "asked_tool_call": ("runtime.updates", "asked_tool_call"),
     "event_to_update": ("runtime.updates", "event_to_update"),
+    "info_update": ("runtime.updates", "info_update"),
     "pending_tool_call": ("runtime.updates", "pending_tool_call"),
     # the session store
     "CursorError": ("runtime.store", "CursorError"),
@@ -118,6 +123,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 __all__ = [
     "AgentRuntime",
     "AuthRequired",
+    "CompactionEvent",
     "CursorError",
     "EditorBridge",
     "EditorError",
@@ -127,6 +133,7 @@ __all__ = [
     "Message",
     "ModelClient",
     "ModelFactory",
+    "NOTICE_META",
     "NO_MODEL_MESSAGE",
     "NoticeEvent",
     "PlanUpdated",
@@ -152,12 +159,14 @@ __all__ = [
     "UsageReported",
     "UserPart",
     "Workspace",
+    "asked_tool_call",
     "build_runtime",
     "builtin_tools",
     "close_servers",
     "close_session_processes",
     "connect_servers",
     "event_to_update",
+    "info_update",
     "kill_all_process_groups",
     "new_session_id",
     "open_store",

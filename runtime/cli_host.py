@@ -45,7 +45,7 @@ from runtime.models.base import TextPart
 from runtime.processes import kill_all_process_groups
 from runtime.recording import TranscriptRecorder, transcript_meta
 from runtime.tools.base import content_text
-from runtime.updates import event_to_update, pending_tool_call
+from runtime.updates import MessageIds, asked_tool_call, event_to_update
 
 if TYPE_CHECKING:
     from permissions.modes import ApprovalMode
@@ -256,13 +256,14 @@ class JsonPrinter:
 
     def __init__(self, out: TextIO = sys.stdout) -> None:
         self.out = out
+        self.messages = MessageIds()
 
     def _write(self, obj: dict[str, Any]) -> None:
         self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
         self.out.flush()
 
     async def __call__(self, ev: RuntimeEvent) -> None:
-        self._write({"type": "update", "update": event_to_update(ev)})
+        self._write({"type": "update", "update": self.messages.tag(event_to_update(ev))})
 
     def question(self, request: PermissionRequest) -> None:
         pass
@@ -293,6 +294,7 @@ class RunRecorder:
 
     def __init__(self, path: str, meta: dict[str, Any]) -> None:
         self.rec = TranscriptRecorder(path, meta)  # OSError: the caller reports it, before anything runs
+        self.messages = MessageIds()
         self._next_id = 0
         self._asking = 0  # the id of the open question (one at a time)
 
@@ -313,7 +315,7 @@ class RunRecorder:
             {
                 "jsonrpc": "2.0",
                 "method": "session/update",
-                "params": {"sessionId": SESSION_ID, "update": event_to_update(ev)},
+                "params": {"sessionId": SESSION_ID, "update": self.messages.tag(event_to_update(ev))},
             },
         )
 
@@ -329,14 +331,7 @@ class RunRecorder:
                 "method": "session/request_permission",
                 "params": {
                     "sessionId": SESSION_ID,
-                    "toolCall": pending_tool_call(
-                        request.call_id,
-                        request.title,
-                        request.kind,
-                        request.raw_input,
-                        request.content,
-                        request.locations,
-                    ),
+                    "toolCall": asked_tool_call(request),
                     "options": [{"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in request.options],
                 },
             },

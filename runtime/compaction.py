@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+import anyio
 import orjson
 
-from runtime.events import EventSink, NoticeEvent, UsageReported
+from runtime.events import CompactionEvent, EventSink, NoticeEvent, UsageReported
 from runtime.models.base import (
     AssistantMessage,
     Message,
@@ -82,6 +84,7 @@ class CompactionResult:
     tokens_after: int
     summarised: int = 0  # messages folded into the checkpoint
     error: str | None = None
+    checkpoint: str = ""  # the checkpoint message's text, when a summary was written
 
     @property
     def compacted(self) -> bool:
@@ -173,21 +176,36 @@ class Compactor:
         """Compact when the context is over the threshold; the `before_step` hook of a session."""
         if self.tokens(runtime) <= self.settings.threshold:
             return None
-        result = await self.compact(runtime, use_model=self.failures < MAX_FAILURES)
-        if result.compacted:
-            what = (
-                f"{result.summarised} earlier messages summarised into a checkpoint"
-                if result.method == "summary"
-                else "the oldest tool outputs were dropped"
-            )
-            await emit(
-                NoticeEvent(
-                    "info",
-                    "Context compacted",
-                    f"{what} (about {result.tokens_before} → {result.tokens_after} tokens).",
-                )
-            )
-            await emit(UsageReported(0, 0, result.tokens_after, self.settings.context_window))
+        if cut_index(runtime.history, self.settings.keep_recent_tokens) is None:
+            return None  # nothing to compact yet: not an attempt the user is shown
+        cid = "cmp_" + uuid.uuid4().hex
+        await emit(CompactionEvent(cid, "in_progress"))
+        try:
+            result = await self.compact(runtime, use_model=self.failures < MAX_FAILURES)
+        except anyio.get_cancelled_exc_class():
+            with anyio.CancelScope(shield=True):
+                await emit(CompactionEvent(cid, "cancelled"))
+            raise
+        if not result.compacted:
+            await emit(CompactionEvent(cid, "failed", error=result.error or "nothing could be compacted"))
+            return result
+        sizes = f"about {result.tokens_before} → {result.tokens_after} tokens"
+        if result.method == "summary":
+            what = f"{result.summarised} earlier messages summarised into a checkpoint"
+            summary = result.checkpoint
+        else:
+            what = "the oldest tool outputs were dropped"
+            if result.error:
+                what = f"the summary failed ({result.error}), so {what}"
+            summary = f"The oldest tool outputs were dropped ({sizes})."
+            if result.error:
+                summary += f" No summary was written: {result.error}."
+        await emit(CompactionEvent(cid, "completed", summary=summary))
+        fallback = result.method != "summary" and result.error is not None  # the summary failed
+        await emit(
+            NoticeEvent("warning" if fallback else "info", "Context compacted", f"{what} ({sizes}).", compaction=cid)
+        )
+        await emit(UsageReported(0, 0, result.tokens_after, self.settings.context_window))
         return result
 
     async def compact(self, runtime: AgentRuntime, *, use_model: bool = True) -> CompactionResult:
@@ -204,7 +222,8 @@ class Compactor:
                 summary, error = "", exc.message
             if summary.strip():
                 self.failures = 0
-                checkpoint = UserMessage((TextPart(render_checkpoint(summary)),))
+                rendered = render_checkpoint(summary)
+                checkpoint = UserMessage((TextPart(rendered),))
                 recent = history[cut:]
                 bridge = (
                     [AssistantMessage("Understood; I will continue from this checkpoint.")]
@@ -212,7 +231,7 @@ class Compactor:
                     else []
                 )
                 history[:] = [checkpoint, *bridge, *recent]
-                return CompactionResult("summary", before, self.tokens(runtime), summarised=cut)
+                return CompactionResult("summary", before, self.tokens(runtime), summarised=cut, checkpoint=rendered)
             error = error if error != "summaries paused after repeated failures" else "the summary was empty"
             self.failures += 1
             log.warning("compaction summary failed (%d in a row): %s", self.failures, error)

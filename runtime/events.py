@@ -65,10 +65,37 @@ class PlanUpdated:
 
 @dataclass(frozen=True, slots=True)
 class NoticeEvent:
+    """Something the user should know that is not the model's words: no sandbox, an MCP server that failed, a
+    compaction (`compaction` names it: a client shown the compaction itself needs no notice of it)."""
+
     severity: Literal["info", "warning", "error"]
     title: str
     description: str = ""
+    compaction: str | None = None
 
 
-RuntimeEvent = TextChunk | ThoughtChunk | ToolCallStarted | ToolCallProgress | UsageReported | PlanUpdated | NoticeEvent
+CompactionStatus = Literal["in_progress", "completed", "failed", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEvent:
+    """A compaction of the model's context started (`in_progress`) or ended; `summary` is what the older messages
+    became, as the user may read it (a checkpoint, or what was dropped)."""
+
+    compaction_id: str
+    status: CompactionStatus
+    summary: str | None = None
+    error: str | None = None
+
+
+RuntimeEvent = (
+    TextChunk
+    | ThoughtChunk
+    | ToolCallStarted
+    | ToolCallProgress
+    | UsageReported
+    | PlanUpdated
+    | NoticeEvent
+    | CompactionEvent
+)
 EventSink = Callable[[RuntimeEvent], Awaitable[None]]

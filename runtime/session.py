@@ -31,7 +31,7 @@ from runtime.loop import RuntimeOptions
 from runtime.mcp import close_servers
 from runtime.models.base import TextPart, Usage
 from runtime.processes import close_session as close_session_processes
-from runtime.updates import event_to_update, message_chunk
+from runtime.updates import event_to_update, info_update, message_chunk, new_message_id
 
 if TYPE_CHECKING:
     from permissions.gateway import PermissionGateway
@@ -150,17 +150,18 @@ class Session:
         await self.send_update(event_to_update(ev))
 
     async def send_update(self, update: dict[str, Any]) -> None:
-        """Journal a record (the store decides what it keeps), then deliver it."""
+        """Journal a record (the store decides what it keeps; a text chunk gets its message's id), then deliver it."""
         if self.journal is not None:
-            self.journal.record(update)
+            update = self.journal.record(update)
         await self.deliver(update)
 
     async def say(self, text: str, *, keep: bool = True) -> None:
-        """The agent's own text to the user (a command's reply); `keep=False`: not part of the conversation."""
+        """The agent's own text to the user (a command's reply), a message of its own; `keep=False`: not part of
+        the conversation."""
         if keep:
-            await self.send_update(message_chunk(text))
+            await self.send_update(message_chunk(text, new_message_id()))
         else:
-            await self.deliver(message_chunk(text))
+            await self.deliver(message_chunk(text, new_message_id()))
 
     def account(self, ev: UsageReported) -> UsageReported:
         """Size the context by the current model and add this call's price, when the config knows prices."""
@@ -275,7 +276,7 @@ async def plan_prompt(session: Session, blocks: list[Any], parts: list[UserPart]
             session.title = title
             if journal is not None:
                 journal.save_title(title)
-            await session.deliver({"sessionUpdate": "session_info_update", "title": title})
+            await session.deliver(info_update(title))
     if command is not None and command.template is not None:
         return PromptPlan([TextPart(commands.expand(command.template, parsed[1] if parsed else ""))])
     return PromptPlan(parts)

@@ -27,7 +27,7 @@ from acp_server.protocol.schema import (
     ResourceLinkContentBlock,
     TextContentBlock,
 )
-from runtime import NO_MODEL_MESSAGE, ImagePart, TextPart, plan_prompt
+from runtime import NO_MODEL_MESSAGE, ImagePart, TextPart, info_update, plan_prompt
 from runtime import AuthRequired as RuntimeAuthRequired
 
 if TYPE_CHECKING:
@@ -96,6 +96,7 @@ async def prompt(agent: GatewrightAgent, req: PromptRequest) -> PromptResponse:
                 if session.journal is not None:
                     session.journal.sync()
                 await commands_changed(agent, session)
+                await session.deliver(info_update())  # the session's last activity: now
         return PromptResponse(stop_reason=outcome.stop_reason)  # the runtime's stop reasons are ACP's
 
 

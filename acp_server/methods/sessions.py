@@ -38,6 +38,7 @@ from runtime import (
     CursorError,
     commands,
     connect_servers,
+    info_update,
     new_session_id,
     replay_records,
     revive,
@@ -101,13 +102,14 @@ async def load_session(agent: GatewrightAgent, req: LoadSessionRequest) -> LoadS
     if live is not None:
         # The store is complete (written as it goes): settle the live copy and rebuild from the store.
         await _shut(agent, live)
-    session = _revive(agent, _record(agent, req.session_id), cwd)
+    rec = _record(agent, req.session_id)
+    stored_at = rec.updated_at
+    session = _revive(agent, rec, cwd)
     await _connect_mcp(session, req.mcp_servers)
     for update in replay_records(agent.store.events(session.id)):
-        await session.deliver(update)
+        await session.deliver_replayed(update)
     await send_commands(agent, session)
-    if session.title:
-        await session.deliver(updates.title_update(session.title))
+    await session.deliver(info_update(session.title, stored_at))
     assert session.journal is not None
     if session.journal.last_usage:
         await session.deliver(session.journal.last_usage)

@@ -1,11 +1,12 @@
 """`SessionJournal`: writes one live session (editor or terminal) to the store as its turns go.
 
 Every session-update record the session sends (`runtime.updates`) passes through `record` (the journal is the
-session's only writer):
-message and thought chunks are coalesced in memory and written when something else happens, every other update
-(tool calls and their updates, plans) is written at once. The model context and the session state (mode, model,
-scripted position, steps, usage) are written between steps (`before_step`, the runtime's hook, which also runs
-compaction) and when a turn ends, so a process killed mid-turn loses at most the step it was in.
+session's only writer): message and thought chunks are coalesced in memory and written when something else happens,
+every other update (tool calls and their updates, plans) is written at once. A run of chunks is one message: the
+journal gives it its `messageId` (returned to the sender, stored with the message: `session/load` replays the id seen
+live). The model context and the session state (mode, model, scripted position, steps, usage) are written between
+steps (`before_step`, the runtime's hook, which also runs compaction) and when a turn ends, so a process killed
+mid-turn loses at most the step it was in.
 
 Updates that only describe the session's current state (modes, config options, commands, title, usage) are kept
 in the session row instead of the replay log: `session/load` answers with the current state anyway.
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from runtime.compaction import CompactionSettings, Compactor
 from runtime.models.base import Message, Usage
 from runtime.models.scripted import ScriptedModel
+from runtime.updates import CHUNK_KINDS, MessageIds, new_message_id
 
 if TYPE_CHECKING:
     from runtime.events import EventSink
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("gatewright.journal")
 
-CHUNKS = ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk")
 STATE_ONLY = (
     "available_commands_update",
     "current_mode_update",
@@ -36,6 +37,7 @@ STATE_ONLY = (
     "session_info_update",
     "usage_update",
 )
+_PLAIN_CHUNK = frozenset({"sessionUpdate", "messageId", "content"})
 
 
 class SessionJournal:
@@ -52,7 +54,9 @@ class SessionJournal:
         self.epoch = epoch
         # The history prefix already stored, as the very objects: a rewrite (compaction) shows as a changed prefix.
         self._persisted: list[Message] = list(persisted or [])
+        self.messages = MessageIds()
         self._chunk_kind: str | None = None
+        self._chunk_id = ""
         self._chunk_text: list[str] = []
         state = state or {}
         self.last_usage: dict[str, Any] | None = state.get("last_usage")
@@ -65,37 +69,51 @@ class SessionJournal:
         return int(getattr(info, "context_window", 0) or self.session.options.context_window)
 
     # ---- the replay log ------------------------------------------------------------------------------------------
-    def record(self, update: dict[str, Any]) -> None:
+    def record(self, update: dict[str, Any]) -> dict[str, Any]:
+        """Keep what belongs to the conversation; returns the record to send (a text chunk with its `messageId`)."""
         kind = update.get("sessionUpdate")
         if kind == "usage_update":
             self.last_usage = update
-            return
-        if kind in STATE_ONLY:
-            return
+            return update
+        if kind in STATE_ONLY or kind == "compaction_update" and update.get("status") == "in_progress":
+            return update
         content = update.get("content")
-        if kind in CHUNKS and isinstance(content, dict) and content.get("type") == "text" and len(update) == 2:
-            self.record_text(str(kind), content.get("text", ""))
-            return
+        if (
+            kind in CHUNK_KINDS
+            and isinstance(content, dict)
+            and content.get("type") == "text"
+            and update.keys() <= _PLAIN_CHUNK
+        ):
+            mid = self.record_text(str(kind), content.get("text", ""), update.get("messageId"))
+            return {"sessionUpdate": kind, "messageId": mid, "content": content}
+        self.messages.tag(update)
         self.flush()
         self._write([(str(kind), update)])
+        return update
 
-    def record_text(self, kind: str, text: str) -> None:
-        """A streamed text chunk (the hot path of `record`): merged in memory with the chunks around it."""
-        if kind != self._chunk_kind:
+    def record_text(self, kind: str, text: str, message_id: str | None = None) -> str:
+        """A streamed text chunk (the hot path of `record`): merged in memory with the chunks of the same message.
+        Returns the message's id (`MessageIds`)."""
+        mid = self.messages.of(kind, message_id)
+        if mid != self._chunk_id or self._chunk_kind is None:
             self.flush()
-            self._chunk_kind = kind
+            self._chunk_kind, self._chunk_id = kind, mid
         self._chunk_text.append(text)
+        return mid
 
-    def record_prompt(self, blocks: list[Any]) -> None:
-        """The user's prompt, as the content blocks the client sent (replayed as `user_message_chunk`s)."""
+    def record_prompt(self, blocks: list[Any]) -> str:
+        """The user's prompt, as the content blocks the client sent (replayed as `user_message_chunk`s of one
+        message); returns its `messageId`."""
         self.flush()
+        mid = self.messages.of("user_message_chunk", new_message_id())
         self._write(
             [
-                ("user_message_chunk", {"sessionUpdate": "user_message_chunk", "content": b})
+                ("user_message_chunk", {"sessionUpdate": "user_message_chunk", "messageId": mid, "content": b})
                 for b in blocks
                 if isinstance(b, dict)
             ]
         )
+        return mid
 
     def flush(self) -> None:
         if self._chunk_kind is None:
@@ -103,7 +121,8 @@ class SessionJournal:
         kind, text = self._chunk_kind, "".join(self._chunk_text)
         self._chunk_kind, self._chunk_text = None, []
         if text:
-            self._write([(kind, {"sessionUpdate": kind, "content": {"type": "text", "text": text}})])
+            chunk = {"sessionUpdate": kind, "messageId": self._chunk_id, "content": {"type": "text", "text": text}}
+            self._write([(kind, chunk)])
 
     def _write(self, events: list[tuple[str, dict[str, Any]]]) -> None:
         try:

@@ -20,7 +20,6 @@ import builtins
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +29,7 @@ from runtime import secrets
 from runtime.models.base import Message
 from runtime.store import db
 from runtime.store.codec import decode_message, encode_message
+from runtime.updates import iso8601
 
 DEFAULT_PAGE_SIZE = 50
 
@@ -51,10 +51,6 @@ class SessionRecord:
     @property
     def updated_iso(self) -> str:
         return iso8601(self.updated_at)
-
-
-def iso8601(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class CursorError(ValueError):

@@ -132,7 +132,9 @@ async def test_session_cancel_while_a_permission_is_pending_runs_nothing_and_ans
         n = len(client.updates)
         await asyncio.sleep(0.3)
         assert len(client.updates) == n, "no update may follow the prompt's answer"
-        assert client.updates[-1].status == "failed"
+        calls = [u for u in client.updates if u.session_update == "tool_call_update"]
+        assert calls[-1].status == "failed"
+        assert client.updates[-1].session_update == "session_info_update"  # the turn's last activity, then the answer
     assert not (ws / "x.txt").exists()
 
 
