@@ -114,20 +114,21 @@ def test_usage_carries_the_cost_when_the_model_has_prices_and_info_updates_say_w
     assert infos[-1]["updatedAt"].endswith("Z") and infos[-1]["updatedAt"] >= infos[0]["updatedAt"]
 
 
-def _long_conversation(agent, sid: str, n: int = 8) -> None:
-    filler = "lorem ipsum dolor sit amet " * 70  # ~470 tokens per prompt
-    for i in range(n):
-        assert agent.prompt(sid, f"message {i}: {filler}")["result"]["stopReason"] == "end_turn"
-
-
-def test_a_compaction_is_shown_as_one_to_a_client_that_advertises_it(inproc, tmp_path, workspace):
+def _compacted(inproc, tmp_path: Path, workspace: Path, caps: dict) -> tuple:
+    """A conversation long enough to be compacted (the checkpoint names PLUM), for a client with `caps`."""
     checkpoint = json.dumps({"goal": "keep talking", "criticalContext": ["the magic word is PLUM"]})
     model = write_script(tmp_path / "m.json", [{"text": checkpoint} for _ in range(40)])
     agent = inproc("--model", f"scripted:{model}", env={"GATEWRIGHT_CONTEXT_WINDOW": "4000"})
-    agent.initialize(COMPACTION)
+    agent.initialize(caps)
     sid = agent.new_session(workspace)
-    _long_conversation(agent, sid)
-    ups = agent.updates(sid)
+    filler = "lorem ipsum dolor sit amet " * 70  # ~470 tokens per prompt
+    for i in range(8):
+        assert agent.prompt(sid, f"message {i}: {filler}")["result"]["stopReason"] == "end_turn"
+    return agent, sid, agent.updates(sid)
+
+
+def test_a_compaction_is_shown_as_one_to_a_client_that_advertises_it(inproc, tmp_path, workspace):
+    agent, sid, ups = _compacted(inproc, tmp_path, workspace, COMPACTION)
     compactions = [u for u in ups if u["sessionUpdate"].startswith("compaction_")]
     first = compactions[0]["compactionId"]
     one = [u for u in compactions if u["compactionId"] == first]
@@ -144,13 +145,7 @@ def test_a_compaction_is_shown_as_one_to_a_client_that_advertises_it(inproc, tmp
 
 
 def test_a_client_without_the_compaction_capability_gets_todays_words(inproc, tmp_path, workspace):
-    checkpoint = json.dumps({"goal": "keep talking"})
-    model = write_script(tmp_path / "m.json", [{"text": checkpoint} for _ in range(40)])
-    agent = inproc("--model", f"scripted:{model}", env={"GATEWRIGHT_CONTEXT_WINDOW": "4000"})
-    agent.initialize(NOTICES)
-    sid = agent.new_session(workspace)
-    _long_conversation(agent, sid)
-    ups = agent.updates(sid)
+    agent, sid, ups = _compacted(inproc, tmp_path, workspace, NOTICES)
     assert not [u for u in ups if u["sessionUpdate"].startswith("compaction_")]
     assert [u["title"] for u in ups if u["sessionUpdate"] == "notice"][:1] == ["Context compacted"]
     assert not [u for u in load(agent, sid, workspace) if u["sessionUpdate"].startswith("compaction_")]
