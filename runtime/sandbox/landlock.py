@@ -11,7 +11,9 @@ What a ruleset handles (everything not granted by a rule is denied):
   `REFER` (ABI 2) is handled and granted on writable trees, so renames inside them work (ABI 1 refuses every
   rename between directories); `TRUNCATE` (ABI 3) goes with writes.
 - TCP (ABI 4): `bind` and `connect` handled with no rule when the network is off; not handled at all when on.
-  Landlock has no UDP or raw-socket control: the network namespace is what cuts those (see `child`).
+  When `[sandbox] network` limits a command and there is no network namespace, only `connect` is handled, with one
+  rule: the port of the proxy (`proxy`). Such a rule matches the port on every address, and Landlock has no UDP or
+  raw-socket control: the network namespace is what cuts those (see `child`).
 - scopes (ABI 6): signals and abstract unix sockets cannot reach outside the sandbox's domain.
 - ptrace (every ABI): a sandboxed process cannot trace, or open the `/proc/<pid>/fd`, `mem`, `environ` of, any
   process outside its domain (the agent included).
@@ -85,6 +87,10 @@ class _RulesetAttr(ctypes.Structure):
 class PathBeneathAttr(ctypes.Structure):
     _pack_ = 1  # __attribute__((packed)) in the uapi header: 12 bytes
     _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
+
+
+class NetPortAttr(ctypes.Structure):
+    _fields_ = (("allowed_access", ctypes.c_uint64), ("port", ctypes.c_uint64))
 
 
 _abi: int | None = None
@@ -170,10 +176,17 @@ HANDLES = _Handles()
 class Ruleset:
     """An open ruleset fd (close-on-exec; the child that enforces it inherits it across `fork` only)."""
 
-    def __init__(self, version: int, *, network: bool) -> None:
+    def __init__(self, version: int, *, network: bool, connect_ports: tuple[int, ...] = ()) -> None:
+        """`network`: TCP is not handled at all; `connect_ports` (ABI 4+): only connecting is handled, and allowed to
+        these ports (on any address); neither: no TCP bind or connect."""
         self.version = version
         self.fs = handled_fs(version)
-        net = 0 if network or version < 4 else NET_BIND_TCP | NET_CONNECT_TCP
+        if version < 4 or (network and not connect_ports):
+            net = 0
+        elif connect_ports:
+            net = NET_CONNECT_TCP
+        else:
+            net = NET_BIND_TCP | NET_CONNECT_TCP
         scoped = SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL if version >= 6 else 0
         # Older kernels reject a larger struct with unknown (even zero) fields: pass only the size they know.
         size = 8 if version < 4 else 16 if version < 6 else 24
@@ -188,6 +201,12 @@ class Ruleset:
         self._attr = PathBeneathAttr(0, -1)
         self._attr_ref = ctypes.byref(self._attr)
         self._zero = ctypes.c_uint32(0)
+        for port in connect_ports if net else ():
+            rule = NetPortAttr(NET_CONNECT_TCP, port)
+            args = (ctypes.c_long(lc.landlock_nrs[1]), ctypes.c_int(fd), ctypes.c_int(RULE_NET_PORT))
+            if lc.syscall(*args, ctypes.byref(rule), self._zero) < 0:
+                os.close(fd)
+                check(-1, f"landlock rule for TCP port {port}")
 
     def allow(self, path: str, rights: int) -> bool:
         """Grant `rights` beneath `path` (or on the file itself). False when the path does not exist."""
@@ -220,6 +239,14 @@ class Ruleset:
         attr.parent_fd = fd
         if self._add_rule(*self._add_args, self._attr_ref, self._zero) < 0:
             check(-1, f"landlock rule {what or fd}")
+
+    def restrict_self(self) -> None:
+        """Enforce the ruleset on the calling thread (no-new-privs must be set), then close it."""
+        lc = libc()
+        assert lc.landlock_nrs is not None
+        if lc.syscall(ctypes.c_long(lc.landlock_nrs[2]), ctypes.c_int(self.fd), ctypes.c_uint32(0)) != 0:
+            check(-1, "landlock_restrict_self")
+        self.close()
 
     def close(self) -> None:
         if self.fd >= 0:

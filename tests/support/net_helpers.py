@@ -1,0 +1,89 @@
+"""Local servers for the network-by-name tests: HTTP servers on 127.0.0.1 that record what reached them, a UDP
+listener, and a config file with `[sandbox] network`."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: RecordingServer
+
+    def do_GET(self) -> None:
+        self.server.requests.append((self.command, self.path, self.headers.get("Host") or ""))
+        body = f"{self.server.name} answered {self.path}\n".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class RecordingServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, name: str) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.name = name
+        self.requests: list[tuple[str, str, str]] = []
+        self.accepted = 0
+
+    def get_request(self) -> tuple[socket.socket, object]:
+        got = super().get_request()
+        self.accepted += 1  # every TCP connection that reached it, a request or not
+        return got
+
+    @property
+    def port(self) -> int:
+        return int(self.server_address[1])
+
+
+@contextmanager
+def http_servers(*names: str) -> Iterator[list[RecordingServer]]:
+    servers = [RecordingServer(n) for n in names]
+    threads = [threading.Thread(target=s.serve_forever, args=(0.05,), daemon=True) for s in servers]
+    for t in threads:
+        t.start()
+    try:
+        yield servers
+    finally:
+        for s in servers:
+            s.shutdown()
+            s.server_close()
+
+
+@contextmanager
+def udp_listener() -> Iterator[socket.socket]:
+    """A UDP socket on 127.0.0.1 (read it with a timeout: what a sandboxed command sent, if anything)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield sock
+    finally:
+        sock.close()
+
+
+def received(sock: socket.socket) -> list[bytes]:
+    """The datagrams that reached `sock` before now: a sentinel sent from here marks "now" (loopback keeps the
+    order), so nothing is waited for but the sentinel itself."""
+    sentinel = b"sentinel-" + socket.gethostname().encode()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(sentinel, sock.getsockname())
+    sock.settimeout(10)
+    out = []
+    while (data := sock.recv(65536)) != sentinel:
+        out.append(data)
+    return out
+
+
+def network_config(path: Path, hosts: list[str], extra: str = "") -> Path:
+    entries = ", ".join(f'"{h}"' for h in hosts)
+    path.write_text(f"[sandbox]\nnetwork = [{entries}]\n{extra}", encoding="utf-8")
+    return path
