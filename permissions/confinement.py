@@ -12,6 +12,12 @@ The rule (docs/sandbox.md's matrix documents it for users):
 - Paths outside the workspace, and protected paths inside it (`.git/`, the agent's settings), are reachable only when
   the call named them and was allowed with them in view: reads of every such path it named, writes of those it
   named as written (never for a proven read-only call).
+
+Network by name: when the user's config names hosts (`[sandbox] network`, `CallFacts.network_hosts`), a call that
+has the network reaches only those, through the sandbox's proxy; a call without the network is not changed by it.
+Where the sandbox cannot hold that limit (no network namespace: UDP, DNS included, is not blocked and Landlock's TCP
+rule matches the proxy's port on every address; or nothing restricts TCP at all), the runtime says so in
+`CallFacts.network_unheld`, and the policy asks before such a call runs in every mode (`policy.decide`).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ class Confinement:
     network: bool = False
     extra_read: tuple[str, ...] = ()  # resolved paths outside the baseline readable set the call may read
     extra_write: tuple[str, ...] = ()  # resolved outside or protected paths the call may write
+    hosts: tuple[str, ...] | None = None  # with `network`: the only hosts it may reach (None: every host)
 
     @property
     def read_only(self) -> bool:
@@ -48,4 +55,4 @@ def confinement_for(facts: CallFacts, mode: ApprovalMode | None) -> Confinement:
         return Confinement(write=False, network=False, extra_read=reads)
     reads = tuple(dict.fromkeys(p.path for p in facts.paths if p.klass != "inside"))
     writes = tuple(dict.fromkeys(p.path for p in facts.paths if p.klass != "inside" and p.writes))
-    return Confinement(write=True, network=True, extra_read=reads, extra_write=writes)
+    return Confinement(write=True, network=True, extra_read=reads, extra_write=writes, hosts=facts.network_hosts)

@@ -47,6 +47,8 @@ class CallFacts:
     the workspace root written as a placeholder (what an "everywhere" rule binds to), and `root` is the workspace
     root the paths were resolved against. A key carries everything that decides the call's effect (a command and its
     working directory, a file's resolved path and a digest of the new content, the input sent to a process).
+    `network_hosts` is the user's `[sandbox] network` (None: not limited); `network_unheld`, for a call that starts
+    a process, why the sandbox cannot hold that limit here ("" when it can, or when it does not apply).
     """
 
     tool: str
@@ -59,6 +61,8 @@ class CallFacts:
     portable_key: str = ""
     root: str = ""
     secrets: tuple[str, ...] = ()
+    network_hosts: tuple[str, ...] | None = None
+    network_unheld: str = ""
 
     @property
     def session_only(self) -> bool:
@@ -157,6 +161,9 @@ def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleSource | None
         reasons.append(f"{protected[0].path} is a protected path")
     if facts.dangerous:
         reasons.append(facts.dangerous[0])
+    if facts.network_unheld and facts.effect == "execute" and not facts.proven_read_only:
+        # It would get the network, which the sandbox cannot limit to [sandbox] network here: asked in every mode.
+        reasons.append(facts.network_unheld)
     if mode == "manual":
         reasons.append("manual mode asks for every call")
     elif mode == "safe" and not harmless:

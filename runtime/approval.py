@@ -42,6 +42,8 @@ def make_describer(registry: ToolRegistry) -> Callable[[ToolCall, ToolContext], 
             path_facts.append(PathFact(r.path, r.klass, writes))
         proven_read_only, dangerous = tool.analyse(call.arguments, ws)
         key = tool.rule_key(call.arguments, ws)
+        hosts = _sandbox().network_hosts()
+        unheld = _sandbox().network_unheld() if hosts is not None and tool.starts_process(call.arguments) else ""
         facts = CallFacts(
             tool=call.name,
             effect=tool.effect(call.arguments),
@@ -53,6 +55,8 @@ def make_describer(registry: ToolRegistry) -> Callable[[ToolCall, ToolContext], 
             portable_key=portable_key(key, ws.cwd),
             root=ws.cwd,
             secrets=tuple(held),
+            network_hosts=hosts,
+            network_unheld=unheld,
         )
         # A fresh description reads afresh: what the question shows is the file as it is now.
         clear_call_scratch(ctx.state, ctx.call_id)

@@ -135,6 +135,10 @@ class Spawned:
         """What the tool output should say about the sandbox, if anything."""
         return "; ".join(self.child.notes) or None
 
+    def refused(self) -> list[str]:
+        """The connections `[sandbox] network` refused it so far, one line each."""
+        return self.child.refused()
+
     def close(self) -> None:
         for fd in (self.stdout, self.stderr):
             if fd is not None:
@@ -183,6 +187,11 @@ def spawn(
     """
     _check_command(argv[0], env, cwd)
     spawner = Spawner.get()
+    # Under [sandbox] network the command's endpoint on the proxy comes first: the spec then names the proxy's
+    # port, which the proxy variables point at. No proxy, no command (never one with the whole network instead).
+    net = spawner.net_limit(spec) if spec is not None and spec.limited else None
+    if net is not None:
+        spec = net.spec
     child_env = sandbox.child_env(dict(env), spec)
     ours: dict[str, int | None] = {"stdin": None, "stdout": None, "stderr": None}
     theirs: dict[str, int | None] = {"stdin": None, "stdout": None, "stderr": None}
@@ -222,6 +231,7 @@ def spawn(
                 stdout=theirs["stdout"],
                 stderr=theirs["stderr"],
                 cwd_fd=cwd_fd,
+                proxy=net.channel if net is not None else None,
             )
         except BaseException:
             os.close(report_r)
@@ -230,11 +240,15 @@ def spawn(
         for fd in ours.values():
             if fd is not None:
                 os.close(fd)
+        if net is not None:
+            net.close()
         raise
     finally:
         for fd in owned:
             os.close(fd)
-    child = Child(pid, pidfd, report_r, spawner.caps, notes)
+        if net is not None:
+            net.release_channel()  # the spawn's init has its own copy
+    child = Child(pid, pidfd, report_r, spawner.caps, notes, net)
     register_group(pid)
     return Spawned(child, ours["stdin"], ours["stdout"], ours["stderr"])
 
@@ -321,6 +335,7 @@ class ExecResult:
     duration_ms: int
     truncated: bool
     leftovers_killed: bool  # background children of the command were still running after it exited
+    refused: tuple[str, ...] = ()  # the connections `[sandbox] network` refused it, one line each
 
 
 async def run_exec(
@@ -409,6 +424,7 @@ async def run_exec(
                     await child.wait()
             if note is not None and child.note():
                 note.append(child.note() or "")
+            refused = tuple(child.refused())
             child.close()
     rc = child.returncode
     sig = -rc if rc is not None and rc < 0 else None
@@ -422,6 +438,7 @@ async def run_exec(
         duration_ms=int((time.monotonic() - started) * 1000),
         truncated=bool(out.dropped or err.dropped),
         leftovers_killed=child.leftovers and not timed_out,
+        refused=refused,
     )
 
 
@@ -480,6 +497,7 @@ class BackgroundProcess:
     ended_at: float | None = None
     stop_requested: bool = False
     threads: list[threading.Thread] = field(default_factory=list)
+    spec: SandboxSpec | None = None
 
     @property
     def pid(self) -> int:
@@ -496,7 +514,7 @@ class BackgroundProcess:
         return "stopped" if self.stop_requested else "exited"
 
     def info(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "processId": self.id,
             "command": self.command,
             "cwd": self.cwd,
@@ -507,6 +525,10 @@ class BackgroundProcess:
             "endedAt": self.ended_at,
             "logSize": self.log.end,
         }
+        refused = self.child.refused()
+        if refused:
+            out["refusedConnections"] = refused
+        return out
 
 
 class ProcessLimit(Exception):
@@ -553,7 +575,9 @@ class ProcessTable:
         child = spawn(
             argv, cwd=cwd, env=env, cwd_fd=cwd_fd, spec=spec, grace=None, stdin=PIPE, stdout=PIPE, stderr=STDOUT
         )
-        proc = BackgroundProcess(f"proc_{next(_ids)}", command, cwd, child, RingLog(self.log_capacity), time.time())
+        proc = BackgroundProcess(
+            f"proc_{next(_ids)}", command, cwd, child, RingLog(self.log_capacity), time.time(), spec=spec
+        )
         self._procs[proc.id] = proc
         proc.threads = [
             threading.Thread(target=_pump_log, args=(proc,), name=f"gw-log-{proc.id}", daemon=True),

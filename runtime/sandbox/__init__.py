@@ -8,6 +8,8 @@
 - `baseline_readable(path)`: reads the sandbox always allows (the policy need not ask for them).
 - `grants`: what the user's `[sandbox]` table lets every command also read and write, and the toolchains'
   per-project caches.
+- `configure_network(hosts)` / `network_hosts()`: the user's `[sandbox] network` (None: every host), set once at
+  start-up; `network_unheld()`: why this system cannot hold it ("" when a network namespace can).
 - `session_tmpdir(session_id)` / `remove_session_tmpdir`: the per-session private temp dir (`TMPDIR`).
 - `client.Spawner`: the agent's connection to the sandbox helper (`helper`), which forks every sandboxed child
   (`child`); `runtime.processes` is its only user.
@@ -49,7 +51,10 @@ __all__ = [
     "baseline_readable",
     "build_spec",
     "child_env",
+    "configure_network",
     "harden_agent",
+    "network_hosts",
+    "network_unheld",
     "prestart",
     "remove_all_tmpdirs",
     "remove_session_tmpdir",
@@ -107,6 +112,36 @@ def support() -> Support:
     except OSError as exc:
         return Support(reason=f"the sandbox helper did not start ({exc})")
     return Support(spawner.caps.landlock_abi, spawner.caps.namespaces, forced=spawner.forced, reason=spawner.why)
+
+
+_network: list[tuple[str, ...] | None] = [None]
+
+
+def configure_network(hosts: tuple[str, ...] | None) -> None:
+    """Once at start-up: the config file's `[sandbox] network` (None: commands with the network reach every host)."""
+    _network[0] = None if hosts is None else tuple(hosts)
+
+
+def network_hosts() -> tuple[str, ...] | None:
+    return _network[0]
+
+
+def network_unheld() -> str:
+    """Why the sandbox cannot hold `[sandbox] network` on this system, in one line ("" when it can: a command then
+    gets a network namespace whose only way out is the proxy)."""
+    found = support()
+    if found.namespaces:
+        return ""
+    if found.landlock_abi >= 4:
+        return (
+            "[sandbox] network is not fully held here (no network namespace): UDP, DNS included, is not blocked, "
+            "and TCP is allowed to the proxy's port on every address"
+        )
+    why = f"Landlock ABI {found.landlock_abi} has no TCP rules" if found.active else "no sandbox"
+    return (
+        f"[sandbox] network is not held here (no network namespace, {why}): a command that ignores the proxy "
+        "variables reaches every host"
+    )
 
 
 def prestart() -> None:

@@ -2,7 +2,9 @@
 as an isolated interpreter of the install, `boot`; `python -m runtime.sandbox` by hand runs the same `main`).
 
 It applies the sandbox the agent described (`launcher_env`): the same namespaces, read-only protected paths and
-Landlock a local spawn gets, then runs the command and exits the way it did. It refuses to run anything without a
+Landlock a local spawn gets, then runs the command and exits the way it did. Under `[sandbox] network` with
+namespaces it first connects to the one-shot socket of the agent's network proxy (`proxy_path`) and hands that
+channel to the namespace's init, as the helper does for its spawns. It refuses to run anything without a
 spec: a launcher started by hand, or by an editor that mangled the arguments, must not run a command unconfined. If
 the agent has already exited, nothing runs either; if it exits later, the namespace's init ends the command (with
 namespaces; without them the command is on its own once exec'd).
@@ -13,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import socket
 import sys
 
 from runtime.sandbox.child import FORWARDED, SETUP_FAILED, SETUP_PREFIX, Capabilities, Plan
@@ -44,10 +47,24 @@ def main(argv: list[str] | None = None) -> int:
                 raise ProcessLookupError(agent[0])
         except OSError:
             return _refuse("the agent that asked for this command is gone")
+    channel = None
+    if spec.limited and ns:
+        try:
+            channel = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            channel.connect(spec.proxy_path or "")
+        except OSError as exc:
+            return _refuse(f"the network proxy cannot be reached ({exc.strerror or exc})")
     report_r, report_w = os.pipe()
     try:
         plan = Plan(
-            command, dict(os.environ), spec, Capabilities(abi, ns), cwd=os.getcwd(), report_w=report_w, grace=spec.grace
+            command,
+            dict(os.environ),
+            spec,
+            Capabilities(abi, ns),
+            cwd=os.getcwd(),
+            report_w=report_w,
+            grace=spec.grace,
+            proxy_fd=channel.fileno() if channel is not None else None,
         )
     except OSError as exc:
         return _refuse(f"the sandbox could not be prepared ({exc})")
@@ -60,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         plan.close()
         os.close(report_w)
+        if channel is not None:
+            channel.close()  # the init has its own: the endpoint ends with it
     return _follow(init, report_r)
 
 

@@ -21,6 +21,11 @@ code between fork and exec in a threaded process can deadlock. With namespaces a
   and double forks cannot escape. I is in the command's Landlock domain and not dumpable; the command has no
   capability in the user namespace I's memory belongs to, so it cannot read or trace it.
 
+Under `[sandbox] network` I also brings up the loopback of its new network namespace, listens on
+`127.0.0.1:<proxy_port>` there and hands that listening socket to the helper's proxy (`proxy`) over the channel it
+was given; the proxy accepts on it directly, so the proxy is the namespace's only way out. I keeps its end of the
+channel (never the command) until it ends, which ends the proxy's endpoint too.
+
 Without namespaces the helper forks the command itself: `PDEATHSIG`, no-new-privs and Landlock, then exec; the
 helper reports its exit and ends what it left behind (`helper`).
 
@@ -36,6 +41,7 @@ import ctypes
 import os
 import select
 import signal
+import socket
 import time
 from collections.abc import Callable, Sequence
 
@@ -67,6 +73,8 @@ SETUP_FAILED = 126  # the exit status of a spawn whose sandbox could not be set 
 SETUP_PREFIX = b"gatewright sandbox: "
 # I's parent-death signal: a real-time signal nobody else sends, so it cannot be mistaken for one to pass on.
 PARENT_DIED = signal.SIGRTMIN + 3
+# <linux/sockios.h>, <net/if.h>: the interface flags of `lo`, and struct ifreq's size.
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP, IFREQ = 0x8913, 0x8914, 0x1, "16sH22x"
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
 WAITED = frozenset((*FORWARDED, signal.SIGCHLD, PARENT_DIED))
 # Python ignores these at start-up; a command must get them at their default.
@@ -113,6 +121,7 @@ class Plan:
         grace: float | None,
         stdio: tuple[int, int, int] | None = None,
         cwd_fd: int | None = None,
+        proxy_fd: int | None = None,
     ) -> None:
         self.argv = list(argv)
         self.env = env
@@ -121,6 +130,8 @@ class Plan:
         self.namespaces = caps.namespaces
         self.cwd = cwd
         self.cwd_fd = cwd_fd
+        self.proxy_fd = proxy_fd  # under [sandbox] network with namespaces: the channel to the proxy
+        self._channel: socket.socket | None = None
         self.report_w = report_w
         self.grace = grace
         self.stdio = stdio
@@ -147,7 +158,9 @@ class Plan:
         spec = self.spec
         abi = self.caps.landlock_abi
         if spec is not None and abi > 0:
-            rs = self.ruleset = landlock.Ruleset(abi, network=spec.network)
+            # Without a network namespace, a limited command may connect to the proxy's port only (on any address).
+            ports = (spec.proxy_port,) if spec.limited and not self.namespaces and spec.proxy_port else ()
+            rs = self.ruleset = landlock.Ruleset(abi, network=spec.network, connect_ports=ports)
             base = set(baseline())
             rs.allow_cached([p for p in spec.read if p in base], landlock.READ)
             rs.allow_all([p for p in spec.read if p not in base], landlock.READ)
@@ -166,8 +179,10 @@ class Plan:
         if not self.namespaces:
             return
         flags = CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWIPC
-        if spec is not None and not spec.network:
+        if spec is not None and (not spec.network or spec.limited):
             flags |= CLONE_NEWNET
+        if spec is not None and spec.limited and (self.proxy_fd is None or not spec.proxy_port):
+            raise OSError("the command's way to the network proxy is missing")
         self._flags = flags
         if spec is None:
             return
@@ -240,7 +255,8 @@ class Plan:
             for target, fd in enumerate(self.stdio):
                 os.dup2(fd, target)
         rs_fd = self.ruleset.fd if self.ruleset is not None else -1
-        self._close_except((0, 1, 2, self.report_w, rs_fd, *keep, *((self.cwd_fd,) if self.cwd_fd is not None else ())))
+        mine = tuple(fd for fd in (self.cwd_fd, self.proxy_fd) if fd is not None)
+        self._close_except((0, 1, 2, self.report_w, rs_fd, *keep, *mine))
         if self.cwd_fd is not None:
             st = os.fstat(self.cwd_fd)
             self._cwd_id = (st.st_dev, st.st_ino)
@@ -298,6 +314,8 @@ class Plan:
         self._stdio_and_cwd((parent_pidfd, *keep, *((agent_pidfd,) if agent_pidfd is not None else ())))
         self._enter_namespaces()
         self._cwd_in_namespace()
+        if self.spec is not None and self.spec.limited:
+            self._way_out()
         self._enforce()
         os.set_inheritable(self.report_w, False)  # the command must not be able to write the agent a report
         try:
@@ -309,7 +327,7 @@ class Plan:
                 os.write(2, f"{self.argv[0]}: {exc.strerror or exc}\n".encode("utf-8", "replace"))
             self._report(b"S%d" % (127 << 8))
             os._exit(0)
-        self._close_except((self.report_w, *((agent_pidfd,) if agent_pidfd is not None else ())))
+        self._close_except(tuple(fd for fd in (self.report_w, agent_pidfd, self.proxy_fd) if fd is not None))
         status = self._reap(cpid, agent_pidfd)
         if status is not None:
             self._report(b"S%d" % status)
@@ -350,6 +368,27 @@ class Plan:
             and lc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=1777") == 0
         ):
             self.ruleset.allow("/dev/shm", self._shm_rule)  # noqa: S108 - a private mount, just made
+
+    def _way_out(self) -> None:
+        """In I, under `[sandbox] network`: the namespace's loopback up, and a listener on the proxy port handed to
+        the proxy, the only way out of this network namespace."""
+        import fcntl
+        import struct
+
+        assert self.spec is not None and self.proxy_fd is not None and self.spec.proxy_port
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+                got = fcntl.ioctl(s.fileno(), SIOCGIFFLAGS, struct.pack(IFREQ, b"lo", 0))
+                flags = struct.unpack(IFREQ, got)[1]
+                fcntl.ioctl(s.fileno(), SIOCSIFFLAGS, struct.pack(IFREQ, b"lo", flags | IFF_UP))
+            os.set_inheritable(self.proxy_fd, False)  # the channel is I's, never the command's
+            self._channel = socket.socket(fileno=self.proxy_fd)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+                listener.bind(("127.0.0.1", self.spec.proxy_port))
+                listener.listen(128)
+                socket.send_fds(self._channel, [b"L"], [listener.fileno()])
+        except OSError as exc:
+            self._fail(f"the way to the network proxy: {exc.strerror or exc}")
 
     def _enforce(self) -> None:
         rs = self.ruleset

@@ -6,6 +6,11 @@
 namespace's init, or the command itself without namespaces: its handle; the init passes signals on to every process
 of the namespace), its report pipe, and the agent's ends of its stdio pipes. The helper ends every spawn when the
 agent's end of the socket closes, however the agent ends.
+
+Under `[sandbox] network`, `Spawner.net_limit(spec)` opens the command's endpoint on the network proxy (started by
+the helper on first use, `ProxyControl`) and returns a `NetLimit`: the spec with the proxy's way in filled in, the
+channel to hand to the spawn, and the refusals the proxy notes for the tool result. Nothing of it runs without the
+setting.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import socket
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from runtime.sandbox.boot import HELPER_BOOT, interpreter
 from runtime.sandbox.child import Capabilities
@@ -32,11 +38,124 @@ class SandboxError(OSError):
     """The sandbox of a spawn could not be set up: the command did not run."""
 
 
+class ProxyControl:
+    """The agent's control socket to its network proxy (`runtime.sandbox.proxy`)."""
+
+    def __init__(self, sock: socket.socket, pid: int) -> None:
+        self.sock = sock
+        self.pid = pid
+        self.lock = threading.Lock()
+        self.sock.settimeout(5.0)
+        self.dead = False
+
+    def request(self, msg: dict[str, object], fds: Sequence[int] = ()) -> tuple[dict[str, object], int | None]:
+        try:
+            with self.lock:
+                socket.send_fds(self.sock, [json.dumps(msg).encode()], list(fds))
+                data, got, _, _ = socket.recv_fds(self.sock, 65536, 1)
+        except OSError as exc:
+            self.dead = True
+            raise SandboxError(f"the network proxy failed ({exc})") from None
+        if not data:
+            self.dead = True
+            raise SandboxError("the network proxy is gone")
+        answer = json.loads(data)
+        if "error" in answer:
+            for fd in got:
+                os.close(fd)
+            raise SandboxError(f"the network proxy refused: {answer['error']}")
+        return answer, got[0] if got else None
+
+    def close(self) -> None:
+        self.dead = True
+        with contextlib.suppress(OSError):
+            self.sock.close()
+
+
+# Inside the command's own network namespace the port is free for the taking; this range avoids the ephemeral
+# ports (32768+) and the usual development servers' ports.
+_NS_PORTS = (20000, 30000)
+
+
+class NetLimit:
+    """One command's endpoint on the network proxy: how the command reaches it, and what it refused the command."""
+
+    def __init__(self, control: ProxyControl, spec: SandboxSpec, *, namespaces: bool, launcher: bool) -> None:
+        self.control = control
+        self.channel: int | None = None  # for the spawn request (handed to the helper, then closed here)
+        notes_r, notes_w = os.pipe()
+        os.set_blocking(notes_r, False)
+        self.notes_r = notes_r
+        self._buf = b""
+        self.refusals: dict[str, str] = {}  # "host:port" -> the line the command got
+        kind = "tcp" if not namespaces else "path" if launcher else "pair"
+        try:
+            answer, fd = control.request({"op": "open", "kind": kind, "hosts": list(spec.hosts or ())}, [notes_w])
+        except BaseException:
+            os.close(notes_r)
+            raise
+        finally:
+            os.close(notes_w)
+        self.id = int(str(answer["id"]))
+        self.channel = fd
+        port = (
+            int(str(answer["port"]))
+            if "port" in answer
+            else _NS_PORTS[0] + int.from_bytes(os.urandom(2), "big") % (_NS_PORTS[1] - _NS_PORTS[0])
+        )
+        path = str(answer["path"]) if "path" in answer else None
+        self.spec = spec.through_proxy(port, path)
+
+    def refused(self) -> list[str]:
+        """The refusals so far, one line each (`gatewright: example.com is not in [sandbox] network`)."""
+        while self.notes_r >= 0:
+            try:
+                chunk = os.read(self.notes_r, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            self._buf += chunk
+            *lines, self._buf = self._buf.split(b"\n")
+            for line in lines:
+                target, _, text = line.decode("utf-8", "replace").partition("\t")
+                self.refusals.setdefault(target, text)
+        return list(self.refusals.values())
+
+    def release_channel(self) -> None:
+        if self.channel is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.channel)
+            self.channel = None
+
+    def close(self) -> None:
+        """End the endpoint (and every connection it still has); the refusals stay readable."""
+        self.refused()
+        self.release_channel()
+        if self.notes_r >= 0:
+            os.close(self.notes_r)
+            self.notes_r = -1
+        if not self.control.dead:
+            with contextlib.suppress(SandboxError):
+                self.control.request({"op": "close", "id": self.id})
+
+
 class Child:
     """One spawn, followed through its report pipe (see `runtime.sandbox.child` for the lines)."""
 
-    def __init__(self, pid: int, pidfd: int, report_fd: int, caps: Capabilities, notes: Sequence[str]) -> None:
+    def __init__(
+        self,
+        pid: int,
+        pidfd: int,
+        report_fd: int,
+        caps: Capabilities,
+        notes: Sequence[str],
+        net: NetLimit | None = None,
+    ) -> None:
         self.pid = pid
+        self.net = net
         self.pidfd = pidfd
         self.report_fd = report_fd
         self.namespaces = caps.namespaces
@@ -136,12 +255,18 @@ class Child:
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
 
+    def refused(self) -> list[str]:
+        """The connections the network proxy refused this spawn (`[sandbox] network`), one line each."""
+        return self.net.refused() if self.net is not None else []
+
     def close(self) -> None:
         for fd in (self.pidfd, self.report_fd):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
         self.pidfd = self.report_fd = -1
+        if self.net is not None:
+            self.net.close()
 
 
 class Spawner:
@@ -169,6 +294,7 @@ class Spawner:
             theirs.close()
         self.sock = ours
         self.lock = threading.Lock()
+        self._proxy: ProxyControl | None = None
         # A helper that stops answering must not hang the agent's event loop: its answers take milliseconds.
         self.sock.settimeout(30.0)
         try:
@@ -200,6 +326,8 @@ class Spawner:
             insts = list(cls._instances.values())
             cls._instances.clear()
         for inst in insts:
+            if inst._proxy is not None:
+                inst._proxy.close()
             with contextlib.suppress(OSError):
                 inst.sock.close()
         for inst in insts:
@@ -219,6 +347,7 @@ class Spawner:
         stdout: int | None = None,
         stderr: int | None = None,
         cwd_fd: int | None = None,
+        proxy: int | None = None,
     ) -> tuple[int, int, list[str]]:
         """Ask the helper for one spawn. Returns (its pid, a pidfd of it, notes for the tool output).
 
@@ -226,7 +355,7 @@ class Spawner:
             SandboxError: the helper refused (a bad spec, a failed fork).
         """
         names, fds = ["report"], [report_w]
-        for name, fd in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr), ("cwd", cwd_fd)):
+        for name, fd in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr), ("cwd", cwd_fd), ("proxy", proxy)):
             if fd is not None:
                 names.append(name)
                 fds.append(fd)
@@ -240,9 +369,13 @@ class Spawner:
                 "spec": spec.to_json() if spec is not None else None,
             }
         ).encode()
+        answer, got = self._request(msg, fds)
+        return int(answer["pid"]), got[0], list(answer.get("notes") or ())
+
+    def _request(self, msg: bytes, fds: Sequence[int]) -> tuple[dict[str, Any], list[int]]:
         try:
             with self.lock:
-                socket.send_fds(self.sock, [msg], fds)
+                socket.send_fds(self.sock, [msg], list(fds))
                 data, got, _, _ = socket.recv_fds(self.sock, 65536, 1)
         except OSError as exc:  # gone or stuck: the next spawn starts a new helper
             self.proc.kill()
@@ -254,7 +387,33 @@ class Spawner:
             for fd in got:
                 os.close(fd)
             raise SandboxError(f"the sandbox helper refused: {answer['error']}")
-        return int(answer["pid"]), got[0], list(answer.get("notes") or ())
+        return answer, got
+
+    def proxy(self) -> ProxyControl:
+        """The network proxy, started by the helper on first use (and again if it died)."""
+        with self.lock:
+            current = self._proxy
+        if current is not None and not current.dead:
+            return current
+        answer, got = self._request(json.dumps({"op": "proxy"}).encode(), ())
+        if not got:
+            raise SandboxError("the sandbox helper started no network proxy")
+        control = ProxyControl(socket.socket(fileno=got[0]), int(answer["pid"]))
+        with self.lock:
+            if self._proxy is not None and not self._proxy.dead:  # another thread was first
+                control.close()
+                return self._proxy
+            self._proxy = control
+        return control
+
+    def net_limit(self, spec: SandboxSpec, *, launcher: bool = False) -> NetLimit:
+        """Open `spec`'s endpoint on the network proxy (`spec.limited`): for a spawn of this helper, or for the
+        editor-terminal launcher (`launcher`, which connects to a one-shot socket instead of being handed one).
+
+        Raises:
+            SandboxError: the proxy could not be started or refused (the command must not run).
+        """
+        return NetLimit(self.proxy(), spec, namespaces=self.caps.namespaces, launcher=launcher)
 
 
 def prestart() -> None:

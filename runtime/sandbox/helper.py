@@ -9,7 +9,10 @@ Protocol (a SOCK_SEQPACKET socket whose fd is its argument): the helper first se
 found). Each request is one message `{"argv", "env", "cwd", "spec", "grace", "fds"}` with the spawn's descriptors
 attached (`fds` names them: `report`, `stdin`, `stdout`, `stderr`, `cwd`); the answer is `{"pid": N}` with a pidfd
 of the spawn attached (the namespace's init, or the command without namespaces), or `{"error": …}`. Everything
-after that goes on the spawn's report pipe (`child`).
+after that goes on the spawn's report pipe (`child`). A spawn under `[sandbox] network` with namespaces also
+attaches `proxy`, its channel to the network proxy. `{"op": "proxy"}` starts a network proxy (`proxy`: a forked,
+Landlocked child of the helper, only ever asked for when `[sandbox] network` is set) and answers `{"pid": N}` with
+the agent's end of its control socket attached.
 
 The helper is a child subreaper. Without namespaces it is also what ends a spawn: when the command exits it
 gives what it left in its process group the drain grace, kills the group and the processes that left it carrying
@@ -62,6 +65,7 @@ class Helper:
         self.caps = caps
         self.children: dict[int, int] = {}  # spawn pid -> pidfd (to kill them all when the agent goes)
         self.fallback: dict[int, _Fallback] = {}
+        self.proxy_dir: str | None = None  # the network proxies' one-shot sockets (for editor terminals)
 
     # ---- requests -------------------------------------------------------------------------------------------------
     def handle(self, data: bytes, fds: list[int]) -> None:
@@ -69,7 +73,7 @@ class Helper:
             req = json.loads(data)
             names = req.get("fds") or []
             got = dict(zip(names, fds, strict=False))
-            reply, pidfd = self._spawn(req, got)
+            reply, pidfd = self._proxy() if req.get("op") == "proxy" else self._spawn(req, got)
         except Exception as exc:  # any failure is an answer, never the helper's end
             reply, pidfd = {"error": f"{type(exc).__name__}: {exc}"}, None
         finally:
@@ -108,6 +112,7 @@ class Helper:
             grace=req.get("grace"),
             stdio=stdio,
             cwd_fd=fds.get("cwd"),
+            proxy_fd=fds.get("proxy"),
         )
         try:
             pid = plan.start()
@@ -122,6 +127,28 @@ class Helper:
             fb = _Fallback(pid, os.dup(report_w), tag, req.get("grace"))
             self.fallback[pid] = fb
         return {"pid": pid, "notes": plan.notes}, pidfd
+
+    def _proxy(self) -> tuple[dict[str, Any], int]:
+        """Fork a network proxy; the agent gets its control socket (the proxy ends when the agent closes it)."""
+        if self.proxy_dir is None:
+            base = os.environ.get("TMPDIR") or "/tmp"  # noqa: S108 - a 0700 directory of our own in it
+            path = os.path.join(base, f"gatewright-proxy-{os.getpid()}-{os.urandom(6).hex()}")
+            os.mkdir(path, 0o700)
+            self.proxy_dir = path
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        me = os.getpid()
+        pid = os.fork()
+        if pid == 0:  # the proxy: never back into this loop
+            try:
+                from runtime.sandbox.proxy import run
+
+                ours.close()
+                run(theirs.fileno(), self.caps.landlock_abi, self.proxy_dir, me)
+            finally:
+                os._exit(1)
+        theirs.close()
+        self.children[pid] = os.pidfd_open(pid)
+        return {"pid": pid}, ours.detach()
 
     # ---- children -------------------------------------------------------------------------------------------------
     def reap(self) -> None:
@@ -182,6 +209,11 @@ class Helper:
                 os.killpg(pid, signal.SIGKILL)
             fb.status = fb.status if fb.status is not None else signal.SIGKILL
             self._end_fallback(pid, fb)
+        if self.proxy_dir is not None:  # the proxies' one-shot sockets left behind, then the directory
+            with contextlib.suppress(OSError):
+                for name in os.listdir(self.proxy_dir):
+                    os.unlink(os.path.join(self.proxy_dir, name))
+                os.rmdir(self.proxy_dir)
 
 
 def _write(fd: int, line: bytes) -> None:

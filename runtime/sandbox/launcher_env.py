@@ -42,6 +42,9 @@ def launcher_command(spec: SandboxSpec, argv: list[str]) -> tuple[str, list[str]
         "network": spec.network,
         "tmpdir": spec.tmpdir,
         "grace": spec.grace,
+        "hosts": spec.hosts,
+        "proxy_port": spec.proxy_port,
+        "proxy_path": spec.proxy_path,
         "caps": [sup.landlock_abi, sup.namespaces],
         "agent": [pid, start_time(pid)],
     }
@@ -54,6 +57,8 @@ def parse(text: str) -> tuple[SandboxSpec, tuple[int, bool], tuple[int, str | No
     d = json.loads(text)
     if not isinstance(d, dict):
         raise ValueError("not an object")
+    hosts = d.get("hosts")
+    port, path = d.get("proxy_port"), d.get("proxy_path")
     spec = SandboxSpec(
         read=tuple(dict.fromkeys((*baseline(), *map(str, d.get("read") or ())))),
         write=tuple(map(str, d.get("write") or ())),
@@ -61,6 +66,9 @@ def parse(text: str) -> tuple[SandboxSpec, tuple[int, bool], tuple[int, str | No
         network=bool(d.get("network")),
         tmpdir=d.get("tmpdir"),
         grace=d.get("grace"),
+        hosts=None if hosts is None else tuple(map(str, hosts)),
+        proxy_port=None if port is None else int(port),
+        proxy_path=None if path is None else str(path),
     )
     abi, ns = d.get("caps") or (0, False)
     agent = d.get("agent")

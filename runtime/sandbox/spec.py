@@ -14,7 +14,10 @@
   `~/.config/git`. Nothing else of the home directory (`~/.ssh`, other projects, `~/.npmrc` and its tokens).
 - what the user's config file grants every command (`[sandbox]`, `grants`), and the project's tool cache, whose
   directory the toolchains' cache variables name (`SandboxSpec.env`).
-- network: `confinement.network`.
+- network: `confinement.network`; when `confinement.hosts` is set too (`[sandbox] network`), only those hosts,
+  through the helper's proxy (`proxy`): `proxy_port` is where the command's proxy variables point (inside its own
+  network namespace, or the proxy's own port where there is none), `proxy_path` the one-shot socket an editor
+  terminal's launcher connects to (`child_env` sets the variables).
 
 Pure data with a JSON form: the editor-terminal launcher (`python -m runtime.sandbox`) receives the same spec.
 """
@@ -130,7 +133,18 @@ GENERIC_HOME_DIRS = (".config", ".cache")  # never granted whole through a PATH 
 class SandboxSpec(Frozen):
     """One process's sandbox. Paths are absolute and resolved; trees grant everything beneath them."""
 
-    __slots__ = ("read", "write", "protected", "network", "tmpdir", "grace", "env")
+    __slots__ = (
+        "read",
+        "write",
+        "protected",
+        "network",
+        "tmpdir",
+        "grace",
+        "env",
+        "hosts",
+        "proxy_port",
+        "proxy_path",
+    )
     read: tuple[str, ...]
     write: tuple[str, ...]
     # Existing paths inside a write tree that stay read-only (mount namespace), and, for kernels where that is not
@@ -143,6 +157,10 @@ class SandboxSpec(Frozen):
     grace: float | None
     # Variables the command gets (the toolchains' cache dirs, `grants.cache_env`), set by `child_env`.
     env: tuple[tuple[str, str], ...]
+    # `[sandbox] network`: the only hosts a command with the network may reach (None: every host).
+    hosts: tuple[str, ...] | None
+    proxy_port: int | None
+    proxy_path: str | None
 
     def __init__(
         self,
@@ -153,21 +171,48 @@ class SandboxSpec(Frozen):
         tmpdir: str | None = None,
         grace: float | None = None,
         env: tuple[tuple[str, str], ...] = (),
+        hosts: tuple[str, ...] | None = None,
+        proxy_port: int | None = None,
+        proxy_path: str | None = None,
     ) -> None:
-        self._init(read=read, write=write, protected=protected, network=network, tmpdir=tmpdir, grace=grace, env=env)
+        self._init(
+            read=read,
+            write=write,
+            protected=protected,
+            network=network,
+            tmpdir=tmpdir,
+            grace=grace,
+            env=env,
+            hosts=hosts,
+            proxy_port=proxy_port,
+            proxy_path=proxy_path,
+        )
+
+    @property
+    def limited(self) -> bool:
+        """The command has the network, but only to the hosts `[sandbox] network` names (through the proxy)."""
+        return self.network and self.hosts is not None
+
+    def through_proxy(self, port: int, path: str | None = None) -> SandboxSpec:
+        """This spec with the proxy's way in filled in."""
+        return SandboxSpec(
+            self.read,
+            self.write,
+            self.protected,
+            self.network,
+            self.tmpdir,
+            self.grace,
+            self.env,
+            self.hosts,
+            proxy_port=port,
+            proxy_path=path,
+        )
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "read": self.read,
-                "write": self.write,
-                "protected": self.protected,
-                "network": self.network,
-                "tmpdir": self.tmpdir,
-                "grace": self.grace,
-                "env": self.env,
-            }
-        )
+        return json.dumps(self.as_dict())
+
+    def as_dict(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in self.__slots__}
 
     @classmethod
     def from_json(cls, text: str) -> SandboxSpec:
@@ -180,7 +225,26 @@ class SandboxSpec(Frozen):
             tmpdir=d.get("tmpdir"),
             grace=d.get("grace"),
             env=tuple((str(k), str(v)) for k, v in d.get("env") or ()),
+            hosts=_hosts(d.get("hosts")),
+            proxy_port=_port(d.get("proxy_port")),
+            proxy_path=str(d["proxy_path"]) if d.get("proxy_path") else None,
         )
+
+
+def _hosts(value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ValueError("hosts must be a list of strings")
+    return tuple(value)
+
+
+def _port(value: object) -> int | None:
+    if value is None:
+        return None
+    if type(value) is not int or not 0 < value < 65536:
+        raise ValueError("proxy_port must be a TCP port")
+    return value
 
 
 def within(path: str, root: str) -> bool:
@@ -428,6 +492,7 @@ def build_spec(
         tmpdir=tmpdir,
         grace=grace,
         env=grants.cache_env(cache, write_trees, protected, lambda p: _readable(p, read)),
+        hosts=confinement.hosts if confinement.network else None,
     )
 
 
@@ -436,14 +501,28 @@ def _readable(path: str, read: Sequence[str]) -> bool:
     return any(within(real, r) for r in read)
 
 
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+NO_PROXY_LOOPBACK = "localhost,127.0.0.1,::1"
+
+
 def child_env(env: dict[str, str], spec: SandboxSpec | None) -> dict[str, str]:
-    """The child's environment: TMPDIR/TMP/TEMP pointing at the session's private temp dir, and the spec's own
-    variables (the toolchains' caches)."""
+    """The child's environment: TMPDIR/TMP/TEMP pointing at the session's private temp dir, the spec's own
+    variables (the toolchains' caches), and under `[sandbox] network` the proxy variables (both cases) pointing at
+    the proxy, whatever the agent's own environment said. The loopback names stay out of the proxy (a command's own
+    test servers) unless an entry names one: then they mean the host's services, through the proxy."""
     if spec is not None and spec.tmpdir:
         for var in ("TMPDIR", "TMP", "TEMP"):
             env[var] = spec.tmpdir
     if spec is not None:
         env.update(spec.env)
+    if spec is not None and spec.limited and spec.proxy_port is not None:
+        from runtime.sandbox.netnames import loopback_named, parse_patterns
+
+        url = f"http://127.0.0.1:{spec.proxy_port}"
+        for var in PROXY_VARIABLES:
+            env[var] = env[var.lower()] = url
+        loopback = loopback_named(parse_patterns(spec.hosts or ()))
+        env["NO_PROXY"] = env["no_proxy"] = "" if loopback else NO_PROXY_LOOPBACK
     return env
 
 

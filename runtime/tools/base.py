@@ -151,6 +151,10 @@ class Tool:
     # and toolchain locations) need no question.
     sandboxed: bool = False
 
+    def starts_process(self, args: Mapping[str, Any]) -> bool:
+        """Whether this call starts a process (which gets the network if it is not proven read-only)."""
+        return False
+
     @functools.cached_property
     def schema(self) -> dict[str, Any]:
         return load_tool_schema(self.name)

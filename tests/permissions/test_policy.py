@@ -6,6 +6,7 @@ import itertools
 
 import pytest
 
+from permissions.confinement import confinement_for
 from permissions.modes import parse_mode
 from permissions.policy import CallFacts, PathFact, decide
 from permissions.rules import RuleStore
@@ -343,3 +344,29 @@ def test_a_remembered_answer_for_the_identical_call_still_decides_it_but_never_e
         rules = RuleStore()
         rules.add(action, f, "cat .env")  # type: ignore[arg-type]
         assert decide(f, "safe", rules).action == action
+
+
+# ---- network by name ([sandbox] network) -----------------------------------------------------------------------
+UNHELD = "[sandbox] network is not fully held here (no network namespace): …"
+
+
+@pytest.mark.parametrize("mode", ["auto", "safe", "manual"])
+def test_a_command_whose_network_limit_the_sandbox_cannot_hold_asks_in_every_mode_saying_why(mode):
+    facts = CallFacts("bash", "execute", "k", network_hosts=("pypi.org",), network_unheld=UNHELD)
+    d = decide(facts, mode)
+    assert d.action == "ask" and UNHELD in d.asked_because
+    assert decide(CallFacts("bash", "execute", "k", network_hosts=("pypi.org",)), "auto").action == "allow"
+
+
+def test_a_command_proven_read_only_has_no_network_so_an_unheld_limit_asks_nothing():
+    facts = CallFacts("bash", "execute", "k", proven_read_only=True, network_unheld=UNHELD)
+    assert decide(facts, "auto").action == "allow" and decide(facts, "safe").action == "allow"
+    assert decide(facts, "read-only").action == "allow"
+
+
+def test_the_confinement_of_a_call_with_the_network_carries_the_named_hosts_and_one_without_has_none():
+    facts = CallFacts("bash", "execute", "k", network_hosts=("pypi.org",))
+    assert confinement_for(facts, "auto").hosts == ("pypi.org",) and confinement_for(facts, "auto").network
+    ro = CallFacts("bash", "execute", "k", proven_read_only=True, network_hosts=("pypi.org",))
+    assert not confinement_for(ro, "auto").network and confinement_for(ro, "auto").hosts is None
+    assert confinement_for(facts, "read-only").network is False

@@ -26,7 +26,7 @@ from permissions.policy import SESSION_ONLY_KEY
 from permissions.shell import ShellAnalysis, analyze_command, needs_approval_reasons, read_only_git_env
 from runtime import processes, secrets
 from runtime.sandbox import SandboxSpec, build_spec, child_env, session_tmpdir, support
-from runtime.sandbox.client import SandboxError
+from runtime.sandbox.client import NetLimit, SandboxError, Spawner
 from runtime.sandbox.launcher_env import launcher_command
 from runtime.tools.base import (
     Effect,
@@ -136,6 +136,26 @@ def _sandbox_notes(exit_code: int | None, stderr: str, notes: list[str]) -> list
     return out
 
 
+def _network_notes(spec: SandboxSpec, refused: list[str] | tuple[str, ...], exit_code: int | None) -> list[str]:
+    """Under `[sandbox] network`: which connections the proxy refused (whatever the exit status: a command may
+    swallow the error), and, when the command failed, how its network works."""
+    if not spec.limited:
+        return []
+    names = ", ".join(spec.hosts or ()) or "no host"
+    where = f"commands reach only {names} ([sandbox] network in the user's config file)"
+    if refused:
+        lines = [r.removeprefix("gatewright: ") for r in refused[:5]] + (["…"] if len(refused) > 5 else [])
+        return [
+            f"[the sandbox's network proxy refused: {'; '.join(lines)}. {where.capitalize()}; a host that is "
+            "needed must be added there by the user]"
+        ]
+    if exit_code == 0:
+        return []
+    return [
+        f"[sandbox: {where}, through the HTTP proxy in HTTPS_PROXY/HTTP_PROXY; direct connections and DNS lookups fail]"
+    ]
+
+
 class BashTool(Tool):
     name = "bash"
     kind = "execute"
@@ -153,6 +173,9 @@ class BashTool(Tool):
 
     def effect(self, args: Mapping[str, Any]) -> Effect:
         return "read" if self._action(args) in READ_ACTIONS else "execute"
+
+    def starts_process(self, args: Mapping[str, Any]) -> bool:
+        return self._action(args) in ("exec", "start")
 
     def paths(self, args: Mapping[str, Any]) -> list[tuple[str, bool]]:
         """The cwd (a command may write anywhere under it, so a protected or outside cwd asks) and every path the
@@ -294,6 +317,7 @@ class BashTool(Tool):
                 + (f"; more with offset={nxt}" if more else "")
                 + "]"
             )
+            notes += _network_notes(proc.spec, proc.child.refused(), 0) if proc.spec is not None else []
             raw = {
                 "processId": proc.id,
                 "offset": start,
@@ -358,6 +382,7 @@ class BashTool(Tool):
             if editor is not None and getattr(editor, "can_terminal", False):
                 return await self._exec_terminal(command, resolved.path, timeout, ctx)
             notes: list[str] = []
+            spec = self._spec(ctx, processes.EXEC_GRACE)
             res = await processes.run_exec(
                 [SHELL, "-c", command],
                 cwd=resolved.path,
@@ -366,7 +391,7 @@ class BashTool(Tool):
                 timeout=timeout,
                 head_bytes=HEAD_BYTES,
                 tail_bytes=TAIL_BYTES,
-                spec=self._spec(ctx, processes.EXEC_GRACE),
+                spec=spec,
                 note=notes,
                 progress=_live_output(ctx),
             )
@@ -396,8 +421,9 @@ class BashTool(Tool):
                 "a process running]"
             )
         parts += _sandbox_notes(res.exit_code, res.stderr, notes)
+        parts += _network_notes(spec, res.refused, res.exit_code)
         output = "\n".join(parts)
-        raw = {
+        raw: dict[str, Any] = {
             "command": command,
             "cwd": resolved.path,
             "exitCode": res.exit_code,
@@ -409,6 +435,8 @@ class BashTool(Tool):
             "durationMs": res.duration_ms,
             "truncated": res.truncated,
         }
+        if res.refused:
+            raw["refusedConnections"] = list(res.refused)
         return ToolResult(output, is_error=res.timed_out, raw_output=raw)
 
     # The deadline is the command's own (timeoutMs): on expiry the terminal is killed and its output still read and
@@ -423,6 +451,30 @@ class BashTool(Tool):
         editor = ctx.editor
         assert editor is not None  # only called when the editor advertised terminals
         spec = self._spec(ctx, processes.EXEC_GRACE)
+        net = None
+        if spec.limited:  # the launcher reaches the network proxy through an endpoint opened for it
+            try:
+                net = Spawner.get().net_limit(spec, launcher=True)
+            except SandboxError as exc:
+                raise ToolFailure(f"the command did not run: {exc}", "SandboxError") from None
+            spec = net.spec
+        try:
+            return await self._in_terminal(command, cwd, timeout, ctx, spec, net)
+        finally:
+            if net is not None:
+                net.close()
+
+    async def _in_terminal(
+        self,
+        command: str,
+        cwd: str,
+        timeout: float,  # noqa: ASYNC109
+        ctx: ToolContext,
+        spec: SandboxSpec,
+        net: NetLimit | None,
+    ) -> ToolResult:
+        editor = ctx.editor
+        assert editor is not None
         # The editor starts the command in its own environment, which may hold our keys too: blank them there.
         env = child_env(secrets.blank_secret_names(self._env(cwd, ctx)), spec)
         # The editor runs our launcher, which applies the same sandbox to the shell it runs.
@@ -474,6 +526,8 @@ class BashTool(Tool):
             parts.append(f"[killed by signal {sig}]")
         else:
             parts.append(f"[exit code {code}]")
+        refused = net.refused() if net is not None else []
+        parts += _network_notes(spec, refused, code)
         output = "\n".join(parts)
         raw = {
             "command": command,
@@ -485,6 +539,8 @@ class BashTool(Tool):
             "output": text,
             "truncated": bool(out.get("truncated")),
         }
+        if refused:
+            raw["refusedConnections"] = refused
         content = (terminal, {"type": "content", "content": {"type": "text", "text": output}})
         return ToolResult(output, is_error=timed_out, content=content, raw_output=raw)
 

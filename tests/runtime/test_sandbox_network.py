@@ -1,0 +1,252 @@
+"""Network by name under real sandboxed processes (`runtime.processes` through the sandbox helper and its proxy):
+two local HTTP servers reached under two names for the same address, `localhost` (named in the command's hosts)
+and `127.0.0.1` (not named), and what a command that ignores the proxy variables can reach, checked where it lands
+(what each server accepted, what a UDP listener received).
+
+`localhost` and `127.0.0.1` are the honest pair here: the proxy compares the name a command asked for, never the
+address it resolves to, so two names of one address are as different as two hosts, and both exist on every system
+without root or a hosts file of the test's own."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from permissions.confinement import Confinement
+from runtime import processes, sandbox
+from runtime.sandbox import build_spec, session_tmpdir
+from runtime.sandbox.client import Spawner
+from runtime.sandbox.launcher_env import launcher_command
+from tests.support.net_helpers import RecordingServer, http_servers, received, udp_listener
+from tests.support.sandbox_helpers import wait_for
+
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.skipif(not sandbox.support().active, reason="no Landlock on this system"),
+]
+ROOT = Path(__file__).resolve().parents[2]
+needs_namespaces = pytest.mark.skipif(not sandbox.support().namespaces, reason="no user namespaces here")
+
+# What a command runs to fetch a URL the way most tools do: through the proxy variables (urllib reads them).
+FETCH = (
+    "import sys, urllib.request, urllib.error\n"
+    "try:\n"
+    "    print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode(), end='')\n"
+    "except urllib.error.HTTPError as e:\n"
+    "    print(e.code, e.read().decode(), end='')\n"
+)
+# ... and what a command runs that ignores them: a plain socket to an address and port.
+DIRECT = (
+    "import socket, sys\n"
+    "try:\n"
+    "    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).close(); print('DIRECT-OK')\n"
+    "except OSError as e:\n"
+    "    print('DIRECT-FAILED', type(e).__name__)\n"
+)
+UDP = (
+    "import socket, sys\n"
+    "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'LEAK', ('127.0.0.1', int(sys.argv[1])))\n"
+)
+
+
+@pytest.fixture
+def servers():
+    with http_servers("A", "B") as s:
+        yield s
+
+
+@pytest.fixture
+def ws(tmp_path):
+    d = tmp_path / "ws"
+    d.mkdir()
+    (d / "fetch.py").write_text(FETCH)
+    (d / "direct.py").write_text(DIRECT)
+    (d / "udp.py").write_text(UDP)
+    return d.resolve()
+
+
+def limited(hosts: list[str] | None) -> Confinement:
+    return Confinement(write=True, network=True, hosts=None if hosts is None else tuple(hosts))
+
+
+async def run(ws: Path, command: str, confinement: Confinement) -> processes.ExecResult:
+    spec = build_spec(confinement, [str(ws)], tmpdir=session_tmpdir("sess_net"), grace=processes.EXEC_GRACE)
+    env = dict(os.environ, PY=sys.executable)
+    return await processes.run_exec(["/bin/bash", "-c", command], cwd=str(ws), env=env, timeout=30, spec=spec)
+
+
+def named(a: RecordingServer) -> Confinement:
+    return limited([f"localhost:{a.port}"])
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["namespaces", "landlock"])
+async def test_a_named_host_answers_and_the_same_server_under_another_name_is_refused_with_one_line(
+    ws, servers, mode, monkeypatch
+):
+    if mode == "namespaces" and not sandbox.support().namespaces:
+        pytest.skip("no user namespaces here")
+    if mode == "landlock":
+        monkeypatch.setenv("GATEWRIGHT_SANDBOX", "landlock")
+    a, b = servers
+    res = await run(
+        ws,
+        f'"$PY" fetch.py http://localhost:{a.port}/ok; echo; "$PY" fetch.py http://127.0.0.1:{b.port}/no',
+        named(a),
+    )
+    line = "gatewright: 127.0.0.1 is not in [sandbox] network"
+    assert res.stdout == f"A answered /ok\n\n403 {line}\n", res.stderr
+    assert res.refused == (line,)
+    assert a.requests == [("GET", "/ok", f"localhost:{a.port}")]
+    assert b.accepted == 0  # not one connection reached the server that was not named
+
+
+@needs_namespaces
+@pytest.mark.anyio
+async def test_with_namespaces_a_command_that_ignores_the_proxy_reaches_nothing_tcp_or_udp(ws, servers):
+    a, b = servers
+    with udp_listener() as udp:
+        res = await run(
+            ws,
+            f'"$PY" direct.py {b.port}; "$PY" direct.py {a.port}; "$PY" udp.py {udp.getsockname()[1]}; '
+            'unset HTTP_PROXY http_proxy; "$PY" fetch.py http://localhost:' + str(a.port) + "/ 2>&1 | tail -1",
+            named(a),
+        )
+        assert received(udp) == []
+    assert res.stdout.splitlines()[:2] == ["DIRECT-FAILED ConnectionRefusedError"] * 2, res.stdout
+    assert "Connection refused" in res.stdout.splitlines()[2]  # the namespace's own loopback holds no server
+    assert a.accepted == 0 and b.accepted == 0
+
+
+@pytest.mark.anyio
+async def test_without_namespaces_tcp_is_held_to_the_proxys_port_and_exactly_the_documented_leaks_remain(
+    ws, servers, monkeypatch
+):
+    """`GATEWRIGHT_SANDBOX=landlock`: Landlock (ABI 4+) allows TCP connections to the proxy's port only, so a direct
+    connection to a server fails; what it cannot hold is UDP (DNS included) and that port on any other address."""
+    if sandbox.support().landlock_abi < 4:
+        pytest.skip("Landlock ABI < 4 has no TCP rules")
+    monkeypatch.setenv("GATEWRIGHT_SANDBOX", "landlock")
+    a, b = servers
+    other_address = (
+        "import os, socket; port = int(os.environ['HTTP_PROXY'].rsplit(':', 1)[1]); "
+        "s = socket.create_server(('127.0.0.2', port)); c = socket.create_connection(('127.0.0.2', port)); "
+        "print('OTHER-ADDRESS-OK')"
+    )
+    with udp_listener() as udp:
+        res = await run(
+            ws,
+            f'"$PY" direct.py {b.port}; "$PY" udp.py {udp.getsockname()[1]}; "$PY" -c "{other_address}"',
+            named(a),
+        )
+        assert received(udp) == [b"LEAK"]  # UDP is not held without a network namespace
+    assert res.stdout.splitlines() == ["DIRECT-FAILED PermissionError", "OTHER-ADDRESS-OK"], res.stderr
+    assert b.accepted == 0
+
+
+@pytest.mark.anyio
+async def test_without_the_setting_nothing_changes_no_proxy_and_the_whole_network(ws, servers):
+    a, b = servers
+    before = Spawner.get()._proxy
+    res = await run(ws, f'env | grep -ci "^https\\?_proxy=http://127.0.0.1" ; "$PY" direct.py {b.port}', limited(None))
+    assert res.stdout.split() == ["0", "DIRECT-OK"]
+    assert Spawner.get()._proxy is before  # no proxy was started for it
+
+
+@pytest.mark.anyio
+async def test_a_command_proven_read_only_has_no_network_whatever_the_setting(ws, servers):
+    a, _ = servers
+    res = await run(ws, f'"$PY" fetch.py http://localhost:{a.port}/ 2>&1 | tail -1', Confinement(write=False))
+    assert a.accepted == 0 and res.refused == ()
+
+
+@pytest.mark.anyio
+@pytest.mark.skipif(shutil.which("curl") is None, reason="no curl")
+async def test_curl_gets_the_refusal_for_https_and_the_page_of_a_named_host(ws, servers):
+    a, b = servers
+    res = await run(
+        ws,
+        f"curl -sS http://localhost:{a.port}/c; curl -sS -p http://localhost:{a.port}/t; "
+        f"curl -sS https://example.com/ 2>&1; curl -sS -o /dev/null -w '%{{http_code}}' http://127.0.0.1:{b.port}/",
+        named(a),
+    )
+    out = res.stdout.splitlines()
+    assert out[:2] == ["A answered /c", "A answered /t"]
+    assert "403" in out[2] and out[3] == "403"
+    assert sorted(res.refused) == [
+        "gatewright: 127.0.0.1 is not in [sandbox] network",
+        "gatewright: example.com is not in [sandbox] network",
+    ]
+
+
+def test_the_proxy_ends_with_the_helper_and_starts_again_for_the_next_command(ws, servers):
+    a, _ = servers
+    spec = build_spec(named(a), [str(ws)], tmpdir=session_tmpdir("sess_net"), grace=0.3)
+    spawner = Spawner.get()
+    net = spawner.net_limit(spec)
+    net.close()
+    pid = spawner.proxy().pid
+    assert os.path.exists(f"/proc/{pid}")
+    Spawner.stop()
+    assert spawner.proc.poll() is not None
+    # the helper is gone; the proxy was killed with it (a fact of another process: polled, bounded)
+    assert wait_for(lambda: not _alive(pid), 10)
+    net = Spawner.get().net_limit(spec)
+    net.close()
+    assert Spawner.get().proxy().pid != pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
+
+
+# ---- the editor-terminal launcher ----------------------------------------------------------------------------------
+@needs_namespaces
+def test_the_editor_terminal_launcher_holds_the_same_limit(ws, servers):
+    a, b = servers
+    spec = build_spec(named(a), [str(ws)], tmpdir=session_tmpdir("sess_net"), grace=0.3)
+    net = Spawner.get().net_limit(spec, launcher=True)
+    try:
+        command = (
+            f'"$PY" fetch.py http://localhost:{a.port}/term; echo; "$PY" fetch.py http://127.0.0.1:{b.port}/; '
+            f'"$PY" direct.py {b.port}'
+        )
+        exe, args = launcher_command(net.spec, ["/bin/bash", "-c", command])
+        env = sandbox.child_env(dict(os.environ, PYTHONPATH=str(ROOT), PY=sys.executable), net.spec)
+        p = subprocess.run([exe, *args], cwd=ws, env=env, capture_output=True, text=True, timeout=30)
+        assert p.stdout.splitlines() == [
+            "A answered /term",
+            "",
+            "403 gatewright: 127.0.0.1 is not in [sandbox] network",
+            "DIRECT-FAILED ConnectionRefusedError",
+        ], p.stderr
+        assert net.refused() == ["gatewright: 127.0.0.1 is not in [sandbox] network"]
+        assert b.accepted == 0
+    finally:
+        net.close()
+    assert not os.path.exists(net.spec.proxy_path or "")  # the one-shot socket is gone
+
+
+def test_the_launcher_refuses_to_run_when_the_proxy_cannot_be_reached(ws, tmp_path):
+    spec = build_spec(limited(["pypi.org"]), [str(ws)], tmpdir=session_tmpdir("sess_net"), grace=0.3)
+    gone = spec.through_proxy(20001, str(tmp_path / "gone.sock"))
+    exe, args = launcher_command(gone, ["/bin/bash", "-c", "touch ran"])
+    payload = json.loads(args[3])
+    payload["caps"][1] = True  # as where namespaces exist
+    args[3] = json.dumps(payload)
+    p = subprocess.run(
+        [exe, *args], cwd=ws, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=30
+    )
+    assert p.returncode == 126 and "network proxy cannot be reached" in p.stderr
+    assert not (ws / "ran").exists()
