@@ -35,7 +35,53 @@ _HELPER_ENV = ("PATH", "HOME", "XDG_CONFIG_HOME", "LANG", "LC_ALL", "GATEWRIGHT_
 
 
 class SandboxError(OSError):
-    """The sandbox of a spawn could not be set up: the command did not run."""
+    """The sandbox of a spawn could not be set up: the command did not run. `gone`: the helper or proxy asked is not
+    there any more (`failed`: its socket failed, rather than closed)."""
+
+    gone = False
+    failed = False
+
+
+def exchange(
+    sock: socket.socket, lock: threading.Lock, msg: bytes, fds: Sequence[int], who: str
+) -> tuple[dict[str, Any], list[int]]:
+    """One request and its answer (with the descriptors it carries) on a SOCK_SEQPACKET socket to the helper or the
+    network proxy (`who`). Raises SandboxError: a refusal, or the other side failed or is gone."""
+    try:
+        with lock:
+            socket.send_fds(sock, [msg], list(fds))
+            data, got, _, _ = socket.recv_fds(sock, 65536, 1)
+    except OSError as exc:
+        err = SandboxError(f"the {who} failed ({exc})")
+        err.gone = err.failed = True
+        raise err from None
+    if not data:
+        err = SandboxError(f"the {who} is gone")
+        err.gone = True
+        raise err
+    answer = json.loads(data)
+    if "error" in answer:
+        for fd in got:
+            os.close(fd)
+        raise SandboxError(f"the {who} refused: {answer['error']}")
+    return dict(answer), got
+
+
+def read_lines(fd: int, buf: bytes) -> tuple[list[bytes], bytes, bool]:
+    """The complete lines a non-blocking pipe holds now (after `buf`, the partial line read before), the new partial
+    line, and whether the pipe reached its end."""
+    lines: list[bytes] = []
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            return lines, buf, False
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return lines, buf, True
+        *got, buf = (buf + chunk).split(b"\n")
+        lines += got
 
 
 class ProxyControl:
@@ -48,22 +94,12 @@ class ProxyControl:
         self.sock.settimeout(5.0)
         self.dead = False
 
-    def request(self, msg: dict[str, object], fds: Sequence[int] = ()) -> tuple[dict[str, object], int | None]:
+    def request(self, msg: dict[str, object], fds: Sequence[int] = ()) -> tuple[dict[str, Any], int | None]:
         try:
-            with self.lock:
-                socket.send_fds(self.sock, [json.dumps(msg).encode()], list(fds))
-                data, got, _, _ = socket.recv_fds(self.sock, 65536, 1)
-        except OSError as exc:
-            self.dead = True
-            raise SandboxError(f"the network proxy failed ({exc})") from None
-        if not data:
-            self.dead = True
-            raise SandboxError("the network proxy is gone")
-        answer = json.loads(data)
-        if "error" in answer:
-            for fd in got:
-                os.close(fd)
-            raise SandboxError(f"the network proxy refused: {answer['error']}")
+            answer, got = exchange(self.sock, self.lock, json.dumps(msg).encode(), fds, "network proxy")
+        except SandboxError as exc:
+            self.dead = exc.gone
+            raise
         return answer, got[0] if got else None
 
     def close(self) -> None:
@@ -108,17 +144,8 @@ class NetLimit:
 
     def refused(self) -> list[str]:
         """The refusals so far, one line each (`gatewright: example.com is not in [sandbox] network`)."""
-        while self.notes_r >= 0:
-            try:
-                chunk = os.read(self.notes_r, 65536)
-            except BlockingIOError:
-                break
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            self._buf += chunk
-            *lines, self._buf = self._buf.split(b"\n")
+        if self.notes_r >= 0:
+            lines, self._buf, _ = read_lines(self.notes_r, self._buf)
             for line in lines:
                 target, _, text = line.decode("utf-8", "replace").partition("\t")
                 self.refusals.setdefault(target, text)
@@ -169,20 +196,11 @@ class Child:
 
     # ---- the report ------------------------------------------------------------------------------------------------
     def read_report(self) -> None:
-        while not self.eof:
-            try:
-                chunk = os.read(self.report_fd, 65536)
-            except BlockingIOError:
-                return
-            except OSError:
-                chunk = b""
-            if not chunk:
-                self.eof = True
-                break
-            self._buf += chunk
-            *lines, self._buf = self._buf.split(b"\n")
-            for line in lines:
-                self._line(line)
+        if self.eof:
+            return
+        lines, self._buf, self.eof = read_lines(self.report_fd, self._buf)
+        for line in lines:
+            self._line(line)
 
     def _line(self, line: bytes) -> None:
         tag, rest = line[:1], line[1:]
@@ -374,20 +392,11 @@ class Spawner:
 
     def _request(self, msg: bytes, fds: Sequence[int]) -> tuple[dict[str, Any], list[int]]:
         try:
-            with self.lock:
-                socket.send_fds(self.sock, [msg], list(fds))
-                data, got, _, _ = socket.recv_fds(self.sock, 65536, 1)
-        except OSError as exc:  # gone or stuck: the next spawn starts a new helper
-            self.proc.kill()
-            raise SandboxError(f"the sandbox helper failed ({exc})") from None
-        if not data:
-            raise SandboxError("the sandbox helper is gone")
-        answer = json.loads(data)
-        if "error" in answer:
-            for fd in got:
-                os.close(fd)
-            raise SandboxError(f"the sandbox helper refused: {answer['error']}")
-        return answer, got
+            return exchange(self.sock, self.lock, msg, fds, "sandbox helper")
+        except SandboxError as exc:
+            if exc.failed:  # stuck: the next spawn starts a new helper
+                self.proc.kill()
+            raise
 
     def proxy(self) -> ProxyControl:
         """The network proxy, started by the helper on first use (and again if it died)."""

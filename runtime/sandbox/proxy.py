@@ -233,9 +233,7 @@ class Proxy:
         self._unwatch(ep.oneshot)
         ep.oneshot.close()
         ep.oneshot = None
-        if ep.path is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(ep.path)
+        _remove_socket_file(ep)
         ep.channel = conn
         self._watch(conn.fileno(), "channel", ep)
 
@@ -246,10 +244,7 @@ class Proxy:
             if sock is not None:
                 sock.close()
         ep.listener = ep.channel = ep.oneshot = None
-        if ep.path is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(ep.path)
-            ep.path = None
+        _remove_socket_file(ep)
         with self.lock:
             ep.closed = True
             conns = list(ep.conns)
@@ -345,6 +340,13 @@ class Proxy:
             ep.noted.add(target)
             with contextlib.suppress(OSError):  # a full pipe drops the note, never blocks a connection
                 os.write(ep.notes, f"{target}\t{line}\n".encode())
+
+
+def _remove_socket_file(ep: Endpoint) -> None:
+    if ep.path is not None:
+        with contextlib.suppress(OSError):
+            os.unlink(ep.path)
+        ep.path = None
 
 
 # ---- HTTP, sans I/O where it can be ------------------------------------------------------------------------------
