@@ -242,9 +242,10 @@ def test_the_launcher_refuses_to_run_when_the_proxy_cannot_be_reached(ws, tmp_pa
     spec = build_spec(limited(["pypi.org"]), [str(ws)], tmpdir=session_tmpdir("sess_net"), grace=0.3)
     gone = spec.through_proxy(20001, str(tmp_path / "gone.sock"))
     exe, args = launcher_command(gone, ["/bin/bash", "-c", "touch ran"])
-    payload = json.loads(args[3])
+    at = args.index("--spec") + 1
+    payload = json.loads(args[at])
     payload["caps"][1] = True  # as where namespaces exist
-    args[3] = json.dumps(payload)
+    args[at] = json.dumps(payload)
     p = subprocess.run(
         [exe, *args], cwd=ws, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=30
     )
