@@ -117,3 +117,32 @@ def measure_file_check(runs: int) -> list[tuple[str, float, float]]:
             os.unlink(os.path.join(root, name))
         os.rmdir(root)
     return out
+
+
+def measure_walk(runs: int, files: int = 10_000) -> tuple[float, float]:
+    """(seconds, baseline seconds): what deciding `grep -r KEY .` adds (the walk of the tree for well-known secret
+    files, `runtime.secret_files.unnamed_reads`) on a generated tree, against `rg --files` listing the same tree."""
+    import shutil
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    from bench.bench_search import generate
+    from runtime.secret_files import unnamed_reads
+    from runtime.tools.builtin.search import rg_binary
+
+    root = Path(tempfile.mkdtemp(prefix="gw-bench-walk-")).resolve()
+    try:
+        generate(root, files)
+        rg = rg_binary() or "rg"
+        a, b = [], []
+        for _ in range(runs):
+            t = time.perf_counter()
+            unnamed_reads([["grep", "-r", "KEY", "."]], str(root), False)
+            a.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            subprocess.run([rg, "--files", "--hidden"], cwd=root, capture_output=True, check=False)
+            b.append(time.perf_counter() - t)
+        return statistics.median(a), statistics.median(b)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

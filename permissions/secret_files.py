@@ -91,19 +91,24 @@ _PREFIXED = re.compile(r"(client_secret|service-account|service_account).*\.json
 def is_secret_file_name(path: str) -> bool:
     """Whether `path` (as written or resolved; `/`-separated) names a well-known secret file (see the module)."""
     parts = [p for p in path.replace("\\", "/").split("/") if p]
-    if not parts:
-        return False
-    name = parts[-1]
-    if name == ".env" or name.startswith(".env."):
-        return name.rsplit(".", 1)[-1].lower() not in _ENV_TEMPLATES or name == ".env"
-    if name in _NAMES or _PREFIXED.match(name):
+    return bool(parts) and is_secret_name(parts[-1], parts[-2] if len(parts) >= 2 else "")
+
+
+def is_secret_name(name: str, parent: str = "") -> bool:
+    """`is_secret_file_name` of a file `name` in a directory named `parent` (cheap enough for a tree walk)."""
+    if name.startswith(".env"):
+        if name == ".env":
+            return True
+        if name.startswith(".env."):
+            return name.rsplit(".", 1)[-1].lower() not in _ENV_TEMPLATES
+    if name in _NAMES:
         return True
-    if name.startswith("id_") and not name.endswith(".pub"):
-        return True
-    if len(parts) >= 2 and (parts[-2], name) in _IN_DIR:
-        return True
+    if name.startswith("id_"):
+        return not name.endswith(".pub")
     lowered = name.lower()
-    return any(lowered.endswith(s) and len(lowered) > len(s) for s in _SUFFIXES)
+    if lowered.endswith(_SUFFIXES) and lowered not in _SUFFIXES or (parent, name) in _IN_DIR:
+        return True
+    return name[:1] in "csS" and _PREFIXED.match(name) is not None
 
 
 def why_secret_name(shown: str) -> str:

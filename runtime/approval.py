@@ -40,6 +40,7 @@ def make_describer(registry: ToolRegistry) -> Callable[[ToolCall, ToolContext], 
             if confined and not writes and r.klass == "outside" and _sandbox().baseline_readable(r.path):
                 continue  # the sandbox lets every command read it (`/usr/include`): nothing to approve
             path_facts.append(PathFact(r.path, r.klass, writes))
+        held += [why for why in tool.unnamed_reads(call.arguments, ws) if why not in held]
         proven_read_only, dangerous = tool.analyse(call.arguments, ws)
         key = tool.rule_key(call.arguments, ws)
         hosts = _sandbox().network_hosts()

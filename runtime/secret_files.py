@@ -15,10 +15,12 @@ path alone (`python -m bench --only secrets`). A larger file is checked in its f
 
 from __future__ import annotations
 
+import glob
 import os
 import stat
+from collections.abc import Sequence
 
-from permissions.secret_files import is_secret_file_name, why_secret_name
+from permissions.secret_files import is_secret_file_name, is_secret_name, why_secret_name
 from runtime import secrets
 
 SCAN_LIMIT = 16 << 20
@@ -70,3 +72,85 @@ def secret_reason(given: str, real: str, shown: str) -> str | None:
         return f"{why_secret_name(given)} (it leads to `{shown}`)"
     label = value_in_file(real)
     return None if label is None else f"`{given}` holds the value of {label}"
+
+
+# ---- what a command reads without naming it --------------------------------------------------------------------
+WALK_LIMIT = 20_000  # entries a recursive reader's tree is walked for; past it, the tree is taken to hold one
+_GLOB_CHARS = frozenset("*?[")
+_GREPS = frozenset({"grep", "egrep", "fgrep", "zgrep"})
+_SEARCHERS = frozenset({"rg", "ag", "ack", "ack-grep"})
+_RG_HIDDEN = frozenset({"--hidden", "-.", "-uu", "-uuu", "--no-ignore-hidden"})
+
+
+def _recursive_dirs(argv: Sequence[str], cwd: str) -> list[str] | None:
+    """The directories `argv` reads every file under (grep -r, rg, ag, ack, diff -r), or None when it reads none."""
+    name = os.path.basename(argv[0]) if argv else ""
+    args = list(argv[1:])
+    shorts = "".join(a[1:] for a in args if a.startswith("-") and not a.startswith("--"))
+    if name in _GREPS:
+        recursive = (
+            "r" in shorts
+            or "R" in shorts
+            or any(a in ("--recursive", "--dereference-recursive", "--directories=recurse") for a in args)
+        )
+    elif name == "diff":
+        recursive = "r" in shorts or "--recursive" in args
+    else:
+        recursive = name in _SEARCHERS
+    if not recursive:
+        return None
+    operands = [a for a in args if not a.startswith("-")]
+    if name != "diff" and not {"-e", "-f", "--regexp", "--file"} & set(args):
+        operands = operands[1:]  # the pattern
+    if not operands:
+        return [cwd]  # a search without a path reads the working directory
+    return [os.path.normpath(os.path.join(cwd, a)) for a in operands if os.path.isdir(os.path.join(cwd, a))]
+
+
+def _secret_names_under(top: str, skip_hidden: bool) -> tuple[list[str], bool]:
+    """Up to three well-known secret files under `top` (relative to it), and whether the walk was cut short."""
+    found: list[str] = []
+    seen = 0
+    for dirpath, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if d != ".git" and not (skip_hidden and d.startswith("."))]
+        seen += len(dirs) + len(files)
+        parent = os.path.basename(dirpath)
+        for f in files:
+            if is_secret_name(f, parent) and not (skip_hidden and f.startswith(".")):
+                rel = os.path.relpath(dirpath, top)
+                found.append(f if rel == "." else os.path.join(rel, f))
+                if len(found) == 3:
+                    return found, False
+        if seen > WALK_LIMIT:
+            return found, True
+    return found, False
+
+
+def unnamed_reads(commands: Sequence[Sequence[str]], cwd: str, opaque: bool) -> list[str]:
+    """Reasons a command line may read a well-known secret file it does not name: a glob that expands to one (only
+    when the analysis found words it cannot see through, `opaque`), or a recursive reader whose tree holds one."""
+    out: list[str] = []
+    for argv in commands:
+        if opaque:
+            for word in argv[1:]:
+                if _GLOB_CHARS & set(word) and "$" not in word and "`" not in word:
+                    try:
+                        matches = glob.glob(word, root_dir=cwd)[:200]
+                    except (OSError, ValueError):
+                        continue
+                    for m in matches:
+                        if is_secret_file_name(m) and os.path.isfile(os.path.join(cwd, m)):
+                            out.append(f"{why_secret_name(m)} (`{word}` may expand to it)")
+                            break
+        dirs = _recursive_dirs(argv, cwd)
+        for top in dirs or ():
+            hidden_too = os.path.basename(argv[0]) not in _SEARCHERS or bool(_RG_HIDDEN & set(argv))
+            found, cut = _secret_names_under(top, skip_hidden=not hidden_too)
+            where = os.path.relpath(top, cwd)
+            prog = f"`{os.path.basename(argv[0])}`"
+            if cut:
+                out.append(f"{prog} reads more files under `{where}` than can be checked for secrets")
+            elif found:
+                listed = ", ".join(f"`{os.path.join(where, f) if where != '.' else f}`" for f in found)
+                out.append(f"{prog} reads every file under `{where}`, which holds {listed}: they may hold secrets")
+    return list(dict.fromkeys(out))

@@ -207,6 +207,11 @@ class Tool:
         """(proven read-only, reasons that force a question) from a deeper analysis, e.g. of a shell command."""
         return False, ()
 
+    def unnamed_reads(self, args: Mapping[str, Any], ws: Workspace) -> list[str]:
+        """Why the call may read a file that may hold secrets without naming it (a command's glob, a recursive search
+        of a tree holding `.env`): each reason makes the call ask, as a named one would (`runtime.secret_files`)."""
+        return []
+
     async def preview(self, args: Mapping[str, Any], ctx: ToolContext) -> tuple[dict[str, Any], ...]:
         """Content shown before the call runs (e.g. the diff of an edit, for the permission question)."""
         return ()

@@ -6,7 +6,8 @@ transcript, the state dir (session store, audit log, rules) or a log line.
 Pieces of the key of 12 characters or more are redacted wherever they appear (`cut -c16-37 .env; cut -c38- .env`).
 A transform cannot be redacted (`tr 0-9a-f a-p < .env`, base64, `rev`, pieces of 11, `od`), so every call that reads a
 file that may hold a secret asks first, in every mode (`auto` too), and is refused in `read-only`: a well-known
-secret file (`.env`, `id_rsa`), a link to one, and a file of any name holding the key's value. What the user
+secret file (`.env`, `id_rsa`), a link to one, a file of any name holding the key's value, a glob that expands to
+one and a recursive search of a tree holding one. What the user
 rejects reaches no sink in any form; ordinary reads still run unasked, and the grep tool's search of a directory
 never looks into those files (nor can it be asked whether they match a pattern).
 """
@@ -132,6 +133,8 @@ TRANSFORMS = [
     bash("od -An -tx1 -w64 settings.ini"),
     bash("sed -n 2p keys/id_rsa | tr 0-9a-f a-p"),
     bash("tr 0-9a-f a-p < link.txt"),
+    bash("cat .e* | tr 0-9a-f a-p"),
+    bash("grep -rh OPENAI . | tr 0-9a-f a-p"),
     {"name": "read_file", "arguments": {"path": ".env"}},
     {"name": "grep", "arguments": {"pattern": "OPENAI", "path": ".env"}},
     {"name": "edit", "arguments": {"path": ".env", "old_string": "DEBUG=0", "new_string": "DEBUG=1"}},
@@ -141,6 +144,8 @@ WHY = {
     "`keys/id_rsa` may hold secrets",
     "`settings.ini` holds the value of OPENAI_API_KEY",
     "`link.txt` may hold secrets (it leads to `.env`)",
+    "`.env` may hold secrets (`.e*` may expand to it)",
+    "`grep` reads every file under `.`, which holds `.env`",
 }
 
 
@@ -197,7 +202,7 @@ def test_ordinary_reads_still_run_unasked_and_a_directory_search_never_looks_int
     secret_workspace(workspace, key)
     (workspace / "app.py").write_text("OPENAI_API_KEY = os.environ['OPENAI_API_KEY']\n", encoding="utf-8")
     calls = [
-        bash("cat notes.txt; grep -n two notes.txt"),
+        bash("cat notes.txt; grep -n two notes.txt; cat n*; ls -R; grep -r two notes.txt"),
         {"name": "read_file", "arguments": {"path": "notes.txt"}},
         {"name": "grep", "arguments": {"pattern": "OPENAI_API_KEY"}},
         {"name": "grep", "arguments": {"pattern": f"= ?{key[:12]}"}},

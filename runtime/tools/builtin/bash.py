@@ -24,7 +24,7 @@ import anyio
 
 from permissions.policy import SESSION_ONLY_KEY
 from permissions.shell import ShellAnalysis, analyze_command, needs_approval_reasons, read_only_git_env
-from runtime import processes, secrets
+from runtime import processes, secret_files, secrets
 from runtime.sandbox import SandboxSpec, build_spec, child_env, session_tmpdir, support
 from runtime.sandbox.client import NetLimit, SandboxError, Spawner
 from runtime.sandbox.launcher_env import launcher_command
@@ -262,6 +262,19 @@ class BashTool(Tool):
             # Without a sandbox nothing holds a path the words do not show: ask, in every mode.
             reasons += (OPAQUE_PATHS,)
         return proven, reasons
+
+    def unnamed_reads(self, args: Mapping[str, Any], ws: Workspace) -> list[str]:
+        command = args.get("command")
+        if self._action(args) not in ("exec", "start") or not isinstance(command, str):
+            return []
+        a = _analysis(command)
+        if a is None or not a.parsed:
+            return []  # not proven read-only, and asked about in every mode as unparsed
+        try:
+            cwd = ws.resolve(args.get("cwd") or ".").path
+        except PathError:
+            return []
+        return secret_files.unnamed_reads([c.argv for c in a.commands], cwd, a.opaque_paths)
 
     def timeout_seconds(self, args: Mapping[str, Any]) -> float | None:
         if self._action(args) == "exec":
