@@ -21,7 +21,7 @@ import acp_server  # lazy submodules: each subcommand's modules load when it run
 import permissions  # lazy submodules: the rule store, the audit log, their reports
 import runtime  # the runtime's lazy public API: `runtime.name` loads a name's module on first use
 from permissions.modes import parse_mode
-from runtime import lazy, secrets
+from runtime import lazy, secrets, settings
 from runtime.config import load, use_sandbox
 from runtime.version import __version__
 
@@ -36,28 +36,47 @@ EXIT_REJECTED = 3
 EXIT_INTERRUPTED = 130
 
 
+def _env(name: str) -> str:
+    """The option's variable, for its help (the declaration: `runtime.settings.VARIABLES`)."""
+    return f"(env {settings.BY_NAME[name].name})"
+
+
 def _add_common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--model",
+        metavar="SPEC",
         default=os.environ.get("GATEWRIGHT_MODEL"),
-        help="scripted:PATH, openai:MODEL or anthropic:MODEL (env GATEWRIGHT_MODEL)",
+        help=f"scripted:PATH, openai:MODEL, anthropic:MODEL, PROVIDER:MODEL or a configured model's name "
+        f"{_env('GATEWRIGHT_MODEL')}",
     )
     p.add_argument(
         "--mode",
         default=os.environ.get("GATEWRIGHT_MODE"),
-        help="approval mode: manual, safe (default), auto, read-only (env GATEWRIGHT_MODE)",
+        help=f"approval mode: manual, safe (default), auto, read-only {_env('GATEWRIGHT_MODE')}",
     )
     p.add_argument(
         "--state-dir",
+        metavar="DIR",
         default=os.environ.get("GATEWRIGHT_STATE_DIR"),
-        help="where sessions, remembered rules and the audit log live (env GATEWRIGHT_STATE_DIR)",
+        help=f"where sessions, remembered rules and the audit log live {_env('GATEWRIGHT_STATE_DIR')}",
     )
     p.add_argument(
         "--record",
+        metavar="FILE",
         default=os.environ.get("GATEWRIGHT_RECORD"),
-        help="append every JSON-RPC frame to FILE as JSON lines (env GATEWRIGHT_RECORD)",
+        help=f"append every JSON-RPC frame to FILE as JSON lines {_env('GATEWRIGHT_RECORD')}",
     )
-    p.add_argument("--log-level", default=os.environ.get("GATEWRIGHT_LOG", "WARNING"), help=argparse.SUPPRESS)
+    p.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=settings.BY_NAME["GATEWRIGHT_LOG"].choices,
+        default=None,
+        help=f"what is logged on stderr (default WARNING) {_env('GATEWRIGHT_LOG')}",
+    )
+
+
+def _log_level(args: argparse.Namespace) -> str:
+    return str(args.log_level or settings.current().get("GATEWRIGHT_LOG") or "WARNING")
 
 
 def version() -> str:
@@ -183,7 +202,7 @@ def _check_options(args: argparse.Namespace) -> Checked | None:
     """Read the config file and validate model spec and mode; print a one-line error and return None on bad usage
     or configuration. The mode: --mode, else GATEWRIGHT_MODE, else the config's `[permissions] mode`, else safe."""
     try:
-        config = load()
+        config = load(state_dir=args.state_dir)
         mode = parse_mode(args.mode or config.permissions.mode)
         factory = runtime.ModelFactory(runtime.parse_model_spec(args.model), config=config.models)
     except (ValueError, runtime.ScriptError) as exc:
@@ -194,17 +213,16 @@ def _check_options(args: argparse.Namespace) -> Checked | None:
 
 
 def cmd_acp(args: argparse.Namespace) -> int:
-    _setup_logging(args.log_level)
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
+    _setup_logging(_log_level(args))
     return acp_server.server.serve_stdio(
         checked.factory, checked.mode, record=args.record, state_dir=args.state_dir, rules=checked.rules
     )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    _setup_logging(args.log_level)
     try:
         prompt = sys.stdin.read() if args.prompt == ["-"] else " ".join(args.prompt)
     except (OSError, UnicodeDecodeError) as exc:
@@ -216,6 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
+    _setup_logging(_log_level(args))
     cwd = os.path.abspath(args.cwd or os.getcwd())
     if not os.path.isdir(cwd):
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
@@ -234,10 +253,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    _setup_logging(args.log_level)
     checked = _check_options(args)
     if checked is None:
         return EXIT_USAGE
+    _setup_logging(_log_level(args))
     if args.record:
         sys.stderr.write(
             "gatewright: chat does not record transcripts yet; use `gatewright acp --record` or "

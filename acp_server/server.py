@@ -21,7 +21,10 @@ from acp_server import wire
 from acp_server.agent import AgentConfig, GatewrightAgent
 from acp_server.errors import RpcError, error_to_wire
 from acp_server.stdio import READ_CHUNK, FdReader, FdWriter, guard_stdio
-from runtime import lazy  # anyio: the event loop starts after the initialize answer
+from runtime import (
+    lazy,  # anyio: the event loop starts after the initialize answer
+    settings,
+)
 
 if TYPE_CHECKING:
     from permissions.rules import Rule
@@ -169,10 +172,7 @@ def _recorder(record: str, factory: ModelFactory, mode: str, state_dir: str | No
 
 
 def _max_frame() -> int:
-    try:
-        return max(1024, int(os.environ.get("GATEWRIGHT_MAX_FRAME_BYTES", wire.DEFAULT_MAX_FRAME)))
-    except ValueError:
-        return wire.DEFAULT_MAX_FRAME
+    return int(settings.current().get("GATEWRIGHT_MAX_FRAME_BYTES", wire.DEFAULT_MAX_FRAME))
 
 
 def _exit_before_serving(signum: int, frame: Any) -> None:

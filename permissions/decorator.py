@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import enum
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -45,7 +44,6 @@ from permissions.rules import RuleStore
 
 log = logging.getLogger("gatewright.permissions")
 
-TIMEOUT_ENV = "GATEWRIGHT_PERMISSION_TIMEOUT"
 _MAX_ASKS = 3  # a call whose preview keeps changing under the question is refused after this many questions
 
 
@@ -152,19 +150,6 @@ class AuditSink(Protocol):
     def end(self, seq: int | None, outcome: str, run_ms: int | None = None) -> None: ...
 
 
-def permission_timeout_from_env() -> float | None:
-    """`GATEWRIGHT_PERMISSION_TIMEOUT` seconds, or None (wait for the answer as long as it takes)."""
-    raw = os.environ.get(TIMEOUT_ENV, "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        log.warning("ignoring %s=%r: not a number of seconds", TIMEOUT_ENV, raw)
-        return None
-    return value if value > 0 else None
-
-
 @dataclass(frozen=True, slots=True)
 class _Approved:
     subject: ApprovalSubject
@@ -172,15 +157,6 @@ class _Approved:
     choice: Choice | None
     ask_ms: int
     asked_reason: str
-
-
-class FromEnv(enum.Enum):
-    """`question_timeout`'s default: `GATEWRIGHT_PERMISSION_TIMEOUT` (`permission_timeout_from_env`)."""
-
-    FROM_ENV = "from the environment"
-
-
-FROM_ENV = FromEnv.FROM_ENV
 
 
 class _NoAnswer(enum.Enum):
@@ -224,7 +200,7 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         mode: Callable[[], ApprovalMode],
         rules: RuleStore,
         audit: AuditSink | None = None,
-        question_timeout: float | None | FromEnv = FROM_ENV,
+        question_timeout: float | None = None,
     ) -> None:
         self.delegate = delegate
         self.gateway = gateway
@@ -232,7 +208,7 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         self.mode = mode
         self.rules = rules
         self.audit = audit
-        self.question_timeout = permission_timeout_from_env() if question_timeout is FROM_ENV else question_timeout
+        self.question_timeout = question_timeout  # seconds a question may stay unanswered (None: no limit)
         # One question at a time: parallel calls queue behind the human, who sees them in order.
         self._ask_lock = anyio.Lock()
 

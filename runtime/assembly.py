@@ -26,13 +26,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from permissions.audit import audit_log
-from permissions.decorator import FROM_ENV, FromEnv, ToolApprovalDecorator
+from permissions.decorator import ToolApprovalDecorator
 from permissions.rules import RuleStore
 from permissions.store import rule_database as shared_rule_database
 from permissions.store import state_dir_problem
+from runtime import settings
 from runtime.approval import make_describer
 from runtime.context import SessionContext
 from runtime.delegation import DEFAULT_SUBAGENTS, SubagentSpec, install_delegation
@@ -85,7 +86,7 @@ def build_runtime(
     retry: RetryPolicy | None = None,
     rule_database: RuleDatabase | None = None,
     audit: AuditSink | None = None,
-    question_timeout: float | None | FromEnv = FROM_ENV,
+    question_timeout: float | None | Literal["settings"] = "settings",
     wrap_router: Callable[[ToolExecutor], ToolExecutor] | None = None,
     configured_rules: tuple[Rule, ...] = (),
     sandbox: SandboxInfo = None,
@@ -106,7 +107,7 @@ def build_runtime(
         editor: the editor's file system and terminals, if the client advertised them.
         tools: the tools the model sees before delegation (default: the built-ins).
         rule_database, audit: explicit files instead of the state dir's shared ones (tests that close their own).
-        question_timeout: seconds a question may stay unanswered (default: GATEWRIGHT_PERMISSION_TIMEOUT).
+        question_timeout: seconds a question may stay unanswered (default: GATEWRIGHT_PERMISSION_TIMEOUT, checked).
         wrap_router: a test seam around the router (e.g. a flaky executor under the retries).
         configured_rules: the config file's `[permissions]` allow/deny rules (runtime.config).
         sandbox: the sandbox state the model is told about (a line, or a callable giving it; None: probed).
@@ -136,7 +137,7 @@ def build_runtime(
         mode,
         rules,
         audit,
-        question_timeout=question_timeout,
+        question_timeout=settings.permission_timeout() if question_timeout == "settings" else question_timeout,
     )
     runtime = AgentRuntime(
         model=model,

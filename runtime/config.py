@@ -35,15 +35,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import permissions  # lazy submodules: the rules and the shell parser load for a file with rules
-from permissions.modes import parse_mode
-from runtime import lazy
-from runtime.models.config import ConfigError, ModelsConfig, apply_env, parse_config, read_document
+from runtime import lazy, settings
+from runtime.models.config import ConfigError, ModelsConfig, apply_env, build_config
 
 if TYPE_CHECKING:
     from permissions.rules import Rule
-
-_PERMISSION_KEYS = {"mode", "allow", "deny"}
-_SANDBOX_KEYS = {"read", "write"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,17 +69,25 @@ class Config:
     default_file: bool = True
 
 
-def load(env: Mapping[str, str] | None = None) -> Config:
-    """Read and check the config file (see `runtime.models.config.config_path`). Raises `ConfigError`."""
+def load(env: Mapping[str, str] | None = None, state_dir: str | None = None) -> Config:
+    """Check the `GATEWRIGHT_*` variables and the config file (`runtime.settings.check`, which remembers in the
+    state dir what it checked) and build what they say. Raises `ConfigError` (one line)."""
     env = os.environ if env is None else env
-    doc, source = read_document(env=env)
-    models = apply_env(parse_config(doc, source) if source is not None else ModelsConfig(), env)
+    checked = settings.check(env, state_dir)
+    settings.remember_checked(checked, env)
+    return from_document(checked.config, checked.source, env)
+
+
+def from_document(doc: Mapping[str, Any] | None, source: str | None, env: Mapping[str, str]) -> Config:
+    """The records of a checked config document (None: no file)."""
+    doc = doc or {}
     where = f"config file {source}"
+    models = apply_env(build_config(doc, source) if source is not None else ModelsConfig(), env)
     return Config(
         source,
         models,
-        parse_permissions(doc.get("permissions", {}), where),
-        parse_sandbox(doc.get("sandbox", {}), where),
+        _permissions(doc.get("permissions") or {}, where),
+        _sandbox(doc.get("sandbox") or {}),
         default_file=not env.get("GATEWRIGHT_CONFIG"),
     )
 
@@ -112,58 +116,32 @@ def sandbox_in_force() -> SandboxInForce:
     return _in_force[0]
 
 
-def _check_table(table: Any, name: str, keys: set[str], where: str) -> None:
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where}: [{name}] must be a table")
-    unknown = set(table) - keys
-    if unknown:
-        raise ConfigError(
-            f"{where}: {name}: unknown key(s): {', '.join(sorted(unknown))} (expected {', '.join(sorted(keys))})"
-        )
-
-
 def parse_sandbox(table: Any, where: str) -> SandboxSettings:
-    _check_table(table, "sandbox", _SANDBOX_KEYS, where)
-    return SandboxSettings(_paths(table, "read", where), _paths(table, "write", where))
+    """A `[sandbox]` table, checked and built. Raises `ConfigError`."""
+    return _sandbox(lazy.settings_models.check_table("sandbox", table, where))
 
 
-def _paths(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-    value = table.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f'{where}: sandbox.{key} must be a list of paths, e.g. ["~/.cache/pip"]')
-    out = []
-    for i, raw in enumerate(value):
-        path = os.path.expanduser(raw) if raw == "~" or raw.startswith("~/") else raw
-        if not raw or "\x00" in raw or not os.path.isabs(path):
-            raise ConfigError(
-                f"{where}: sandbox.{key}[{i}] {raw!r} must be an absolute path or start with ~/ (a relative path "
-                "would mean another place in every project)"
-            )
-        out.append(os.path.normpath(path))
+def _sandbox(table: Mapping[str, Any]) -> SandboxSettings:
+    return SandboxSettings(_paths(table.get("read") or ()), _paths(table.get("write") or ()))
+
+
+def _paths(value: Any) -> tuple[str, ...]:
+    """Checked paths (absolute, or `~/…`), `~` expanded and normalised, each once."""
+    out = [os.path.normpath(os.path.expanduser(raw) if raw == "~" or raw.startswith("~/") else raw) for raw in value]
     return tuple(dict.fromkeys(out))
 
 
 def parse_permissions(table: Any, where: str) -> PermissionSettings:
-    _check_table(table, "permissions", _PERMISSION_KEYS, where)
+    """A `[permissions]` table, checked and built. Raises `ConfigError`."""
+    return _permissions(lazy.settings_models.check_table("permissions", table, where), where)
+
+
+def _permissions(table: Mapping[str, Any], where: str) -> PermissionSettings:
     mode = table.get("mode")
-    if mode is not None:
-        if not isinstance(mode, str):
-            raise ConfigError(f"{where}: permissions.mode must be a string")
-        try:
-            mode = parse_mode(mode)
-        except ValueError as exc:
-            raise ConfigError(f"{where}: permissions.mode: {exc}") from None
-    lists = {key: _entries(table, key, where) for key in ("allow", "deny")}
+    lists = {key: tuple(table.get(key) or ()) for key in ("allow", "deny")}
     order: tuple[Literal["allow", "deny"], ...] = ("deny", "allow")  # deny rules first
     rules = tuple(_rule(action, i, entry, where) for action in order for i, entry in enumerate(lists[action]))
     return PermissionSettings(mode, lists["allow"], lists["deny"], rules)
-
-
-def _entries(table: Mapping[str, Any], key: str, where: str) -> tuple[str, ...]:
-    value = table.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f'{where}: permissions.{key} must be a list of strings, e.g. ["bash:npm test"]')
-    return tuple(value)
 
 
 def _rule(action: Literal["allow", "deny"], index: int, entry: str, where: str) -> Rule:

@@ -20,6 +20,7 @@ from permissions.lazy import deferred
 
 TYPE_CHECKING = False  # without importing typing, as in `runtime/__init__.py`
 if TYPE_CHECKING:
+    import hashlib as hashlib
     import sqlite3 as sqlite3
     import tomllib as tomllib
 
@@ -46,9 +47,11 @@ if TYPE_CHECKING:
     import runtime.models.base as model_base
     import runtime.models.openai_compat as openai_compat
     import runtime.models.scripted as scripted
+    import runtime.settings_models as settings_models
     import runtime.tools.builtin.bash as bash_tool
 
 _LAZY: dict[str, str | tuple[str, str]] = {
+    "hashlib": "hashlib",
     "sqlite3": "sqlite3",
     "tomllib": "tomllib",
     "anyio": "anyio",
@@ -73,6 +76,7 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "model_base": "runtime.models.base",
     "openai_compat": "runtime.models.openai_compat",
     "scripted": "runtime.models.scripted",
+    "settings_models": "runtime.settings_models",
     "bash_tool": "runtime.tools.builtin.bash",
 }
 
@@ -84,6 +88,7 @@ __all__ = [
     "anyio_to_thread",
     "approval",
     "bash_tool",
+    "hashlib",
     "httpx2",
     "jsonschema",
     "mcp_client",
@@ -101,6 +106,7 @@ __all__ = [
     "rich_table",
     "rich_text",
     "scripted",
+    "settings_models",
     "sqlite3",
     "tomllib",
 ]

@@ -16,7 +16,6 @@ model is asked (an empty prompt, a slash command, the title) is `plan_prompt`, s
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from permissions.modes import MODES
 from permissions.options import REMEMBER_CHOICES
-from runtime import commands
+from runtime import commands, settings
 from runtime.assembly import build_runtime
 from runtime.events import RuntimeEvent, UsageReported
 from runtime.loop import RuntimeOptions
@@ -56,11 +55,8 @@ def new_session_id() -> str:
 def runtime_options() -> RuntimeOptions:
     """Runtime options for a new session; `GATEWRIGHT_CONTEXT_WINDOW` overrides the window of models that do not
     declare one (the scripted model), which is how tests make compaction happen with small conversations."""
-    raw = os.environ.get("GATEWRIGHT_CONTEXT_WINDOW")
-    try:
-        return RuntimeOptions(context_window=max(1_000, int(raw))) if raw else RuntimeOptions()
-    except ValueError:
-        return RuntimeOptions()
+    window = settings.current().get("GATEWRIGHT_CONTEXT_WINDOW")
+    return RuntimeOptions(context_window=window) if window else RuntimeOptions()
 
 
 def title_from(blocks: list[Any]) -> str | None:

@@ -43,6 +43,7 @@ from runtime import (
     replay_records,
     revive,
     sandbox,
+    settings,
     store_new,
 )
 
@@ -264,7 +265,4 @@ async def _shut(agent: GatewrightAgent, session: AcpSession) -> None:
 
 
 def _page_size() -> int:
-    try:
-        return max(1, int(os.environ.get("GATEWRIGHT_LIST_PAGE_SIZE", "50")))
-    except ValueError:
-        return 50
+    return int(settings.current().get("GATEWRIGHT_LIST_PAGE_SIZE", 50))

@@ -20,7 +20,6 @@ Mode and model changes do not touch connections; only `close` (session closed, a
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from runtime import settings
 from runtime.elicitation import UserAsker
 from runtime.events import NoticeEvent
 from runtime.mcp.config import ConfigProblem, ServerSpec, register_secrets
@@ -185,11 +185,6 @@ async def _after_the_answer() -> None:
 
 def connect_kwargs() -> dict[str, Any]:
     """Timeouts from the environment (tests and slow machines): GATEWRIGHT_MCP_START_TIMEOUT, _TURN_WAIT, seconds."""
-    out: dict[str, Any] = {}
-    for key, env in (("start_timeout", "GATEWRIGHT_MCP_START_TIMEOUT"), ("turn_wait", "GATEWRIGHT_MCP_TURN_WAIT")):
-        try:
-            if os.environ.get(env):
-                out[key] = float(os.environ[env])
-        except ValueError:
-            log.warning("ignoring %s: not a number", env)
-    return out
+    checked = settings.current()
+    pairs = (("start_timeout", "GATEWRIGHT_MCP_START_TIMEOUT"), ("turn_wait", "GATEWRIGHT_MCP_TURN_WAIT"))
+    return {key: float(checked.get(name)) for key, name in pairs if checked.get(name) is not None}

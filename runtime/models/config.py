@@ -45,31 +45,6 @@ _BUILTIN_KINDS: dict[str, ProviderKind] = {"openai": "openai", "anthropic": "ant
 _BUILTIN_KEY_ENV = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
 _BUILTIN_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 _DEFAULT_CONTEXT = {"openai": 128_000, "anthropic": 200_000}
-_PROVIDER_KEYS = {
-    "kind",
-    "base_url",
-    "api_key_env",
-    "headers",
-    "connect_timeout",
-    "first_token_timeout",
-    "idle_timeout",
-    "max_retries",
-    "retry_base_delay",
-    "retry_max_delay",
-    "send_reasoning",
-}
-_MODEL_KEYS = {
-    "model",
-    "name",
-    "description",
-    "context_window",
-    "max_tokens",
-    "thinking_budget",
-    "reasoning_effort",
-    "images",
-    "prices",
-}
-_PRICE_KEYS = {"input", "output", "cache_read", "cache_write", "currency"}
 
 
 class ConfigError(ValueError):
@@ -198,28 +173,24 @@ def read_document(
 
 
 def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> ModelsConfig:
-    """Read the config file (the default one missing → empty) and apply env overrides. Raises `ConfigError`."""
+    """Read and check the config file (the default one missing → empty), then apply env overrides. Raises
+    `ConfigError`. (The start-up check, which remembers what it checked, is `runtime.settings.check`.)"""
     env = os.environ if env is None else env
     doc, source = read_document(path, env)
     return apply_env(parse_config(doc, source) if source is not None else ModelsConfig(), env)
 
 
 def parse_config(doc: Mapping[str, Any], source: str = "<config>") -> ModelsConfig:
-    where = f"config file {source}"
-    # permissions, sandbox: runtime.config
-    unknown = set(doc) - {"default_model", "providers", "models", "permissions", "sandbox"}
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s): {', '.join(sorted(unknown))}")
-    default = doc.get("default_model")
-    if default is not None and not isinstance(default, str):
-        raise ConfigError(f"{where}: default_model must be a string")
-    providers: dict[str, ProviderSettings] = {}
-    for name, table in _table(doc, "providers", where).items():
-        providers[name] = _provider(name, table, f"{where}: providers.{name}")
-    config = ModelsConfig(source, default, providers)
-    models = tuple(
-        _model(mid, table, f"{where}: models.{mid}", config) for mid, table in _table(doc, "models", where).items()
-    )
+    """A config file's document, checked (`runtime.settings_models`) and built. Raises `ConfigError`."""
+    return build_config(lazy.settings_models.check_document(doc, source), source)
+
+
+def build_config(doc: Mapping[str, Any], source: str | None) -> ModelsConfig:
+    """The models part of a checked document (`runtime.settings_models.ConfigFile`): every key it has is known and
+    of its type, so this only fills in the defaults, which are the records' own."""
+    providers = {name: _provider(name, table) for name, table in (doc.get("providers") or {}).items()}
+    config = ModelsConfig(source, doc.get("default_model"), providers)
+    models = tuple(_model(mid, table, config) for mid, table in (doc.get("models") or {}).items())
     return replace(config, models=models)
 
 
@@ -256,106 +227,34 @@ def accepts_images(entry: ModelEntry, settings: ProviderSettings) -> bool:
     return settings.kind == "anthropic" or settings.base_url is None
 
 
-# ---- table parsing -------------------------------------------------------------------------------------------------
-def _table(doc: Mapping[str, Any], key: str, where: str) -> dict[str, Mapping[str, Any]]:
-    value = doc.get(key, {})
-    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
-        raise ConfigError(f"{where}: [{key}] must hold tables, e.g. [{key}.NAME]")
-    return value
-
-
-def _check_keys(table: Mapping[str, Any], allowed: set[str], where: str) -> None:
-    unknown = set(table) - allowed
-    if unknown:
-        hint = (
-            " (keys are never read from the config: name the variable with api_key_env)" if "api_key" in unknown else ""
-        )
-        raise ConfigError(f"{where}: unknown key(s): {', '.join(sorted(unknown))}{hint}")
-
-
-def _num(table: Mapping[str, Any], key: str, where: str, default: float, *, integer: bool = False) -> Any:
-    value = table.get(key, default)
-    ok = isinstance(value, int) if integer else isinstance(value, int | float)
-    if not ok or isinstance(value, bool) or value < 0:
-        raise ConfigError(f"{where}.{key} must be a non-negative {'integer' if integer else 'number'}")
-    return value
-
-
-def _opt_str(table: Mapping[str, Any], key: str, where: str) -> str | None:
-    value = table.get(key)
-    if value is not None and not isinstance(value, str):
-        raise ConfigError(f"{where}.{key} must be a string")
-    return value
-
-
-def _provider(name: str, table: Mapping[str, Any], where: str) -> ProviderSettings:
-    _check_keys(table, _PROVIDER_KEYS, where)
-    kind = table.get("kind", name if name in _BUILTIN_KEY_ENV else None)
-    if kind not in ("openai", "anthropic"):
-        raise ConfigError(f'{where}.kind must be "openai" (any OpenAI-compatible server) or "anthropic"')
-    headers = table.get("headers", {})
-    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
-        raise ConfigError(f"{where}.headers must be a table of strings")
-    send_reasoning = table.get("send_reasoning", False)
-    if not isinstance(send_reasoning, bool):
-        raise ConfigError(f"{where}.send_reasoning must be true or false")
-    d = ProviderSettings(name, kind)
-    return ProviderSettings(
-        name,
-        kind,
-        base_url=_opt_str(table, "base_url", where),
-        api_key_env=_opt_str(table, "api_key_env", where) or _BUILTIN_KEY_ENV.get(name),
-        headers=dict(headers),
-        connect_timeout=_num(table, "connect_timeout", where, d.connect_timeout),
-        first_token_timeout=_num(table, "first_token_timeout", where, d.first_token_timeout),
-        idle_timeout=_num(table, "idle_timeout", where, d.idle_timeout),
-        max_retries=_num(table, "max_retries", where, d.max_retries, integer=True),
-        retry_base_delay=_num(table, "retry_base_delay", where, d.retry_base_delay),
-        retry_max_delay=_num(table, "retry_max_delay", where, d.retry_max_delay),
-        send_reasoning=send_reasoning,
+# ---- building records from checked tables ------------------------------------------------------------------------
+def _provider(name: str, table: Mapping[str, Any]) -> ProviderSettings:
+    kind = table.get("kind") or _BUILTIN_KINDS[name]  # a provider that is not built in has a kind (checked)
+    given = {k: v for k, v in table.items() if k not in ("kind", "headers", "api_key_env")}
+    return replace(
+        ProviderSettings(name, kind),
+        api_key_env=table.get("api_key_env") or _BUILTIN_KEY_ENV.get(name),
+        headers=dict(table.get("headers") or {}),
+        **given,
     )
 
 
-def _model(mid: str, table: Mapping[str, Any], where: str, config: ModelsConfig) -> ModelEntry:
-    _check_keys(table, _MODEL_KEYS, where)
-    spec = table.get("model")
-    if not isinstance(spec, str) or ":" not in spec:
-        raise ConfigError(f'{where}.model must look like PROVIDER:MODEL, e.g. "openai:gpt-4.1"')
+def _model(mid: str, table: Mapping[str, Any], config: ModelsConfig) -> ModelEntry:
+    spec = table["model"]
     provider, _, model = spec.partition(":")
     settings = config.provider(provider)
-    if settings is None:
-        raise ConfigError(f"{where}.model names provider {provider!r}, which is neither built in nor configured")
-    images = table.get("images")
-    if images is not None and not isinstance(images, bool):
-        raise ConfigError(f"{where}.images must be true or false")
-    prices = None
-    if "prices" in table:
-        pt = table["prices"]
-        if not isinstance(pt, dict):
-            raise ConfigError(f"{where}.prices must be a table like {{ input = 3.0, output = 15.0 }}")
-        _check_keys(pt, _PRICE_KEYS, f"{where}.prices")
-        if "input" not in pt or "output" not in pt:
-            raise ConfigError(f"{where}.prices needs both input and output (per million tokens)")
-        pw = f"{where}.prices"
-        prices = Prices(
-            _num(pt, "input", pw, 0),
-            _num(pt, "output", pw, 0),
-            _num(pt, "cache_read", pw, 0) if "cache_read" in pt else None,
-            _num(pt, "cache_write", pw, 0) if "cache_write" in pt else None,
-            _opt_str(pt, "currency", pw) or "USD",
-        )
-    max_tokens = table.get("max_tokens")
-    thinking = table.get("thinking_budget")
+    assert settings is not None  # checked: built in or configured
+    prices = table.get("prices")
     return ModelEntry(
         mid,
         provider,
         model,
-        name=_opt_str(table, "name", where) or mid,
-        description=_opt_str(table, "description", where) or spec,
-        context_window=_num(table, "context_window", where, _DEFAULT_CONTEXT[settings.kind], integer=True),
-        max_tokens=None if max_tokens is None else _num(table, "max_tokens", where, 0, integer=True),
-        thinking_budget=None if thinking is None else _num(table, "thinking_budget", where, 0, integer=True),
-        reasoning_effort=_opt_str(table, "reasoning_effort", where),
-        images=images,
-        prices=prices,
+        name=table.get("name") or mid,
+        description=table.get("description") or spec,
+        context_window=table.get("context_window", _DEFAULT_CONTEXT[settings.kind]),
+        max_tokens=table.get("max_tokens"),
+        thinking_budget=table.get("thinking_budget"),
+        reasoning_effort=table.get("reasoning_effort"),
+        images=table.get("images"),
+        prices=Prices(**prices) if prices is not None else None,
     )

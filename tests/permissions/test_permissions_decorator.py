@@ -354,17 +354,6 @@ async def test_a_question_that_times_out_ends_as_a_rejection(tmp_path):
     assert h.audit.entries()[-1].outcome == "timeout"
 
 
-async def test_the_timeout_comes_from_the_environment(monkeypatch):
-    from permissions.decorator import permission_timeout_from_env
-
-    monkeypatch.setenv("GATEWRIGHT_PERMISSION_TIMEOUT", "2.5")
-    assert permission_timeout_from_env() == 2.5
-    monkeypatch.setenv("GATEWRIGHT_PERMISSION_TIMEOUT", "soon")
-    assert permission_timeout_from_env() is None
-    monkeypatch.delenv("GATEWRIGHT_PERMISSION_TIMEOUT")
-    assert permission_timeout_from_env() is None
-
-
 async def test_an_approval_arriving_after_the_turn_was_cancelled_runs_nothing(tmp_path):
     holder: dict[str, Harness] = {}
 

@@ -94,13 +94,16 @@ def test_the_model_flag_overrides_the_default_model_of_the_file(cfg):
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("default_model = 3", "default_model must be a string"),
-        ("[models.x]\nmodel = 'nocolon'", "models.x.model must look like PROVIDER:MODEL"),
+        ("default_model = 3", "default_model = 3: expected a string"),
+        ("[models.x]\nmodel = 'nocolon'", "models.x.model = 'nocolon': expected PROVIDER:MODEL"),
         ("[models.x]\nmodel = 'nowhere:m'", "names provider 'nowhere'"),
         ("[providers.openai]\napi_key = 'sk-123'", "name the variable with api_key_env"),
-        ("[providers.foo]\nbase_url = 'http://x'", "providers.foo.kind must be"),
-        ("[models.x]\nmodel = 'openai:m'\ncontext_window = -1", "context_window must be a non-negative integer"),
-        ("[models.x]\nmodel = 'openai:m'\nprices = { input = 1 }", "needs both input and output"),
+        ("[providers.foo]\nbase_url = 'http://x'", 'providers.foo.kind is missing: expected "openai"'),
+        (
+            "[models.x]\nmodel = 'openai:m'\ncontext_window = -1",
+            "models.x.context_window = -1: expected a number of at least 0",
+        ),
+        ("[models.x]\nmodel = 'openai:m'\nprices = { input = 1 }", "models.x.prices.output is missing (required)"),
         ("this is = = not toml", "not valid TOML"),
     ],
 )

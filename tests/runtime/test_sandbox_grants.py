@@ -57,12 +57,12 @@ def test_the_sandbox_table_takes_absolute_and_home_paths_and_expands_the_home(ho
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ({"write": [".cache"]}, "sandbox.write[0] '.cache' must be an absolute path or start with ~/"),
-        ({"read": ["~other/x"]}, "sandbox.read[0] '~other/x' must be an absolute path or start with ~/"),
-        ({"write": "~/.npm"}, "sandbox.write must be a list of paths"),
-        ({"read": [3]}, "sandbox.read must be a list of paths"),
-        ({"writes": []}, "sandbox: unknown key(s): writes"),
-        ("~/.npm", "[sandbox] must be a table"),
+        ({"write": [".cache"]}, "sandbox.write[0] = '.cache': expected an absolute path or one that starts with ~/"),
+        ({"read": ["~other/x"]}, "sandbox.read[0] = '~other/x': expected an absolute path or one that starts with ~/"),
+        ({"write": "~/.npm"}, "sandbox.write = '~/.npm': expected a list"),
+        ({"read": [3]}, "sandbox.read[0] = 3: expected a string"),
+        ({"writes": []}, "sandbox.writes: unknown key (expected one of: read, write)"),
+        ("~/.npm", "sandbox = '~/.npm': expected a table"),
     ],
 )
 def test_a_sandbox_table_it_cannot_read_exactly_stops_the_start(table, message):

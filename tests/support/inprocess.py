@@ -257,7 +257,9 @@ def _options(args: tuple[str, ...]) -> _Options:
     checked = cli._check_options(parsed)
     if checked is None:
         raise ValueError(f"gatewright acp {' '.join(args)}: refused (the binary would exit 2)")
-    return _Options(checked.factory, checked.mode, checked.rules, parsed.state_dir, parsed.log_level, parsed.record)
+    return _Options(
+        checked.factory, checked.mode, checked.rules, parsed.state_dir, cli._log_level(parsed), parsed.record
+    )
 
 
 def agents(tmp_path: Path) -> Iterator[Any]:
