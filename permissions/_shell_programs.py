@@ -707,18 +707,9 @@ _GIT_OPTIONS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] =
     ),
     "merge-base": (_names("-a --all --octopus --independent --is-ancestor --fork-point"), frozenset(), frozenset()),
 }
-_GIT_DRIVERS = {
-    "status": "git status runs filter drivers the repository configures",
-    "diff": "git diff runs diff and filter drivers the repository configures",
-    "blame": "git blame runs textconv and filter drivers the repository configures",
-}
-_GIT_INSPECT = (
-    frozenset(_GIT_OPTIONS)
-    | frozenset(_GIT_DRIVERS)
-    | _names(
-        "rev-parse grep shortlog whatchanged diff-tree diff-files diff-index show-branch name-rev count-objects "
-        "check-ignore check-attr var help version verify-commit verify-tag cherry range-diff"
-    )
+_GIT_INSPECT = frozenset(_GIT_OPTIONS) | _names(
+    "status diff blame rev-parse grep shortlog whatchanged diff-tree diff-files diff-index show-branch name-rev "
+    "count-objects check-ignore check-attr var help version verify-commit verify-tag cherry range-diff"
 )
 """Subcommands that never write the repository (whatever programs its configuration may make them run)."""
 _GIT_LISTINGS = {
@@ -763,34 +754,65 @@ def _git_option_problem(sub: str, rest: Sequence[Word]) -> str | None:
     return None
 
 
+_Texts = Sequence[str]
+_GitRule = tuple[Callable[[_Texts], bool], str]
+
+
+def _any(match: Callable[[str], bool]) -> Callable[[_Texts], bool]:
+    return lambda texts: any(match(t) for t in texts)
+
+
+def _always(texts: _Texts) -> bool:
+    return True
+
+
+def _branch_changes(texts: _Texts) -> bool:
+    """`git branch` lists with known flags (`-v`, `-a`...), and with names only after `-l`/`--list`."""
+    listing = any(t in ("-l", "--list") for t in texts)
+    return any(t not in _GIT_BRANCH_FLAGS and (t.startswith("-") or not listing) for t in texts)
+
+
+_WRITES_OUTPUT: _GitRule = (_any(lambda t: _long(t, "output")), "--output writes a file")
+_GIT_RULES: dict[str, tuple[_GitRule, ...]] = {
+    # subcommand: (when its words match, why it is not proven read-only), checked in order
+    "diff": (_WRITES_OUTPUT, (_always, "runs diff and filter drivers the repository configures")),
+    "log": (_WRITES_OUTPUT,),
+    "show": (
+        _WRITES_OUTPUT,
+        (
+            lambda texts: not {"-s", "--no-patch"} & set(texts),
+            "runs diff drivers the repository configures (unless it shows no patch: -s)",
+        ),
+    ),
+    "status": ((_always, "runs filter drivers the repository configures"),),
+    "blame": ((_always, "runs textconv and filter drivers the repository configures"),),
+    "ls-files": (
+        (_any(lambda t: _short(t, "m") or _long(t, "modified")), "-m runs filter drivers the repository configures"),
+    ),
+    "describe": (
+        (_any(lambda t: _long(t, "dirty", "broken")), "--dirty runs filter drivers the repository configures"),
+    ),
+    "grep": (
+        (_any(lambda t: _long(t, "textconv")), "--textconv runs textconv drivers the repository configures"),
+        (_any(lambda t: _short(t, "O") or _long(t, "open-files-in-pager")), "-O runs a program"),
+        (
+            _any(lambda t: _long(t, "recurse-submodules", "ext-grep")),
+            "--recurse-submodules reads the configuration of submodules",
+        ),
+    ),
+    "branch": ((_branch_changes, "with arguments changes branches"),),
+}
+"""What makes a git subcommand leave the read-only proof, in the order it is checked; each reason follows `git SUB `.
+A subcommand with an options allowlist (`_GIT_OPTIONS`) is then held to it; `_GIT_ANY_OPTIONS` accept the rest."""
+_GIT_ANY_OPTIONS = _names("grep branch rev-parse")
+
+
 def _git_subcommand(sub: str, rest: Sequence[Word]) -> str | None:
     """Why `git sub rest` is not proven read-only, or None."""
     texts = [a.text for a in rest if a.exact]
-    if sub in ("diff", "log", "show") and any(_long(t, "output") for t in texts):
-        return f"git {sub} --output writes a file"
-    if sub in _GIT_DRIVERS:
-        return _GIT_DRIVERS[sub]
-    if sub == "show" and not {"-s", "--no-patch"} & set(texts):
-        return "git show runs diff drivers the repository configures (unless it shows no patch: -s)"
-    if sub == "ls-files" and any(_short(t, "m") or _long(t, "modified") for t in texts):
-        return "git ls-files -m runs filter drivers the repository configures"
-    if sub == "describe" and any(_long(t, "dirty", "broken") for t in texts):
-        return "git describe --dirty runs filter drivers the repository configures"
-    if sub == "grep":
-        if any(_long(t, "textconv") for t in texts):
-            return "git grep --textconv runs textconv drivers the repository configures"
-        if any(_short(t, "O") or _long(t, "open-files-in-pager") for t in texts):
-            return "git grep -O runs a program"
-        if any(_long(t, "recurse-submodules", "ext-grep") for t in texts):
-            return "git grep --recurse-submodules reads the configuration of submodules"
-        return None
-    if sub == "branch":
-        listing = any(t in ("-l", "--list") for t in texts)
-        if any(t not in _GIT_BRANCH_FLAGS and (t.startswith("-") or not listing) for t in texts):
-            return "git branch with arguments changes branches"
-        return None
-    if sub == "rev-parse":
-        return None
+    why = next((f"git {sub} {why}" for matches, why in _GIT_RULES.get(sub, ()) if matches(texts)), None)
+    if why is not None or sub in _GIT_ANY_OPTIONS:
+        return why
     if sub in _GIT_OPTIONS:
         return _git_option_problem(sub, rest)
     return f"git {sub} is not known to be read-only"
@@ -811,118 +833,153 @@ def _git_inspects(sub: str, rest: Sequence[Word]) -> bool:
 _GIT_OUTPUT_OPTIONS = frozenset({"-o", "--output", "--output-directory"})
 """Options whose value git writes (`diff/log/show --output=F`, `archive -o F`, `format-patch -o DIR`): the path is
 written even by a subcommand that otherwise only reads, so a protected or outside target asks."""
+_GIT_GLUED_OUTPUT = _names("archive format-patch")  # `-oFILE`
+_GIT_TEXT_OPTIONS = ("--message=", "--format=", "--pretty=", "--grep=", "--author=")
+"""Options whose `=VALUE` is text, never a path (a message may well contain a `/`)."""
+_SKIP = "skip"
+
+_GIT_DESTROYS: dict[str, Callable[[_Texts], bool]] = {
+    "reset": _any(lambda t: t in ("--hard", "--merge", "--keep")),
+    "clean": _always,
+    "push": _any(
+        lambda t: _short(t, "fd") or _long(t, "force", "force-with-lease", "delete", "mirror") or t[:1] in "+:"
+    ),
+    "checkout": _any(lambda t: t in ("--", ".", "-f", "--force")),
+    "restore": lambda texts: not {"--staged", "-S"} & set(texts) or bool({"--worktree", "-W"} & set(texts)),
+    "stash": lambda texts: bool(texts) and texts[0] in ("drop", "clear"),
+    "rm": lambda texts: "--cached" not in texts,
+    "branch": _any(lambda t: t in ("-D", "--delete") or _short(t, "D")),
+}
+"""When a subcommand destroys work (its reason is `GIT_DESTRUCTIVE[sub]`)."""
+
+
+@dataclass(slots=True)
+class _GitPlace:
+    """What git's options before the subcommand say: the directory it runs in (`-C`, joined), the paths they name,
+    whether git finds its usual repository and configuration (`located`), and where the subcommand's word is."""
+
+    base: str = ""
+    located: bool = True
+    named: list[str] = field(default_factory=list)
+    index: int = 0
+
+
+def _git_location(args: Sequence[Word], v: Verdict) -> _GitPlace:
+    place = _GitPlace()
+    while place.index < len(args) and args[place.index].exact and args[place.index].text.startswith("-"):
+        t = args[place.index].text
+        if t in ("-C", "-c"):
+            _git_dash_c(t, args[place.index + 1] if place.index + 1 < len(args) else None, v, place)
+        elif t.partition("=")[0] in _GIT_LOCATION_OPTIONS:
+            _git_elsewhere(t, args, v, place)
+        else:
+            if t not in _GIT_GLOBAL_FLAGS:
+                v.deny("git option can point git at other configuration or programs")
+                place.located = False
+            place.index += 1
+    return place
+
+
+def _git_dash_c(option: str, value: Word | None, v: Verdict, place: _GitPlace) -> None:
+    """`-C DIR` (git runs in DIR) or `-c KEY=VALUE` (configuration, which can name programs)."""
+    place.index += 2
+    if value is None or not value.exact:
+        # An unquoted `$X` after -C could split into `. -c core.pager=...`.
+        v.deny(f"an expanded argument could smuggle an option into git {option}")
+        place.located, v.opaque = False, True
+    elif option == "-c":
+        v.deny("git -c sets configuration that can run programs")
+        place.located = False
+    elif value.text:
+        where = path_text(value)
+        if where is None:
+            v.opaque = True
+        else:
+            place.base = _join(place.base, where)
+            place.named.append(place.base)
+
+
+def _git_elsewhere(option: str, args: Sequence[Word], v: Verdict, place: _GitPlace) -> None:
+    """`--git-dir`, `--work-tree`, `--exec-path`...: another repository, configuration or set of programs."""
+    v.deny("git option can point git at other configuration or programs")
+    place.located = False
+    stem, eq, value = option.partition("=")
+    takes_next = not eq and stem != "--exec-path"
+    following = place.index + 1
+    where = value if eq else (args[following].text if takes_next and following < len(args) else "")
+    if stem in ("--git-dir", "--work-tree", "--exec-path") and where:
+        place.named.append(_join(place.base, where))
+    place.index += 2 if takes_next else 1
 
 
 def _git(args: Sequence[Word], v: Verdict) -> None:
     v.own_paths = True
-    base, located, i = "", True, 0
-    named: list[str] = []
-    while i < len(args) and args[i].exact and args[i].text.startswith("-"):
-        t = args[i].text
-        stem, eq, value = t.partition("=")
-        if t in ("-C", "-c"):
-            nxt = args[i + 1] if i + 1 < len(args) else None
-            if nxt is None or not nxt.exact:
-                # An unquoted `$X` after -C could split into `. -c core.pager=...`.
-                v.deny(f"an expanded argument could smuggle an option into git {t}")
-                located, v.opaque = False, True
-            elif t == "-c":
-                v.deny("git -c sets configuration that can run programs")
-                located = False
-            elif nxt.text:
-                place = path_text(nxt)
-                if place is None:
-                    v.opaque = True
-                else:
-                    base = _join(base, place)
-                    named.append(base)
-            i += 2
-            continue
-        if stem in _GIT_LOCATION_OPTIONS:
-            v.deny("git option can point git at other configuration or programs")
-            located = False
-            takes_next = not eq and stem != "--exec-path"
-            where = value if eq else (args[i + 1].text if takes_next and i + 1 < len(args) else "")
-            if stem in ("--git-dir", "--work-tree", "--exec-path") and where:
-                named.append(_join(base, where))
-            i += 2 if takes_next else 1
-            continue
-        if t not in _GIT_GLOBAL_FLAGS:
-            v.deny("git option can point git at other configuration or programs")
-            located = False
-        i += 1
-    if i >= len(args) or not args[i].exact:
+    place = _git_location(args, v)
+    if place.index >= len(args) or not args[place.index].exact:
         v.deny("could not tell which git subcommand runs")
-        v.opaque = v.opaque or i < len(args)
-        v.paths += [(p, WRITES) for p in named] + [(_join(base, ".git"), WRITES)]
+        v.opaque = v.opaque or place.index < len(args)
+        v.paths += [(p, WRITES) for p in place.named] + [(_join(place.base, ".git"), WRITES)]
         return
-    sub, rest = args[i].text, args[i + 1 :]
+    sub, rest = args[place.index].text, args[place.index + 1 :]
     texts = [a.text for a in rest if a.exact]
     if sub in NETWORK_SUBCOMMANDS["git"]:
         v.net(f"git {sub} uses the network")
     _smuggling("git", rest, v)
     if why := _git_subcommand(sub, rest):
         v.deny(why)
-    if sub == "branch" and any(t in ("-D", "--delete") or _short(t, "D") for t in texts):
-        v.destroy(GIT_DESTRUCTIVE["branch"])
-    destructive = {
-        "reset": any(t in ("--hard", "--merge", "--keep") for t in texts),
-        "clean": True,
-        "push": any(
-            _short(t, "fd") or _long(t, "force", "force-with-lease", "delete", "mirror") or t[:1] in "+:"
-            for t in texts
-            if t
-        ),
-        "checkout": any(t in ("--", ".", "-f", "--force") for t in texts),
-        "restore": not {"--staged", "-S"} & set(texts) or bool({"--worktree", "-W"} & set(texts)),
-        "stash": bool(texts) and texts[0] in ("drop", "clear"),
-        "rm": "--cached" not in texts,
-    }
-    if destructive.get(sub):
+    if sub in _GIT_DESTROYS and _GIT_DESTROYS[sub](texts):
         v.destroy(GIT_DESTRUCTIVE[sub])
-    inspects = located and _git_inspects(sub, rest)
+    inspects = place.located and _git_inspects(sub, rest)
     use = READS if inspects or v.read_only else WRITES
-    v.paths += [(p, use) for p in named]
-    skip, output = False, False
-    for a in rest:
-        if skip:
-            skip = False
-            continue
-        if output:  # the file or directory an output option names is written, whatever the subcommand reads
-            output = False
-            place = path_text(a) if a.exact else None
-            if place is None:
-                v.opaque = v.opaque or not a.fd_path
-            elif place:
-                v.paths.append((_join(base, place), WRITES))
-            continue
-        if not a.exact:
-            v.opaque = v.opaque or not a.fd_path
-            continue
-        t = a.text
-        if t in ("-m", "--message"):
-            skip = True  # a commit message, not a path
-        elif t in _GIT_OUTPUT_OPTIONS:
-            output = True
-        elif t.startswith("-o") and len(t) > 2 and sub in ("archive", "format-patch"):
-            v.paths.append((_join(base, t[2:]), WRITES))
-        elif t.startswith("--") and "=" in t:
-            stem, _, value = t.partition("=")
-            if stem in _GIT_OUTPUT_OPTIONS and value:
-                v.paths.append((_join(base, value), WRITES))
-            elif not t.startswith(("--message=", "--format=", "--pretty=", "--grep=", "--author=")) and looks_like_path(
-                value
-            ):
-                v.paths.append((_join(base, value), use))
-        elif not t.startswith("-") and not t.startswith(":") and looks_like_path(t):
-            place = path_text(a)
-            if place is None:
-                v.opaque = True
-            else:
-                v.paths.append((_join(base, place), use))
+    v.paths += [(p, use) for p in place.named]
+    _git_operand_paths(sub, rest, place.base, use, v)
     if not inspects:
         # Whatever else it touches, a git command that may write the repository writes under `.git`.
-        v.paths.append((_join(base, ".git"), WRITES))
+        v.paths.append((_join(place.base, ".git"), WRITES))
+
+
+def _git_operand_paths(sub: str, rest: Sequence[Word], base: str, use: str, v: Verdict) -> None:
+    """The paths the subcommand's words name: operands and `--opt=PATH` values with `use`, the values of output
+    options as written (whatever the subcommand reads), nothing for message and format text."""
+    following: str | None = None  # what the word after an option is: _SKIP, or the use of the path it names
+    for a in rest:
+        if following is not None:
+            if following != _SKIP:
+                _git_name(a, base, following, v)
+            following = None
+        elif not a.exact:
+            v.opaque = v.opaque or not a.fd_path
+        else:
+            following = _git_word(sub, a, base, use, v)
+
+
+def _git_word(sub: str, word: Word, base: str, use: str, v: Verdict) -> str | None:
+    """Name the path one literal word of `git sub` holds; return what the next word is, if this one is an option
+    that takes it (`-m MSG`: _SKIP; `-o FILE`: WRITES)."""
+    t = word.text
+    stem, eq, value = t.partition("=")
+    if t in ("-m", "--message"):
+        return _SKIP  # a commit message, not a path
+    if t in _GIT_OUTPUT_OPTIONS:
+        return WRITES  # the file or directory an output option names is written, whatever the subcommand reads
+    if t.startswith("-o") and len(t) > 2 and sub in _GIT_GLUED_OUTPUT:
+        v.paths.append((_join(base, t[2:]), WRITES))
+    elif t.startswith("--") and eq:
+        if stem in _GIT_OUTPUT_OPTIONS and value:
+            v.paths.append((_join(base, value), WRITES))
+        elif not t.startswith(_GIT_TEXT_OPTIONS) and looks_like_path(value):
+            v.paths.append((_join(base, value), use))
+    elif not t.startswith(("-", ":")) and looks_like_path(t):
+        _git_name(word, base, use, v)
+    return None
+
+
+def _git_name(word: Word, base: str, use: str, v: Verdict) -> None:
+    where = path_text(word) if word.exact else None
+    if where is None:
+        v.opaque = v.opaque or not word.fd_path
+    elif where:
+        v.paths.append((_join(base, where), use))
 
 
 _DIALECTS = {"bash": "bash", "sh": "sh", "dash": "sh", "ash": "sh"}
@@ -1229,75 +1286,96 @@ _FIND_VALUES = _names(
 _FIND_FILES = _names("-newer -anewer -cnewer -samefile -fprint -fprint0 -fls -fprintf -files0-from")
 
 
-def _scan_operands(
-    name: str, args: Sequence[Word], use: str, out: list[tuple[str, str]], spec: _Operands | None = None
-) -> bool:
-    """The files a program's operands and option values name (generic rules, refined by `_OPERANDS`);
-    returns whether some word may expand to a path nobody can know."""
-    spec = spec or _OPERANDS.get(name, _Operands())
-    opaque, ended, pattern = False, False, spec.pattern_first
-    pending: list[str] = []  # what the next words are: "file", "code" or "value" (no file)
-    follows = _FOLLOWS_LINKS.get(name)
-    for a in args:
-        if pending:
-            kind = pending.pop(0)
-            if kind == "file":
-                place = path_text(a) if a.exact else None
-                opaque = opaque or (place is None and not a.fd_path)
-                out.extend([(place, use)] if place else [])
-            elif kind == "code":
-                opaque = _code_paths(a, out) or opaque
-            continue
-        if not a.exact:
-            # A quoted expansion in the pattern's place is the pattern; anywhere else it may be any path.
-            opaque = opaque or not a.fd_path and (a.splits or not pattern)
-            pattern = False
-            continue
+_FIND_START = {"-H": 1, "-P": 1, "-O0": 1, "-O1": 1, "-O2": 1, "-O3": 1, "-L": 1, "-D": 2}
+"""Options before find's starting points, and how many words each takes up (`-L` follows links)."""
+_FIND_EXEC = _names("-exec -execdir -ok -okdir")
+
+
+def _named(word: Word, use: str, out: list[tuple[str, str]], base: str = "") -> bool:
+    """Add the path a word names (as seen from `base`) to `out`; True when it may name one nobody can know here
+    (an expansion, `~user`). A lone process substitution names a /dev/fd path: none of the workspace."""
+    place = path_text(word) if word.exact else None
+    if place:
+        out.append((_join(base, place), use))
+    return place is None and not word.fd_path
+
+
+@dataclass(slots=True)
+class _OperandScan:
+    """One pass over a program's arguments: the files its operands and option values name (generic rules, refined
+    by the program's `_Operands`), and whether some word may expand to a path nobody can know."""
+
+    spec: _Operands
+    follows: tuple[str, tuple[str, ...]] | None
+    out: list[tuple[str, str]]
+    opaque: bool = False
+    ended: bool = False  # after `--`, every word is an operand
+    pattern: bool = False  # the next operand is a pattern, not a file
+    pending: list[str] = field(default_factory=list)  # what the next words are: "file", "code" or "value" (no file)
+
+    def word(self, a: Word) -> None:
         t = a.text
-        if not ended and t == "--":
-            ended = True
-            continue
-        if not ended and t.startswith("-") and t != "-":
-            long = t.startswith("--")
-            stem, glued = (t.partition("=")[0], "=" in t) if long else (t[:2], len(t) > 2)
-            if stem in spec.given:
-                pattern = False
-            if follows and (_short(t, follows[0]) or _long(t, *follows[1])) or "files0-from" in t:
-                opaque = True
-            if stem in spec.pairs:
-                pending = ["value", "file" if stem in ("--slurpfile", "--rawfile") else "value"]
-            elif stem in spec.code:
-                pattern = False
-                if glued:
-                    opaque = _code_paths(Word(t[len(stem) + long :], True, True), out) or opaque
-                else:
-                    pending = ["code"]
-            elif stem in spec.values:
-                pending = [] if glued else ["value"]
-            elif stem in spec.files and not glued:
-                pending = ["file"]
+        if self.pending:
+            self.value(self.pending.pop(0), a)
+        elif not a.exact:
+            # A quoted expansion in the pattern's place is the pattern; anywhere else it may be any path.
+            self.opaque = self.opaque or not a.fd_path and (a.splits or not self.pattern)
+            self.pattern = False
+        elif not self.ended and t == "--":
+            self.ended = True
+        elif not self.ended and t.startswith("-") and t != "-":
+            self.option(t)
+        elif self.pattern:
+            self.pattern = False
+        elif not ((t.isascii() and t.isdigit()) or _URL.match(t)):
+            self.operand(a)
+
+    def value(self, kind: str, a: Word) -> None:
+        if kind == "file":
+            self.opaque = _named(a, BY_PROOF, self.out) or self.opaque
+        elif kind == "code":
+            self.opaque = _code_paths(a, self.out) or self.opaque
+
+    def option(self, t: str) -> None:
+        spec, long = self.spec, t.startswith("--")
+        stem, glued = (t.partition("=")[0], "=" in t) if long else (t[:2], len(t) > 2)
+        glued_value = t[len(stem) + long :]
+        if stem in spec.given:
+            self.pattern = False
+        if self.follows and (_short(t, self.follows[0]) or _long(t, *self.follows[1])) or "files0-from" in t:
+            self.opaque = True
+        if stem in spec.pairs:
+            self.pending = ["value", "file" if stem in ("--slurpfile", "--rawfile") else "value"]
+        elif stem in spec.code:
+            self.pattern = False
+            if glued:
+                self.opaque = _code_paths(Word(glued_value, True, True), self.out) or self.opaque
             else:
-                value = t[len(stem) + long :] if stem in spec.files else None
-                candidates = [value] if value else _option_paths(t)
-                out.extend((p, use) for p in candidates)
-            continue
-        if pattern:
-            pattern = False
-            continue
-        if (t.isascii() and t.isdigit()) or _URL.match(t):
-            continue
-        place = path_text(a)
-        if place is None:
-            opaque = True
-        elif place:
-            out.append((place, use))
-        if "=" in t[1:]:
-            value = t.split("=", 1)[1]  # `of=/dev/sda`, `PREFIX=/opt`: bash expands `~` after the `=` too
+                self.pending = ["code"]
+        elif stem in spec.values:
+            self.pending = [] if glued else ["value"]
+        elif stem in spec.files and not glued:
+            self.pending = ["file"]
+        else:
+            candidates = [glued_value] if stem in spec.files and glued_value else _option_paths(t)
+            self.out.extend((p, BY_PROOF) for p in candidates)
+
+    def operand(self, a: Word) -> None:
+        self.opaque = _named(a, BY_PROOF, self.out) or self.opaque
+        if "=" in a.text[1:]:
+            value = a.text.split("=", 1)[1]  # `of=/dev/sda`, `PREFIX=/opt`: bash expands `~` after the `=` too
             if looks_like_path(value):
-                place = path_text(Word(value, True, True, tilde=True))
-                opaque = opaque or place is None
-                out.extend([(place, use)] if place else [])
-    return opaque
+                self.opaque = _named(Word(value, True, True, tilde=True), BY_PROOF, self.out) or self.opaque
+
+
+def _scan_operands(name: str, args: Sequence[Word], out: list[tuple[str, str]], spec: _Operands | None = None) -> bool:
+    """The files a program's operands and option values name (see `_OperandScan`); returns whether some word may
+    expand to a path nobody can know."""
+    spec = spec or _OPERANDS.get(name, _Operands())
+    scan = _OperandScan(spec, _FOLLOWS_LINKS.get(name), out, pattern=spec.pattern_first)
+    for a in args:
+        scan.word(a)
+    return scan.opaque
 
 
 def _code_paths(code: Word, out: list[tuple[str, str]]) -> bool:
@@ -1312,49 +1390,40 @@ def _code_paths(code: Word, out: list[tuple[str, str]]) -> bool:
     return False
 
 
-def _find_paths(args: Sequence[Word], out: list[tuple[str, str]]) -> bool:
+def _find_takes_value(t: str) -> bool:
+    """A test whose value names no file (`-name X`, `-newermt DATE`)."""
+    return t in _FIND_VALUES or t.startswith("-newer") and t not in _FIND_FILES and len(t) == 8 and t[-1] == "t"
+
+
+def _find_paths(name: str, args: Sequence[Word], v: Verdict, out: list[tuple[str, str]]) -> bool:
+    """find's starting points and the files its tests name (`-newer F`); a command `-exec` runs is named on its
+    own. Following links (`-L`, `-follow`) or reading names from a file makes the walk opaque."""
     opaque, i, starting = False, 0, True
     while i < len(args):
         a = args[i]
         t = a.text if a.exact else ""
-        if starting and a.exact and t in ("-H", "-P", "-O0", "-O1", "-O2", "-O3"):
-            i += 1
+        if starting and t in _FIND_START:
+            opaque = opaque or t == "-L"
+            i += _FIND_START[t]
             continue
-        if starting and t == "-L":
-            opaque = True
-            i += 1
+        starting = starting and not (a.exact and (t.startswith("-") or t in ("(", ")", "!", ",")))
+        if t in _FIND_EXEC:
+            i += 2 + len(_rest_until(args, i + 1, (";", "+")))
             continue
-        if starting and t == "-D":
+        opaque = opaque or t in ("-follow", "-files0-from")
+        if _find_takes_value(t):
             i += 2
-            continue
-        if a.exact and (t.startswith("-") or t in ("(", ")", "!", ",")):
-            starting = False
-        if t in ("-exec", "-execdir", "-ok", "-okdir"):
-            i += 1 + len(_rest_until(args, i + 1, (";", "+"))) + 1  # the command is named on its own
-            continue
-        if t in ("-follow", "-files0-from"):
-            opaque = True
-        if t in _FIND_VALUES or t.startswith("-newer") and t not in _FIND_FILES and len(t) == 8 and t[-1] == "t":
-            i += 2
-            continue
-        if starting or t in _FIND_FILES or t.startswith("-newer"):
+        elif starting or t in _FIND_FILES or t.startswith("-newer"):
             target = a if starting else args[i + 1] if i + 1 < len(args) else None
             i += 1 if starting else 2
-            if target is None:
-                continue
-            place = path_text(target) if target.exact else None
-            if place is None:
-                opaque = opaque or not target.fd_path
-            elif place:
-                out.append((place, BY_PROOF))
-            continue
-        if not a.exact:
-            opaque = opaque or a.splits
-        i += 1
+            opaque = (target is not None and _named(target, BY_PROOF, out)) or opaque
+        else:
+            opaque = opaque or not a.exact and a.splits
+            i += 1
     return opaque
 
 
-def _cd_paths(name: str, args: Sequence[Word], out: list[tuple[str, str]]) -> bool:
+def _cd_paths(name: str, args: Sequence[Word], v: Verdict, out: list[tuple[str, str]]) -> bool:
     """`cd dir` names the directory every later command of the line runs in: written unless the line is read-only."""
     operands = [a for a in args if not (a.exact and re.fullmatch(r"-[LPe@]+", a.text))]
     if name == "popd" or (name == "pushd" and (not operands or operands[0].text[:1] in "+-")):
@@ -1372,6 +1441,76 @@ def _cd_paths(name: str, args: Sequence[Word], out: list[tuple[str, str]]) -> bo
     return False
 
 
+def _script_paths(name: str, args: Sequence[Word], v: Verdict, out: list[tuple[str, str]]) -> bool:
+    """sed's and awk's operands, and what their scripts open (`w file`; awk's `print > "/x"`, read as any inline
+    code's literals)."""
+    opaque = _scan_operands(name, args, out)
+    script_paths, script_opaque, programs = script_effects("sed" if name == "sed" else "awk", args)
+    out.extend(script_paths)
+    for code in programs:
+        _code_paths(Word(code, True, True), out)
+    return opaque or script_opaque
+
+
+def _text_paths(name: str, args: Sequence[Word], v: Verdict, out: list[tuple[str, str]]) -> bool:
+    """A program that treats its arguments as text names no file; a glob among them still reads directories."""
+    return any(a.splits for a in args)
+
+
+def _shell_paths(name: str, args: Sequence[Word], v: Verdict, out: list[tuple[str, str]]) -> bool:
+    """The script of `bash -c` is walked on its own (its commands name their paths); the rest are operands."""
+    script = any(a.exact and len(a.text) > 1 and a.text[0] in "-+" and "c" in a.text for a in args)
+    spec = _Operands(_names("-o +o -O +O"), pattern_first=script)
+    return _scan_operands(name, args, out, spec) or script and v.script is None
+
+
+def _operand_paths(name: str, args: Sequence[Word], v: Verdict, out: list[tuple[str, str]]) -> bool:
+    return _scan_operands(name, args, out)
+
+
+_PathReader = Callable[[str, Sequence[Word], Verdict, list[tuple[str, str]]], bool]
+_PATH_READERS: dict[str, _PathReader] = {
+    **dict.fromkeys(("cd", "pushd", "popd"), _cd_paths),
+    "find": _find_paths,
+    **dict.fromkeys(("sed", "awk", "gawk", "mawk"), _script_paths),
+    **dict.fromkeys(_NO_PATH_ARGS, _text_paths),
+    **dict.fromkeys(SHELLS, _shell_paths),
+}
+"""How a program's words name files, where the generic operand scan (`_operand_paths`) is not the whole story."""
+
+
+def _wrapper_directory(words: Sequence[Word], k: int) -> Word | None:
+    """The directory a wrapper's word moves the command to (`env -C dir`, `--chdir=dir`, `-Cdir`), if it is one."""
+    w, t = words[k], words[k].text
+    if k > 0 and words[k - 1].exact and words[k - 1].text in ("-C", "--chdir", "-D"):
+        return w
+    if t.startswith("--chdir="):
+        return Word(t.split("=", 1)[1], True, True, tilde=True)
+    if t[:2] in ("-C", "-D") and len(t) > 2:
+        return Word(t[2:], True, True)
+    return None
+
+
+def _wrapper_paths(words: Sequence[Word], out: list[tuple[str, str]]) -> tuple[str, bool]:
+    """The paths the wrappers' words name, the directory they run the command in, and whether some word may name a
+    path nobody can know."""
+    base, opaque = "", False
+    for k, w in enumerate(words):
+        if not w.exact:
+            opaque = opaque or not w.fd_path
+            continue
+        directory = _wrapper_directory(words, k)
+        if directory is None and w.text.startswith("-"):
+            out.extend((p, BY_PROOF) for p in _option_paths(w.text))
+        elif directory is not None or looks_like_path(w.text):
+            place = path_text(directory or w)
+            opaque = opaque or place is None
+            if place:
+                out.append((place, BY_PROOF))
+                base = _join(base, place) if directory is not None else base
+    return base, opaque
+
+
 def named_paths(words: Sequence[Word], unwrapped: Unwrapped, v: Verdict) -> tuple[list[tuple[str, str]], bool]:
     """The paths one simple command names, each with its use (READS, WRITES, BY_PROOF or BY_LINE), and whether
     some word may expand to a path nobody can know here (`$X`, `$(...)`, a glob, `~user`, arguments from xargs).
@@ -1379,63 +1518,17 @@ def named_paths(words: Sequence[Word], unwrapped: Unwrapped, v: Verdict) -> tupl
     `words` is the whole simple command; `unwrapped` and `v` are what `unwrap` and `judge` made of it.
     """
     out: list[tuple[str, str]] = []
-    opaque = v.opaque or "xargs" in unwrapped.wrappers
-    wrapper_words = words[: unwrapped.start]
-    base = ""  # `env -C dir cmd` runs cmd in dir
-    for k, w in enumerate(wrapper_words):
-        if not w.exact:
-            opaque = opaque or not w.fd_path
-            continue
-        t = w.text
-        after_dir = k > 0 and wrapper_words[k - 1].exact and wrapper_words[k - 1].text in ("-C", "--chdir", "-D")
-        directory = None
-        if after_dir:
-            directory = w
-        elif t.startswith("--chdir="):
-            directory = Word(t.split("=", 1)[1], True, True, tilde=True)
-        elif t[:2] in ("-C", "-D") and len(t) > 2:
-            directory = Word(t[2:], True, True)
-        elif t.startswith("-"):
-            out.extend((p, BY_PROOF) for p in _option_paths(t))
-            continue
-        elif not looks_like_path(t):
-            continue
-        place = path_text(directory or w)
-        if place is None:
-            opaque = True
-        elif place:
-            out.append((place, BY_PROOF))
-            base = _join(base, place) if directory is not None else base
+    base, opaque = _wrapper_paths(words[: unwrapped.start], out)
+    opaque = opaque or v.opaque or "xargs" in unwrapped.wrappers
     program = words[unwrapped.start :]
     if not program:
         return out, opaque
     name, _ = program_name(program[0])
     name = "python" if _PYTHON.match(name) else name
-    found: list[tuple[str, str]] = []
-    if "/" in program[0].text:
-        found.append((program[0].text, BY_PROOF))
-    args = program[1:]
+    found: list[tuple[str, str]] = [(program[0].text, BY_PROOF)] if "/" in program[0].text else []
     if v.own_paths:
         found.extend(v.paths)
-    elif name in ("cd", "pushd", "popd"):
-        opaque = _cd_paths(name, args, found) or opaque
-    elif name == "find":
-        opaque = _find_paths(args, found) or opaque
-    elif name in ("sed", "awk", "gawk", "mawk"):
-        opaque = _scan_operands(name, args, BY_PROOF, found) or opaque
-        script_paths, script_opaque, programs = script_effects("sed" if name == "sed" else "awk", args)
-        found.extend(script_paths)
-        for code in programs:  # `print > "/x"`: an awk program's literals, read as any inline code's
-            _code_paths(Word(code, True, True), found)
-        opaque = opaque or script_opaque
-    elif name in _NO_PATH_ARGS:
-        opaque = opaque or any(a.splits for a in args)
-    elif name in SHELLS:
-        # The script of `bash -c` is walked on its own (its commands name their paths); the rest are operands.
-        script = any(a.exact and len(a.text) > 1 and a.text[0] in "-+" and "c" in a.text for a in args)
-        spec = _Operands(_names("-o +o -O +O"), pattern_first=script)
-        opaque = _scan_operands(name, args, BY_PROOF, found, spec) or opaque or script and v.script is None
     else:
-        opaque = _scan_operands(name, args, BY_PROOF, found) or opaque
+        opaque = _PATH_READERS.get(name, _operand_paths)(name, program[1:], v, found) or opaque
     out.extend((_join(base, p), use) for p, use in found)
     return out, opaque
