@@ -15,7 +15,8 @@ way this reader does not fully follow is opaque, so that where no sandbox holds,
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -28,97 +29,126 @@ class _Word(Protocol):
 
 READS, WRITES = "read", "write"
 
-# sed: options taking a value (short letters; long names), the ones whose value is a script or a script file.
-_SED_VALUE_LETTERS = "efl"
-_SED_FLAG_LETTERS = "nrsuzEi"  # `-i` takes an optional glued suffix (`-i.bak`): the rest of the cluster
-_SED_LONG = {
-    "--expression": "code",
-    "--file": "file",
-    "--line-length": "value",
-    "--in-place": "flag",
-    "--quiet": "flag",
-    "--silent": "flag",
-    "--regexp-extended": "flag",
-    "--separate": "flag",
-    "--unbuffered": "flag",
-    "--null-data": "flag",
-    "--posix": "flag",
-    "--sandbox": "flag",
-    "--follow-symlinks": "flag",
-    "--debug": "flag",
-}
+
+@dataclass(frozen=True, slots=True)
+class _CommandLine:
+    """How a language's command line gives its scripts. Each option is a short letter or a long name (matched by
+    prefix, first in order) with what it takes: "code" (a script), "file" (a script read from a file, which is not
+    seen here), "value" (anything else), "flag" (nothing), or "suffix" (sed's `-i[SUFFIX]`: the rest of the
+    cluster). An option not listed may load code or write a file: opaque."""
+
+    letters: Mapping[str, str]
+    longs: Mapping[str, str]
+
+
+_SED = _CommandLine(
+    letters={"e": "code", "f": "file", "l": "value", "i": "suffix", **dict.fromkeys("nrsuzE", "flag")},
+    longs={
+        "--expression": "code",
+        "--file": "file",
+        "--line-length": "value",
+        **dict.fromkeys(
+            (
+                "--in-place",
+                "--quiet",
+                "--silent",
+                "--regexp-extended",
+                "--separate",
+                "--unbuffered",
+                "--null-data",
+                "--posix",
+                "--sandbox",
+                "--follow-symlinks",
+                "--debug",
+            ),
+            "flag",
+        ),
+    },
+)
 # awk: only the options every awk shares; anything else (gawk's -i/-l/-o/-p/-d/-E, --exec ...) is opaque.
-_AWK_VALUE_LETTERS = "fvFe"
-_AWK_LONG = {"--file": "file", "--assign": "value", "--field-separator": "value", "--source": "code"}
+_AWK = _CommandLine(
+    letters={"f": "file", "v": "value", "F": "value", "e": "code"},
+    longs={"--file": "file", "--assign": "value", "--field-separator": "value", "--source": "code"},
+)
+
+
+@dataclass(slots=True)
+class _Reading:
+    """The scripts a command line gives, its operands, and whether anything is opaque (see `_options`)."""
+
+    language: _CommandLine
+    scripts: list[str] = field(default_factory=list)
+    operands: list[_Word] = field(default_factory=list)
+    opaque: bool = False
+    given: bool = False  # an option gave the script (or a script file): the first operand is no script
+    pending: str = ""  # what the next word is: "code", "value" or nothing
+    ended: bool = False
+
+    def word(self, a: _Word) -> None:
+        t = a.text
+        if self.pending:
+            if self.pending == "code":
+                self.script(a)
+            self.pending = ""
+        elif not a.exact:
+            self.opaque = self.opaque or not self.ended  # could expand to an option, or be the script itself
+            self.operands.append(a)
+        elif self.ended or t == "-" or not t.startswith("-"):
+            self.operands.append(a)
+        elif t == "--":
+            self.ended = True
+        elif t.startswith("--"):
+            self.long_option(t)
+        else:
+            self.cluster(t)
+
+    def script(self, a: _Word) -> None:
+        if a.exact:
+            self.scripts.append(a.text)
+        else:
+            self.opaque = True
+
+    def takes(self, kind: str, glued: str | None) -> None:
+        """An option of `kind` whose value is `glued` to it (None: the value, if any, is the next word)."""
+        self.given = self.given or kind in ("code", "file")
+        self.opaque = self.opaque or kind == "file"  # a script read from a file is not seen here
+        if kind == "code" and glued is not None:
+            self.scripts.append(glued)
+        elif glued is None:
+            self.pending = "code" if kind == "code" else "value"
+
+    def long_option(self, t: str) -> None:
+        stem, eq, value = t.partition("=")
+        kind = next((k for name, k in self.language.longs.items() if len(stem) > 2 and name.startswith(stem)), None)
+        if kind is None:
+            self.opaque = True  # an option this reader does not know may load code or write a file
+        elif kind != "flag":
+            self.takes(kind, value if eq else None)
+
+    def cluster(self, t: str) -> None:
+        """`-nE`, `-e SCRIPT`, `-eSCRIPT`, `-i.bak`: flags until the first letter that takes a value."""
+        for k, letter in enumerate(t[1:], start=1):
+            kind = self.language.letters.get(letter)
+            if kind is None:
+                self.opaque = True
+            elif kind in ("code", "file", "value"):
+                self.takes(kind, t[k + 1 :] or None)
+            if kind != "flag":
+                return
+
+    def finish(self) -> None:
+        if not self.given and self.operands:
+            self.script(self.operands.pop(0))
 
 
 def _options(args: Sequence[_Word], sed: bool) -> tuple[list[str], bool, list[_Word]]:
     """The scripts given by options, whether anything is opaque, and the operands (the script first when no option
     gave one)."""
-    value_letters, flag_letters = (_SED_VALUE_LETTERS, _SED_FLAG_LETTERS) if sed else (_AWK_VALUE_LETTERS, "")
-    longs = _SED_LONG if sed else _AWK_LONG
-    scripts: list[str] = []
-    operands: list[_Word] = []
-    opaque, given, pending, ended = False, False, "", False
+    reading = _Reading(_SED if sed else _AWK)
     for a in args:
-        if pending:
-            if pending == "code":
-                if a.exact:
-                    scripts.append(a.text)
-                else:
-                    opaque = True
-            pending = ""
-            continue
-        if not a.exact:
-            if not ended:  # could expand to an option, or be the script itself
-                opaque = True
-            operands.append(a)
-            continue
-        t = a.text
-        if ended or t == "-" or not t.startswith("-"):
-            operands.append(a)
-            continue
-        if t == "--":
-            ended = True
-            continue
-        if t.startswith("--"):
-            stem, eq, value = t.partition("=")
-            kind = next((k for name, k in longs.items() if len(stem) > 2 and name.startswith(stem)), None)
-            if kind is None:
-                opaque = True  # an option this reader does not know may load code or write a file
-            elif kind == "code":
-                given = True
-                if eq:
-                    scripts.append(value)
-                else:
-                    pending = "code"
-            elif kind in ("file", "value"):
-                given = given or kind == "file"
-                opaque = opaque or kind == "file"  # a script read from a file is not seen here
-                pending = "" if eq else "value"
-            continue
-        for k, letter in enumerate(t[1:], start=1):
-            if letter in value_letters:
-                given = given or letter in "ef"
-                opaque = opaque or letter == "f"
-                glued = t[k + 1 :]
-                if letter == "e" and glued:
-                    scripts.append(glued)
-                elif not glued:
-                    pending = "code" if letter == "e" else "value"
-                break
-            if sed and letter == "i":
-                break  # -i[SUFFIX]: the rest of the cluster is the suffix
-            if letter not in flag_letters:
-                opaque = True
-                break
-    if not given and operands:
-        first = operands.pop(0)
-        if first.exact:
-            scripts.append(first.text)
-        else:
-            opaque = True
-    return scripts, opaque, operands
+        reading.word(a)
+    reading.finish()
+    return reading.scripts, reading.opaque, reading.operands
 
 
 def script_effects(program: str, args: Sequence[_Word]) -> tuple[list[tuple[str, str]], bool, list[str]]:
@@ -134,142 +164,163 @@ def script_effects(program: str, args: Sequence[_Word]) -> tuple[list[tuple[str,
 
 
 # ---- sed ---------------------------------------------------------------------------------------------------------
-_NO_ARGUMENT = set("=dDgGhHnNpPxzF")
-_OPTIONAL_NUMBER = set("qQlL")
-_TO_LINE_END = {"r": READS, "R": READS, "w": WRITES, "W": WRITES}
 
 
 def _sed_script(script: str) -> tuple[list[tuple[str, str]], bool]:
     """Walk a GNU sed script command by command; (paths, opaque). Anything not followed exactly is opaque."""
-    paths: list[tuple[str, str]] = []
-    s, i, n = script, 0, len(script)
+    reader = _SedReader(script)
+    return reader.paths, not reader.read()
 
-    def delimited(j: int, delim: str) -> int | None:
-        """The index just past the closing `delim` of a regex or replacement starting at j, or None. A bracket
-        expression is refused: where it ends differs between sed's reading and a simple one."""
-        while j < n:
-            ch = s[j]
-            if ch == "\\":
-                if j + 1 < n and s[j + 1] == "\n":
-                    return None
-                j += 2
-                continue
-            if ch == "\n" and delim != "\n":
-                return None
-            if ch == delim:
-                return j + 1
-            if ch == "[":
-                return None
+
+class _SedReader:
+    """A GNU sed script, read command by command. Each reading method takes the index where its part starts and
+    returns the index just past it, or None where the script is not followed exactly (then it is opaque)."""
+
+    def __init__(self, script: str) -> None:
+        self.s, self.n = script, len(script)
+        self.paths: list[tuple[str, str]] = []
+
+    def skip(self, j: int, chars: str, *, digits: bool = False) -> int:
+        """The first index from j whose character is not one of `chars` (nor, with `digits`, a digit)."""
+        while j < self.n and (self.s[j] in chars or digits and self.s[j].isdigit()):
             j += 1
-        return None
-
-    def address(j: int) -> int | None:
-        if j < n and s[j].isdigit():
-            while j < n and (s[j].isdigit() or s[j] == "~"):
-                j += 1
-            return j
-        if j < n and s[j] == "$":
-            return j + 1
-        if j < n and s[j] in "/\\":
-            if s[j] == "\\":
-                if j + 1 >= n or s[j + 1] in "\n\\":
-                    return None
-                delim, j = s[j + 1], j + 2
-            else:
-                delim, j = "/", j + 1
-            end = delimited(j, delim)
-            if end is None:
-                return None
-            while end < n and s[end] in "IM":
-                end += 1
-            return end
         return j
 
-    def to_line_end(j: int) -> tuple[str, int]:
-        end = s.find("\n", j)
-        end = n if end < 0 else end
-        return s[j:end], end
+    def read(self) -> bool:
+        """True when every command was followed exactly."""
+        i: int | None = self.skip(0, " \t\n;")
+        while i is not None and i < self.n:
+            i = self.command(i)
+            i = None if i is None else self.skip(i, " \t\n;")
+        return i is not None
 
-    while i < n:
-        while i < n and s[i] in " \t\n;":
-            i += 1
-        if i >= n:
-            break
+    def command(self, i: int) -> int | None:
+        """Its addresses, `!`, the command letter and what follows it, then the end of the command."""
         start = i
-        first = address(i)
-        if first is None:
-            return paths, True
-        i = first
-        if i > start and i < n and s[i] == ",":
-            i += 1
-            if i < n and s[i] in "+~":
-                i += 1
-                while i < n and s[i].isdigit():
-                    i += 1
-            else:
-                after = address(i)
-                if after is None or after == i:
-                    return paths, True
-                i = after
-        while i < n and s[i] in " \t!":
-            i += 1
-        if i >= n:
-            return paths, i > start  # an address without a command: sed refuses it
-        cmd = s[i]
-        i += 1
-        if cmd in "{}":
-            continue
-        if cmd == "#":
-            _, i = to_line_end(i)
-        elif cmd in ":btTv":
-            while i < n and s[i] not in ";\n}":
-                i += 1
-        elif cmd in "aic":
-            _, i = to_line_end(i)  # text to the end of the line (a one-liner's `a text`)
-            while s[i - 1 : i] == "\\" and i < n:  # continued on the next line
-                _, i = to_line_end(i + 1)
-        elif cmd in _TO_LINE_END:
-            name, i = to_line_end(i)
-            name = name.strip()
-            if not name:
-                return paths, True
-            if name not in ("/dev/stdout", "/dev/stderr", "/dev/stdin"):
-                paths.append((name, _TO_LINE_END[cmd]))
-        elif cmd == "e":
-            return paths, True  # runs a command sed builds
-        elif cmd in _NO_ARGUMENT:
-            pass
-        elif cmd in _OPTIONAL_NUMBER:
-            while i < n and (s[i].isdigit() or s[i] in " \t"):
-                i += 1
-        elif cmd in "sy":
-            if i >= n or s[i] in "\n\\":
-                return paths, True
-            delim = s[i]
-            end = delimited(i + 1, delim)
-            end = None if end is None else delimited(end, delim)
-            if end is None:
-                return paths, True
-            i = end
-            if cmd == "s":
-                while i < n and (s[i] in "gpiImM" or s[i].isdigit()):
-                    i += 1
-                if i < n and s[i] == "e":
-                    return paths, True  # runs the pattern space as a command
-                if i < n and s[i] == "w":
-                    name, i = to_line_end(i + 1)
-                    name = name.strip()
-                    if not name:
-                        return paths, True
-                    if name not in ("/dev/stdout", "/dev/stderr"):
-                        paths.append((name, WRITES))
-        else:
-            return paths, True
-        while i < n and s[i] in " \t":
-            i += 1
-        if i < n and s[i] not in ";\n}#":
-            return paths, True
-    return paths, False
+        after = self.addresses(i)
+        if after is None:
+            return None
+        i = self.skip(after, " \t!")
+        if i >= self.n:
+            return None if i > start else i  # an address without a command: sed refuses it
+        argument = _SED_COMMANDS.get(self.s[i])
+        if argument is None:
+            return None
+        end = argument(self, i + 1, self.s[i])
+        if end is None or self.s[i] in "{}":
+            return end
+        end = self.skip(end, " \t")
+        return end if end >= self.n or self.s[end] in ";\n}#" else None
+
+    def addresses(self, j: int) -> int | None:
+        """`ADDR`, `ADDR,ADDR`, `ADDR,+N`, `ADDR,~N`, or none."""
+        first = self.address(j)
+        if first is None or first == j or first >= self.n or self.s[first] != ",":
+            return first
+        j = first + 1
+        if j < self.n and self.s[j] in "+~":
+            return self.skip(j + 1, "", digits=True)
+        after = self.address(j)
+        return None if after is None or after == j else after
+
+    def address(self, j: int) -> int | None:
+        """A line number (`3`, `1~2`), `$`, `/regex/` or `\\%regex%` (with `I`/`M`), or none (j itself)."""
+        s, n = self.s, self.n
+        if j < n and s[j].isdigit():
+            return self.skip(j, "~", digits=True)
+        if j < n and s[j] == "$":
+            return j + 1
+        if j >= n or s[j] not in "/\\":
+            return j
+        if s[j] == "\\" and (j + 1 >= n or s[j + 1] in "\n\\"):
+            return None
+        delim, j = (s[j + 1], j + 2) if s[j] == "\\" else ("/", j + 1)
+        end = self.delimited(j, delim)
+        return None if end is None else self.skip(end, "IM")
+
+    def delimited(self, j: int, delim: str) -> int | None:
+        """The index just past the closing `delim` of a regex or replacement starting at j, or None. A bracket
+        expression is refused: where it ends differs between sed's reading and a simple one."""
+        s, n = self.s, self.n
+        while j < n and s[j] != delim:
+            if s[j] == "\\" and s[j + 1 : j + 2] == "\n" or s[j] == "\n" or s[j] == "[":
+                return None
+            j += 2 if s[j] == "\\" else 1
+        return j + 1 if j < n else None
+
+    def line(self, j: int) -> tuple[str, int]:
+        end = self.s.find("\n", j)
+        end = self.n if end < 0 else end
+        return self.s[j:end], end
+
+    # -- what follows each command letter (`_SED_COMMANDS`) --------------------------------------------------------
+
+    def nothing(self, j: int, cmd: str) -> int:
+        return j
+
+    def comment(self, j: int, cmd: str) -> int:
+        return self.line(j)[1]
+
+    def label(self, j: int, cmd: str) -> int:
+        while j < self.n and self.s[j] not in ";\n}":
+            j += 1
+        return j
+
+    def text(self, j: int, cmd: str) -> int:
+        """`a text`, `i\\` + newline + text: to the end of the line, continued while a line ends in a backslash."""
+        j = self.line(j)[1]
+        while self.s[j - 1 : j] == "\\" and j < self.n:
+            j = self.line(j + 1)[1]
+        return j
+
+    def number(self, j: int, cmd: str) -> int:
+        return self.skip(j, " \t", digits=True)
+
+    def runs(self, j: int, cmd: str) -> None:
+        return None  # `e`: runs a command sed builds
+
+    def file(self, j: int, cmd: str) -> int | None:
+        """`r`/`R` read and `w`/`W` write the file named to the end of the line."""
+        return self.named(j, READS if cmd in "rR" else WRITES, ("/dev/stdout", "/dev/stderr", "/dev/stdin"))
+
+    def named(self, j: int, use: str, unnamed: tuple[str, ...]) -> int | None:
+        name, end = self.line(j)
+        name = name.strip()
+        if not name:
+            return None
+        if name not in unnamed:
+            self.paths.append((name, use))
+        return end
+
+    def replace(self, j: int, cmd: str) -> int | None:
+        """`s/regex/replacement/flags` and `y/source/dest/`; the `w FILE` flag writes, the `e` flag runs."""
+        if j >= self.n or self.s[j] in "\n\\":
+            return None
+        delim = self.s[j]
+        end = self.delimited(j + 1, delim)
+        end = None if end is None else self.delimited(end, delim)
+        if end is None or cmd == "y":
+            return end
+        end = self.skip(end, "gpiImM", digits=True)
+        if self.s[end : end + 1] == "e":
+            return None  # runs the pattern space as a command
+        if self.s[end : end + 1] == "w":
+            return self.named(end + 1, WRITES, ("/dev/stdout", "/dev/stderr"))
+        return end
+
+
+_SedArgument = Callable[[_SedReader, int, str], "int | None"]
+_SED_COMMANDS: dict[str, _SedArgument] = {
+    **dict.fromkeys("{}=dDgGhHnNpPxzF", _SedReader.nothing),
+    "#": _SedReader.comment,
+    **dict.fromkeys(":btTv", _SedReader.label),
+    **dict.fromkeys("aic", _SedReader.text),
+    **dict.fromkeys("qQlL", _SedReader.number),
+    **dict.fromkeys("rRwW", _SedReader.file),
+    "e": _SedReader.runs,
+    **dict.fromkeys("sy", _SedReader.replace),
+}
+"""Every sed command this reader follows, with what reads its argument; any other letter is opaque."""
 
 
 # ---- awk ---------------------------------------------------------------------------------------------------------
