@@ -13,6 +13,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -108,6 +109,7 @@ def sandbox(runs: int) -> list[Row]:
             "",
             "",
         ),
+        *git_status_rows(bs, max(10, runs // 4)),
         Row("  what this system offers", support().describe().removeprefix("sandbox: "), "", "", "", ""),
     ]
 
@@ -150,6 +152,22 @@ def secrets(runs: int) -> list[Row]:
         )
     )
     return rows
+
+
+def git_status_rows(bs: Any, runs: int) -> list[Row]:
+    """The environment block's `git status` (each turn's start, prefetched at session/new), on this checkout."""
+    g = bs.measure_git(runs, str(Path(__file__).resolve().parents[1]))
+    box, before = bs.p50(g["sandboxed"]), bs.p50(g["unconfined"])
+    return [
+        Row(
+            "environment block's git status, sandboxed: added p50",
+            f"+{(box - before) * 1000:.1f} ms",
+            f"unconfined git status: {ms(before)}",
+            f"{ms(box)} in all",
+            "≤ 10 ms added",
+            verdict(box - before <= 0.010),
+        )
+    ]
 
 
 def main() -> None:

@@ -75,5 +75,37 @@ def measure(runs: int) -> dict[str, list[float]]:
     return samples
 
 
+def measure_git(runs: int, repo: str) -> dict[str, list[float]]:
+    """The environment block's look at git, interleaved: `git_state` as the agent runs it now (in the sandbox, a
+    `git config` listing the filter drivers, then `git status` with every repository program switched off), and the
+    unconfined `git status` it ran before, on the same repository."""
+    from runtime.context import git_state
+
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR")}
+    env.update(LC_ALL="C", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+    before = ["git", "-c", "core.fsmonitor=false", "status", "--porcelain=v2", "--branch"]
+
+    def unconfined() -> float:
+        t = time.perf_counter()
+        subprocess.run(before, cwd=repo, env=env, stdin=subprocess.DEVNULL, capture_output=True, check=True)
+        return time.perf_counter() - t
+
+    def sandboxed() -> float:
+        t = time.perf_counter()
+        state = git_state(repo)
+        dt = time.perf_counter() - t
+        assert state.line.startswith(("branch", "detached")), state.line
+        return dt
+
+    samples: dict[str, list[float]] = {"sandboxed": [], "unconfined": []}
+    for _ in range(3):  # the helper started, the caches warm
+        sandboxed()
+        unconfined()
+    for _ in range(runs):
+        samples["sandboxed"].append(sandboxed())
+        samples["unconfined"].append(unconfined())
+    return samples
+
+
 def p50(xs: list[float]) -> float:
     return statistics.median(xs)

@@ -603,6 +603,9 @@ _GIT_CONFIG_OVERRIDES = (
     ("safe.bareRepository", "explicit"),  # a bare repository inside the workspace is not found by `git -C dir`
     ("submodule.recurse", "false"),  # submodules bring configuration of their own
     ("protocol.allow", "never"),
+    ("core.sshCommand", "false"),  # (no transport is allowed at all; should one be, it runs no ssh program)
+    ("credential.helper", ""),  # an empty value empties the list of helpers
+    ("status.submoduleSummary", "false"),  # `git submodule summary` would run in each submodule
 )
 
 
@@ -630,7 +633,8 @@ to the ones that name git, since a script may run git too), preferably through `
 configuration the user passes in GIT_CONFIG_COUNT. Commands cannot take it off: GIT_* assignments, `unset`,
 `env -i`/`-u` and `exec -c` are never proven read-only. Git subcommands that run diff, textconv or filter drivers
 (status, diff, blame, show and log with patches) are not proven at all: driver names come from the repository's
-`.gitattributes`, so no fixed environment can disarm them (git 2.39 has no GIT_ATTR_SOURCE).
+`.gitattributes`, so no fixed environment can disarm them (git 2.39 has no GIT_ATTR_SOURCE); the agent's own
+`git status` switches off each driver its configuration defines (`git_without_filters`).
 """
 
 
@@ -646,6 +650,43 @@ def read_only_git_env(environ: Mapping[str, str]) -> dict[str, str]:
     out.update((k, v) for k, v in READ_ONLY_GIT_ENV.items() if not k.startswith("GIT_CONFIG_"))
     out["GIT_CONFIG_COUNT"] = str(base + len(_GIT_CONFIG_OVERRIDES))
     return out
+
+
+# What switches one filter driver off: no clean, smudge or long-running `process` command, and not required (a
+# required filter without a command fails the git command instead of running one).
+FILTER_DRIVER_OFF = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
+
+# Lists the filter drivers the configuration defines (git's own parser, includes and every configuration file git
+# reads taken into account: a second parser could disagree with it; reading configuration runs no program), adds
+# FILTER_DRIVER_OFF for each to GIT_CONFIG_COUNT/KEY_n/VALUE_n, then runs `git "$@"`. Configuration keys never hold a
+# newline, so one per line is exact; `set -f` and a newline IFS split them without globbing. Exit 125: the listing
+# failed (its message on stderr).
+_FILTERS_OFF = r"""keys=$(git config --name-only --get-regexp '^filter\.') || [ $? -eq 1 ] || exit 125
+n=${GIT_CONFIG_COUNT:-0}
+set -f
+IFS='
+'
+for key in $keys; do
+    name=${key#*.}
+    name=${name%.*}
+@SETS@
+done
+export GIT_CONFIG_COUNT=$n
+exec git "$@"
+"""
+FILTERS_OFF_FAILED = 125
+
+
+def git_without_filters(*args: str) -> list[str]:
+    """The argv that runs `git ARGS` with every filter driver of the repository's configuration switched off, for
+    a git command that reads work tree files (`git status` reads a tracked file again, through its driver, when its
+    stat data changed): a driver's name comes from the work tree's `.gitattributes`, so no fixed environment can
+    switch them off. Apply `read_only_git_env` to its environment for everything else."""
+    sets = "\n".join(
+        f'    export "GIT_CONFIG_KEY_$n=filter.$name.{var}" "GIT_CONFIG_VALUE_$n={value}"; n=$((n + 1))'
+        for var, value in FILTER_DRIVER_OFF
+    )
+    return ["/bin/sh", "-c", _FILTERS_OFF.replace("@SETS@", sets), "sh", *args]
 
 
 _GIT_GLOBAL_FLAGS = _names("--no-pager -P --no-optional-locks --literal-pathspecs --no-replace-objects")

@@ -21,17 +21,26 @@ from typing import TYPE_CHECKING, Any
 
 from permissions import _shell_programs as programs
 from permissions import lazy  # tree-sitter: imported the first time a command is analysed
-from permissions._shell_programs import READ_ONLY_GIT_ENV, NamedPath, Word, read_only_git_env
+from permissions._shell_programs import (
+    FILTERS_OFF_FAILED,
+    READ_ONLY_GIT_ENV,
+    NamedPath,
+    Word,
+    git_without_filters,
+    read_only_git_env,
+)
 
 if TYPE_CHECKING:
     from tree_sitter import Language, Node, Parser
 
 __all__ = [
+    "FILTERS_OFF_FAILED",
     "READ_ONLY_GIT_ENV",
     "NamedPath",
     "ShellAnalysis",
     "SimpleCommand",
     "analyze_command",
+    "git_without_filters",
     "needs_approval_reasons",
     "read_only_git_env",
 ]

@@ -24,7 +24,8 @@ import functools
 import logging
 import os
 import platform
-import subprocess
+import re
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -34,10 +35,13 @@ import anyio
 import anyio.to_thread
 
 from permissions.modes import MODES
+from permissions.shell import FILTERS_OFF_FAILED, git_without_filters, read_only_git_env
 from runtime import instructions as ins
-from runtime import secrets
+from runtime import processes, secrets
 from runtime.instructions import InstructionFile, Signature
+from runtime.processes import SandboxError
 from runtime.sandbox import support
+from runtime.sandbox.spec import git_dirs
 
 log = logging.getLogger("gatewright.context")
 
@@ -70,32 +74,37 @@ def os_description() -> str:
 def git_state(root: str) -> GitState:
     """The branch and whether the work tree has uncommitted changes, from one `git status`.
 
-    git runs without the session's environment (no keys reach it), with the repository's fsmonitor hook disabled
-    (a repository's config must not run a program just because the agent looked at it) and without taking locks.
+    git runs as every process the agent starts: in the sandbox, read-only and without network (it may read the
+    workspace and the repository holding it), with none of the session's environment (no keys), and with every
+    program a repository can configure switched off (`read_only_git_env`: fsmonitor, hooks, pagers, credential
+    helpers, ssh; and each filter driver the configuration defines, listed first by a `git config` in the same
+    sandbox: `git_without_filters`).
+    It does not look inside nested repositories (`--ignore-submodules=dirty`: a submodule's own `git status` would
+    read that repository's configuration; a gitlink moved to another commit still counts as a change), shows no
+    patch (so no diff driver, textconv or external diff is involved), and takes no locks. Where the system has no
+    sandbox, the switching off is what holds.
     """
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR")}
-    env.update(LC_ALL="C", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0")
+    env = read_only_git_env(processes.own_environ())
+    env["LC_ALL"] = "C"
+    if shutil.which("git", path=env.get("PATH", os.defpath)) is None:
+        return GitState("unknown (git is not installed)")
+    argv = git_without_filters("status", "--porcelain=v2", "--branch", "--ignore-submodules=dirty", "--no-renames")
     try:
-        proc = subprocess.run(
-            ["git", "-c", "core.fsmonitor=false", "status", "--porcelain=v2", "--branch"],
+        proc = processes.run_captured(
+            argv,
             cwd=root,
             env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
+            spec=processes.read_only_sandbox([root], repository_reads(root)),
             timeout=GIT_TIMEOUT_S,
-            check=False,
         )
-    except FileNotFoundError:
-        return GitState("unknown (git is not installed)")
-    except subprocess.TimeoutExpired:
-        return GitState(f"unknown (`git status` took longer than {GIT_TIMEOUT_S:g} s)")
+    except SandboxError as exc:
+        return GitState(f"unknown (git could not be started in the sandbox: {exc})")
     except OSError as exc:
         return GitState(f"unknown ({exc.strerror or exc})")
-    if proc.returncode != 0:
-        err = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()
-        if err and "not a git repository" in err[0]:
+    if proc.timed_out or proc.returncode != 0:
+        if not proc.timed_out and b"not a git repository" in proc.stderr.split(b"\n", 1)[0]:
             return GitState("not a git repository")
-        return GitState("unknown (`git status` failed" + (f": {err[0][:200]})" if err else ")"))
+        return _git_failed(proc, "git config" if proc.returncode == FILTERS_OFF_FAILED else "git status")
     head, oid, dirty = None, None, False
     for line in proc.stdout.decode("utf-8", errors="replace").splitlines():
         if line.startswith("# branch.head "):
@@ -108,6 +117,59 @@ def git_state(root: str) -> GitState:
     if oid == "(initial)":
         where += " (no commits yet)"
     return GitState(f"{where}, {'uncommitted changes' if dirty else 'clean'}")
+
+
+def _git_failed(proc: processes.Captured, what: str) -> GitState:
+    if proc.timed_out:
+        return GitState(f"unknown (`{what}` took longer than {GIT_TIMEOUT_S:g} s)")
+    err = proc.stderr.decode("utf-8", errors="replace").strip().splitlines()
+    return GitState(f"unknown (`{what}` failed" + (f": {err[0][:200]})" if err else ")"))
+
+
+def repository_reads(root: str) -> list[str]:
+    """What git must read beyond the workspace: the work tree of the repository holding it when that starts above
+    it (a workspace opened in a subdirectory of a project), where a `.git` file points (a worktree's or a
+    submodule's repository, which the sandbox's build already grants for a root's own `.git`), and the user's own
+    configuration with the files it includes."""
+    top = ins.project_root(root)
+    return [*([top, *git_dirs(top)] if top != root else []), *user_config_files()]
+
+
+_SECTION = re.compile(r"^\s*\[\s*(include|includeif)\b", re.IGNORECASE)
+_PATH = re.compile(r"^\s*path\s*=\s*(.*?)\s*$", re.IGNORECASE)
+
+
+def user_config_files(depth: int = 3) -> list[str]:
+    """The user's global git configuration files and the files their `[include]` and `[includeIf …]` sections name
+    (a `~/.gitconfig` that includes `~/.gitconfig.local`, followed `depth` levels): git reads them for every
+    command, and the sandbox grants the home's git configuration only. A repository's own includes are not
+    followed: they are the repository's choice, not the user's. A file this reads wrongly is at worst one more read
+    for a process that writes nothing, or a look that fails."""
+    home = os.path.expanduser("~")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    todo = [p for p in (os.path.join(home, ".gitconfig"), os.path.join(xdg, "git", "config")) if os.path.isfile(p)]
+    found = list(todo)
+    for _ in range(depth):
+        nxt: list[str] = []
+        for path in todo:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    lines = f.read(1 << 20).splitlines()
+            except OSError:
+                continue
+            inside = False
+            for line in lines:
+                if line.lstrip().startswith("["):
+                    inside = bool(_SECTION.match(line))
+                elif inside and (m := _PATH.match(line)):
+                    value = m.group(1).split(" #")[0].split(" ;")[0].strip().strip('"')
+                    target = os.path.expanduser(value)
+                    target = os.path.join(os.path.dirname(path), target) if not os.path.isabs(target) else target
+                    if os.path.isfile(target) and target not in found:
+                        found.append(target)
+                        nxt.append(target)
+        todo = nxt
+    return found
 
 
 class _Look:

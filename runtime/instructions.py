@@ -14,19 +14,18 @@ The rules (as Codex does, with Claude Code's and Gemini CLI's loading of nested 
   `AGENTS.md` that links to a secret elsewhere is never sent to the model.
 
 Cheap by design: `chain_signature()` is a few `stat` calls, made before every model call; a file is read again only
-when its inode, size or modification time changed. The listing of nested files is one `rg --files` run, made once
-per turn in a worker thread.
+when its inode, size or modification time changed. The listing of nested files is one `rg --files` run (sandboxed,
+read-only), made once per turn in a worker thread.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from runtime import secrets
+from runtime import processes
 from runtime.tools.builtin.search import rg_binary
 
 NAMES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")
@@ -163,20 +162,19 @@ def list_nested(workspace_root: str) -> list[str]:
 
 
 def _list_with_rg(root: str) -> list[str] | None:
+    """The listing by rg (in the sandbox: it reads the workspace, writes nothing). None when rg cannot tell."""
     rg = rg_binary()
     if rg is None:
         return None
     types = [a for n in NAMES for a in ("--type-add", f"gwinstr:{n}")]
-    proc = subprocess.run(
+    proc = processes.run_captured(
         [rg, "--files", "--hidden", "--no-require-git", "--no-config", *types, "--type", "gwinstr"],
         cwd=root,
-        env=secrets.child_environ(),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
+        env=processes.own_environ(),
+        spec=processes.read_only_sandbox([root]),
         timeout=LIST_TIMEOUT_S,
-        check=False,
     )
-    if proc.returncode not in (0, 1):  # 1: nothing found
+    if proc.timed_out or proc.returncode not in (0, 1):  # 1: nothing found
         return None
     out = []
     for line in proc.stdout.decode("utf-8", errors="replace").splitlines():

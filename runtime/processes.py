@@ -8,6 +8,8 @@ cancelled prompt, a closed session and the agent's exit end them all.
 
 - `run_exec` runs one command to completion with stdin closed, head+tail capped output and a timeout; whatever the
   outcome (exit, timeout, anyio cancellation) no process it started survives it.
+- `run_captured` runs one of the agent's own helper programs (git, rg) to completion with its whole output kept,
+  synchronously (from a worker thread): the agent starts no process outside the sandbox either.
 - `ProcessTable` holds one session's background processes (`start`/`status`/`logs`/`write`/`stop`/`list`): output
   goes to a ring buffer read by character offset; reader and waiter threads keep them independent of any prompt.
 
@@ -22,6 +24,7 @@ import contextlib
 import errno
 import itertools
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -33,6 +36,7 @@ from typing import Literal
 
 import anyio
 
+from permissions.confinement import Confinement
 from runtime import sandbox
 from runtime.sandbox import remove_all_tmpdirs, remove_session_tmpdir
 from runtime.sandbox.child import SETUP_PREFIX
@@ -41,6 +45,7 @@ from runtime.sandbox.orphans import group_alive
 from runtime.sandbox.spec import SandboxSpec
 
 __all__ = [
+    "Captured",
     "ExecResult",
     "FdStream",
     "HeadTail",
@@ -52,6 +57,9 @@ __all__ = [
     "close_session",
     "group_alive",
     "kill_all_process_groups",
+    "own_environ",
+    "read_only_sandbox",
+    "run_captured",
     "run_exec",
     "session_table",
     "spawn",
@@ -86,14 +94,6 @@ def kill_all_process_groups() -> None:
         kill_group(pgid)
     Spawner.stop()
     remove_all_tmpdirs()
-
-
-def child_cwd(path: str, dir_fd: int | None) -> tuple[str, tuple[int, ...]]:
-    """The `cwd` to give a child: the verified directory fd itself when /proc allows, so a directory swapped for a
-    symlink after the boundary check cannot redirect the child."""
-    if dir_fd is not None and os.path.isdir("/proc/self/fd"):
-        return f"/proc/self/fd/{dir_fd}", (dir_fd,)
-    return path, ()
 
 
 # ---- spawning ------------------------------------------------------------------------------------------------------
@@ -440,6 +440,85 @@ async def run_exec(
         leftovers_killed=child.leftovers and not timed_out,
         refused=refused,
     )
+
+
+# ---- the agent's own short-lived processes ---------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Captured:
+    """What `run_captured` saw: the exit code (-N for a signal N), all of both streams, whether time ran out."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+
+
+OWN_ENV = ("PATH", "HOME", "XDG_CONFIG_HOME", "LANG", "LC_ALL", "LC_CTYPE")
+
+
+def own_environ() -> dict[str, str]:
+    """The environment of the agent's own helper programs: where programs and the user's git configuration are, the
+    locale; nothing else of the agent's (no keys, no `GIT_*` or `RIPGREP_*` variables)."""
+    return {k: v for k, v in os.environ.items() if k in OWN_ENV}
+
+
+def read_only_sandbox(roots: Sequence[str], extra_read: Sequence[str] = ()) -> SandboxSpec:
+    """The sandbox of the agent's own helper programs: they read the workspace roots, `extra_read` and the system
+    locations every command may read, write nothing, and reach no network."""
+    return sandbox.build_spec(Confinement(write=False, network=False, extra_read=tuple(extra_read)), roots, tmpdir=None)
+
+
+def run_captured(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    spec: SandboxSpec | None,
+    timeout: float,
+    cwd_fd: int | None = None,
+) -> Captured:
+    """Run one of the agent's own helper programs (`git status` for the environment block, `rg` for the search
+    tools and the instruction listing) to completion under `spec`, keeping its whole output. Synchronous: the
+    callers run it on a worker thread. After `timeout` seconds it is killed; nothing it started outlives it.
+
+    Raises:
+        SandboxError: the sandbox could not be set up (nothing ran).
+        FileNotFoundError, PermissionError: the program cannot be started.
+    """
+    deadline = time.monotonic() + timeout
+    child = spawn(argv, cwd=cwd, env=env, cwd_fd=cwd_fd, spec=spec, grace=0.0)
+    assert child.stdout is not None and child.stderr is not None
+    bufs: dict[int, list[bytes]] = {child.stdout: [], child.stderr: []}
+    timed_out = False
+    try:
+        poll = select.poll()
+        for fd in bufs:
+            poll.register(fd, select.POLLIN)
+        open_fds = set(bufs)
+        while open_fds:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                timed_out = True
+                break
+            for fd, _ in poll.poll(int(left * 1000) + 1):
+                chunk = os.read(fd, 1 << 16)
+                if chunk:
+                    bufs[fd].append(chunk)
+                else:
+                    poll.unregister(fd)
+                    open_fds.discard(fd)
+        if timed_out or child.wait_sync(max(0.0, deadline - time.monotonic())) is None:
+            timed_out = True
+            child.kill()
+            child.wait_sync(3.0)
+        return Captured(
+            None if timed_out else child.returncode,
+            b"".join(bufs[child.stdout]),
+            b"".join(bufs[child.stderr]),
+            timed_out,
+        )
+    finally:
+        child.close()
 
 
 # ---- background processes ------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from permissions.shell import READ_ONLY_GIT_ENV, analyze_command, read_only_git_env
+from permissions.shell import READ_ONLY_GIT_ENV, analyze_command, git_without_filters, read_only_git_env
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
@@ -304,6 +304,42 @@ def test_a_partial_clone_does_not_fetch_lazily_over_a_configured_ssh_command(tmp
             timeout=60,
         )
         assert _fired(markers) == fired
+
+
+# Filter driver names as a hostile repository may spell them in `.gitattributes` (no whitespace there).
+DRIVERS = ("evil", "x.y", "d$z", "e=q", "Upper", "req")
+
+
+def test_the_agents_git_status_runs_no_filter_driver_whatever_its_name(tmp_path: Path) -> None:
+    """`git status` reads a tracked file whose stat data changed through its filter driver, and the driver's name
+    comes from the work tree: `git_without_filters` lists the drivers the configuration defines and switches each
+    off (a required one too), so none runs, and the status is still right."""
+    markers, repo = tmp_path / "markers", tmp_path / "repo"
+    markers.mkdir()
+    repo.mkdir()
+    _git(repo, "init", "-q", ".")
+    files = [f"f{i}.txt" for i in range(len(DRIVERS))]
+    for f in files:
+        (repo / f).write_text(f"{f}\n")
+    _git(repo, "add", *files)
+    _git(repo, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "one")
+    lines = []
+    for i, (f, name) in enumerate(zip(files, DRIVERS, strict=True)):
+        lines.append(f"{f} filter={name}")
+        _git(repo, "config", f"filter.{name}.clean", _evil(markers, f"clean-{i}"))
+        _git(repo, "config", f"filter.{name}.process", _evil(markers, f"process-{i}", passthrough=False))
+        _stale(repo / f)
+    _git(repo, "config", "filter.req.required", "true")
+    (repo / ".gitattributes").write_text("\n".join(lines) + "\n")
+    argv = git_without_filters("status", "--porcelain=v2", "--branch")
+    env = _environment(repo, overrides=True)
+    subprocess.run(["git", "status"], cwd=repo, env=env, capture_output=True, timeout=60)
+    assert _fired(markers), "the control: plain `git status` runs the drivers"
+    out = subprocess.run(argv, cwd=repo, env=env, capture_output=True, text=True, timeout=60)
+    assert _fired(markers) == []
+    assert out.returncode == 0, out.stderr
+    assert "? .gitattributes" in out.stdout.splitlines()
+    assert not any(line.startswith("1 ") for line in out.stdout.splitlines())  # every tracked file: unchanged
 
 
 def test_the_overrides_follow_configuration_the_environment_already_passes() -> None:

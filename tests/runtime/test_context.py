@@ -188,6 +188,32 @@ def test_looking_at_git_state_never_runs_the_repositorys_fsmonitor_hook(tmp_path
     assert not marker.exists()
 
 
+def test_git_state_of_a_workspace_inside_a_repository_reads_the_repository_above_it(tmp_path):
+    """The workspace is a subdirectory of the project: the sandboxed git may read the project (its `.git` and the
+    work tree above the workspace) to tell the branch and the changes there."""
+    _git(tmp_path, "init", "-q", "-b", "trunk")
+    (tmp_path / "top.txt").write_text("1\n")
+    (tmp_path / "sub").mkdir()
+    _git(tmp_path, "add", "top.txt")
+    _git(tmp_path, "commit", "-qm", "one")
+    assert git_state(str(tmp_path / "sub")).line == "branch `trunk`, clean"
+    (tmp_path / "top.txt").write_text("2\n")
+    assert git_state(str(tmp_path / "sub")).line == "branch `trunk`, uncommitted changes"
+
+
+def test_git_state_follows_the_includes_of_the_users_own_git_configuration(tmp_path, monkeypatch):
+    """`~/.gitconfig` including `~/.gitconfig.local` (outside what the sandbox grants every command): git fails on
+    an include it cannot read, so the agent's own git is granted the user's includes."""
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    home.mkdir()
+    (home / ".gitconfig").write_text("[include]\n\tpath = ~/.gitconfig.local\n")
+    (home / ".gitconfig.local").write_text("[init]\n\tdefaultBranch = fromlocal\n")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    _git(tmp_path, "init", "-q", str(ws))
+    assert git_state(str(ws)).line == "branch `fromlocal` (no commits yet), clean"
+
+
 @pytest.mark.anyio
 async def test_git_and_the_nested_listing_are_looked_at_once_per_turn_not_per_model_call(tmp_path, monkeypatch):
     import runtime.context as context_mod

@@ -179,12 +179,13 @@ def test_a_workspace_full_of_shadows_runs_nothing_outside_the_sandbox_in_the_edi
     editor = EditorTerminals(answer_with("allow_once"), override=plant_environment(tmp_path, markers))
     # (PYTHONHOME is left out here: an interpreter honouring it fails to start, and no marker would show that.)
     run = attack(
-        lambda *a, **kw: spawn(*a, console_script=True, **kw),
+        spawn,
         world,
         [bash("echo ran > ran.txt && echo terminal-ok")],
         mode="auto",
         responder=editor,
         caps={"terminal": True},
+        console_script=True,
     )
     assert editor.commands, "the editor terminal was not used"
     assert markers_in(markers) == []

@@ -37,7 +37,8 @@ class World:
         return base / f"MARK_{name}_{self.tag}"
 
 
-def make_world(tmp: Path) -> World:
+def make_world(tmp: Path, *, git: bool = True) -> World:
+    """`git=False`: the workspace is no repository (nothing named `.git` exists in it)."""
     tag = uuid.uuid4().hex[:10]
     ws, other, outside, home, state = (tmp / n for n in ("ws", "other", "outside", "home", "state"))
     for d in (ws, other, outside / "dir", home / ".ssh", state):
@@ -54,11 +55,19 @@ def make_world(tmp: Path) -> World:
     (outside / "dir" / "keep.txt").write_text("keep\n", encoding="utf-8")
     (ws / "README.md").write_text("# project\n\nhello from the workspace\n", encoding="utf-8")
     (ws / "notes.txt").write_text("line one\nline two\n", encoding="utf-8")
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
-    subprocess.run([*git, "init", "-q", str(ws)], check=True)
-    subprocess.run([*git, "-C", str(ws), "add", "README.md"], check=True)
-    subprocess.run([*git, "-C", str(ws), "commit", "-q", "-m", "init"], check=True)
+    if git:
+        init_repository(ws, "README.md")
     return w
+
+
+GIT = ("git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main")
+
+
+def init_repository(where: Path, *paths: str) -> None:
+    """A repository at `where` with one commit of `paths` (what a user's project looks like)."""
+    subprocess.run([*GIT, "init", "-q", str(where)], check=True)
+    subprocess.run([*GIT, "-C", str(where), "add", *paths], check=True, capture_output=True)
+    subprocess.run([*GIT, "-C", str(where), "commit", "-q", "-m", "init"], check=True)
 
 
 def shadow_line() -> str | None:
@@ -122,11 +131,14 @@ def attack(
     caps: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
     prompt_timeout: float = 60,
+    followups: int = 0,
+    console_script: bool = False,
 ) -> Run:
-    """One agent, one session in `world.ws`, one prompt: the model makes `calls` one per step, then says done."""
-    script = write_script(
-        world.root / f"model-{uuid.uuid4().hex[:6]}.json", [{"tool_calls": [c]} for c in calls] + [{"text": "done"}]
-    )
+    """One agent, one session in `world.ws`, one prompt: the model makes `calls` one per step, then says done.
+    `followups`: that many more prompts, which the model just answers (each turn starts with the agent's look at
+    the workspace, its `git status` included)."""
+    responses = [{"tool_calls": [c]} for c in calls] + [{"text": "done"}] * (1 + followups)
+    script = write_script(world.root / f"model-{uuid.uuid4().hex[:6]}.json", responses)
     agent = spawn(
         "--model",
         f"scripted:{script}",
@@ -136,10 +148,13 @@ def attack(
         state_dir=world.state,
         responder=responder or answer_with("reject_once"),
         env={"HOME": str(world.home), **(env or {})},
+        **({"console_script": True} if console_script else {}),
     )
     agent.initialize(caps)
     sid = agent.new_session(world.ws)
     answer = agent.prompt(sid, "go", timeout=prompt_timeout)
+    for _ in range(followups):
+        answer = agent.prompt(sid, "and now?", timeout=prompt_timeout)
     return Run(agent, sid, answer)
 
 

@@ -2,7 +2,9 @@
 
 Both run ripgrep (the `ripgrep` wheel ships `rg`) inside the search base, which is opened through the workspace
 boundary without following symlinks and handed to `rg` as its working directory (so a directory swapped for a link
-after the check cannot redirect the search); `rg` itself never follows symlinks. Without `rg`, a pure-Python walk
+after the check cannot redirect the search); `rg` itself never follows symlinks. rg runs in the sandbox, as every
+process the agent starts: it reads the workspace and the outside paths the call was allowed, writes nothing and
+reaches no network (`search_sandbox`). Without `rg`, a pure-Python walk
 with a small `.gitignore` matcher does the same job more slowly. Results are sorted by path so runs are repeatable.
 
 grep is two-pass: `rg --files-with-matches` over the tree (parallel, tiny output, stops reading a file at its first
@@ -17,7 +19,6 @@ import functools
 import os
 import re
 import shutil
-import subprocess
 import sys
 import sysconfig
 from collections.abc import Callable, Iterator, Mapping
@@ -28,7 +29,8 @@ import orjson
 
 from permissions.secret_files import is_secret_file_name
 from runtime import secrets
-from runtime.processes import child_cwd
+from runtime.processes import Captured, SandboxError, own_environ, read_only_sandbox, run_captured
+from runtime.sandbox import SandboxSpec
 from runtime.secret_files import value_in_file
 from runtime.tools.base import Effect, Tool, ToolContext, ToolFailure, ToolResult, digest, display_path
 from runtime.tools.builtin import textio
@@ -67,24 +69,23 @@ _RG_LIST = ("--hidden", "--no-require-git", "--no-config")
 _RG_COMMON = (*_RG_LIST, "--glob", "!.git", "--with-filename")  # searching contents: .git is never read
 
 
-def _run_rg(args: list[str], cwd_fd: int, cwd: str, timeout: float = 60.0) -> subprocess.CompletedProcess[bytes]:
+def _run_rg(args: list[str], cwd_fd: int, cwd: str, spec: SandboxSpec, timeout: float = 60.0) -> Captured:
+    """rg, as every process the agent starts, in the sandbox (`search_sandbox`), in the verified directory `cwd_fd`."""
     rg = rg_binary()
     assert rg is not None
-    child_dir, fds = child_cwd(cwd, cwd_fd)
     try:
-        return subprocess.run(
-            [rg, *args],
-            cwd=child_dir,
-            pass_fds=fds,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        raise ToolFailure(
-            f"the search took longer than {timeout:g} s; narrow it with path or include", "Timeout"
-        ) from None
+        res = run_captured([rg, *args], cwd=cwd, cwd_fd=cwd_fd, env=own_environ(), spec=spec, timeout=timeout)
+    except SandboxError as exc:
+        raise ToolFailure(f"the search could not be started in the sandbox: {exc}", "SandboxError") from None
+    if res.timed_out:
+        raise ToolFailure(f"the search took longer than {timeout:g} s; narrow it with path or include", "Timeout")
+    return res
+
+
+def search_sandbox(ctx: ToolContext) -> SandboxSpec:
+    """Where a search's rg may read: the workspace and the outside paths the call was allowed (it writes nothing,
+    reaches no network)."""
+    return read_only_sandbox(ctx.workspace.roots, ctx.confinement.extra_read)
 
 
 # ---- globs -------------------------------------------------------------------------------------------------------
@@ -300,7 +301,9 @@ class GlobTool(_SearchTool):
         if fd < 0:
             raise ToolFailure(f"{ctx.workspace.display(resolved.path)} is a file, not a directory", "NotADirectory")
         try:
-            files, exact = await anyio.to_thread.run_sync(self._list, resolved.path, fd, pattern.removeprefix("./"))
+            files, exact = await anyio.to_thread.run_sync(
+                self._list, resolved.path, fd, search_sandbox(ctx), pattern.removeprefix("./")
+            )
         finally:
             os.close(fd)
         if exact:
@@ -326,7 +329,7 @@ class GlobTool(_SearchTool):
         raw = {"pattern": pattern, "path": resolved.path, "matches": matches, "count": total, "truncated": truncated}
         return ToolResult(output, raw_output=raw)
 
-    def _list(self, base: str, fd: int, pattern: str = "") -> tuple[list[str], bool]:
+    def _list(self, base: str, fd: int, spec: SandboxSpec, pattern: str = "") -> tuple[list[str], bool]:
         """The files under `base` that may match `pattern`, and whether they all do (no further filtering)."""
         if rg_binary() is None:
             return list(walk_files(base)), False
@@ -357,6 +360,7 @@ class GlobTool(_SearchTool):
                 ["--files", *_RG_LIST, *name_filter(pattern), "--null"],
                 sub_fd,
                 os.path.join(base, *literal) if prefix else base,
+                spec,
             )
         finally:
             if sub_fd != fd:
@@ -416,7 +420,7 @@ class GrepTool(_SearchTool):
         try:
             if rg_binary() is not None:
                 hits, truncated, files = await anyio.to_thread.run_sync(
-                    self._rg, pattern, args, base, fd, only, max_results
+                    self._rg, pattern, args, base, fd, only, max_results, search_sandbox(ctx)
                 )
             else:
                 hits, truncated, files = await anyio.to_thread.run_sync(
@@ -461,14 +465,21 @@ class GrepTool(_SearchTool):
         return flags, bool(names)
 
     def _rg(
-        self, pattern: str, args: Mapping[str, Any], base: str, fd: int, only: str | None, max_results: int
+        self,
+        pattern: str,
+        args: Mapping[str, Any],
+        base: str,
+        fd: int,
+        only: str | None,
+        max_results: int,
+        spec: SandboxSpec,
     ) -> tuple[list[tuple[str, int, str]], bool, int]:
         """(hits in path order, whether more matching lines exist, how many files match)."""
         flags, drop_git = self._flags(args)
         target = [only] if only else []
         # Pass 1: which files match (parallel; rg stops reading a file at its first match).
         listed = _run_rg(
-            ["--files-with-matches", "--null", "--no-messages", *flags, "-e", pattern, "--", *target], fd, base
+            ["--files-with-matches", "--null", "--no-messages", *flags, "-e", pattern, "--", *target], fd, base, spec
         )
         err = listed.stderr.decode(errors="replace").strip()
         # rc 2 without a message (or "No files were searched") only means a name filter left nothing to search.
@@ -493,6 +504,7 @@ class GrepTool(_SearchTool):
             ["--json", "--no-messages", *flags, "--max-count", str(max_results + 1), "-e", pattern, "--", *chosen],
             fd,
             base,
+            spec,
         )
         by_file: dict[str, list[tuple[str, int, str]]] = {}
         for line in res.stdout.splitlines():
