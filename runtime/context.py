@@ -261,6 +261,13 @@ class SessionContext:
         if self._prefetched is None:
             self._prefetched = _Look(self.root, self.git_enabled)
 
+    def close(self) -> None:
+        """The session ends: a prefetched look still running is waited for (its processes are bounded by their
+        timeouts), so none outlives the session."""
+        look, self._prefetched = self._prefetched, None
+        if look is not None:
+            look.join()
+
     def exit_turn(self) -> None:
         self._turns = max(0, self._turns - 1)
 

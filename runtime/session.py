@@ -21,6 +21,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
+
 from permissions.modes import MODES
 from permissions.options import REMEMBER_CHOICES
 from runtime import commands, settings
@@ -224,7 +226,10 @@ class Session:
     async def close(self) -> None:
         self.closed = True
         self.cancel()
-        # Background processes belong to the session: none outlives it.
+        # Background processes belong to the session: none outlives it; nor does a look at the workspace (git, rg)
+        # started for a turn that never came.
+        if self.runtime.context is not None:
+            await anyio.to_thread.run_sync(self.runtime.context.close)
         close_session_processes(self.id)
         if self.mcp is not None:
             await close_servers(self)
