@@ -59,6 +59,10 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("runtime/sandbox/child.py", "Plan.start", "clone"): (
         "the sandbox: the helper (or the launcher) clones a spawn into its namespaces"
     ),
+    ("runtime/sandbox/helper.py", "Helper._proxy", "os.fork"): (
+        "the sandbox's network proxy for commands limited to named hosts, forked by the helper; it confines "
+        "itself (Landlock: no files but its own directory) before it serves"
+    ),
     ("runtime/sandbox/child.py", "Plan.exec_here", "os.execvpe"): "the sandbox: the command, after Landlock holds",
     ("runtime/sandbox/child.py", "Plan._init", "os.posix_spawnp"): (
         "the sandbox: the namespace's init starts the command, after Landlock holds"
