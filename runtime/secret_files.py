@@ -126,9 +126,33 @@ def _secret_names_under(top: str, skip_hidden: bool) -> tuple[list[str], bool]:
     return found, False
 
 
+_GIT_READERS = frozenset({"show", "log", "diff", "blame", "annotate", "cat-file", "grep", "whatchanged"})
+_GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
+
+
+def _git_reads(argv: Sequence[str]) -> list[str]:
+    """Well-known secret files a git command reads from the repository by pathspec or `REV:PATH` (`git show
+    HEAD:.env`, `git log -p -- .env`): they need not exist in the working tree, so only their names are checked."""
+    words = list(argv[1:])
+    k = 0
+    while k < len(words) and words[k].startswith("-"):
+        k += 2 if words[k] in _GIT_VALUED else 1
+    if k >= len(words) or words[k] not in _GIT_READERS:
+        return []
+    out = []
+    for word in words[k + 1 :]:
+        if word.startswith("-"):
+            continue
+        spec = word.split(":", 1)[1] if ":" in word else word
+        if spec and is_secret_file_name(spec):
+            out.append(f"{why_secret_name(spec)} (`git {words[k]}` reads it from the repository)")
+    return out
+
+
 def unnamed_reads(commands: Sequence[Sequence[str]], cwd: str, opaque: bool) -> list[str]:
     """Reasons a command line may read a well-known secret file it does not name: a glob that expands to one (only
-    when the analysis found words it cannot see through, `opaque`), or a recursive reader whose tree holds one."""
+    when the analysis found words it cannot see through, `opaque`), a recursive reader whose tree holds one, or git
+    reading one from the repository."""
     out: list[str] = []
     for argv in commands:
         if opaque:
@@ -142,6 +166,8 @@ def unnamed_reads(commands: Sequence[Sequence[str]], cwd: str, opaque: bool) -> 
                         if is_secret_file_name(m) and os.path.isfile(os.path.join(cwd, m)):
                             out.append(f"{why_secret_name(m)} (`{word}` may expand to it)")
                             break
+        if argv and os.path.basename(argv[0]) == "git":
+            out += _git_reads(argv)
         dirs = _recursive_dirs(argv, cwd)
         for top in dirs or ():
             hidden_too = os.path.basename(argv[0]) not in _SEARCHERS or bool(_RG_HIDDEN & set(argv))

@@ -89,6 +89,19 @@ def tree(root: Path) -> str:
         (["rg", "KEY", "notes.txt"], False, []),
         (["diff", "-r", "src", "src"], False, ["`diff` reads every file under `src`, which holds `src/keys/id_rsa`"]),
         (["ls", "-R"], False, []),
+        (["git", "show", "HEAD:.env"], False, ["`.env` may hold secrets (`git show` reads it from the repository)"]),
+        (
+            ["git", "-C", "x", "log", "-p", "--", "sub/.env"],
+            False,
+            ["`sub/.env` may hold secrets (`git log` reads it from the repository)"],
+        ),
+        (
+            ["git", "cat-file", "-p", "v1:keys/id_rsa"],
+            False,
+            ["`keys/id_rsa` may hold secrets (`git cat-file` reads it from the repository)"],
+        ),
+        (["git", "add", ".env"], False, []),  # writes the index, shows nothing
+        (["git", "show", "HEAD:README.md"], False, []),
     ],
 )
 def test_what_a_command_reads_without_naming_it(tmp_path, argv, opaque, expected):
