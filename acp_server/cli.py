@@ -272,6 +272,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         resume=args.resume,
         continue_latest=args.continue_latest,
         rules=checked.rules,
+        model_given=args.model is not None,
+        mode_given=args.mode is not None,
     )
 
 

@@ -42,6 +42,8 @@ from runtime.events import (
 from runtime.loop import MODEL_FAILED, AuthRequired
 from runtime.models import NO_MODEL_MESSAGE
 from runtime.models.base import TextPart
+from runtime.models.config import missing_key as missing_key_var
+from runtime.models.config import missing_key_message
 from runtime.processes import kill_all_process_groups
 from runtime.recording import TranscriptRecorder, transcript_meta
 from runtime.tools.base import content_text
@@ -55,7 +57,6 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REJECTED, EXIT_INTERRUPTED = 0, 1, 2, 3, 
 SESSION_ID = "cli"
 # Where the built-in providers send requests when no base URL is set (shown in errors; the clients own the real value).
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
-BASE_URL_ENV = {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
 
 
 class TerminalGateway:
@@ -383,21 +384,15 @@ def _stdout_to_devnull() -> None:
     os.close(devnull)
 
 
-def missing_key(factory: ModelFactory) -> str | None:
-    """The one-line problem when the chosen provider needs a key that is not set (as its client would find at the
-    first call: no key and no base URL of a server that may need none); None when nothing is missing."""
-    spec = factory.spec
-    if spec is None or spec.provider == "scripted":
+def missing_key(factory: ModelFactory, model_id: str | None = None) -> str | None:
+    """The one-line problem when the model `model_id` (default: the factory's) needs a key that is not set, found
+    as its client would find it at the first call (`runtime.models.config.missing_key`); None when nothing is
+    missing."""
+    entry = factory.entry(model_id or factory.default_id or "")
+    settings = factory.config.provider(entry.provider) if entry is not None else None
+    if entry is None or settings is None or missing_key_var(settings, factory.env) is None:
         return None
-    settings = factory.config.provider(spec.provider)
-    if settings is None or not settings.api_key_env or settings.base_url or factory.env.get(settings.api_key_env):
-        return None
-    var = settings.api_key_env
-    url_env = f"{BASE_URL_ENV[settings.name]}, or " if settings.name in BASE_URL_ENV else ""
-    return (
-        f"{var} is not set, and {spec} needs it: set {var} in the environment gatewright runs in, or, for a "
-        f"server that needs no key, set {url_env}base_url under [providers.{settings.name}] in the config file"
-    )
+    return missing_key_message(settings, entry.spec)
 
 
 def endpoint(model: Any) -> str | None:

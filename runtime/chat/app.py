@@ -230,17 +230,15 @@ def run_chat(
     resume: str | None = None,
     continue_latest: bool = False,
     rules: tuple[Rule, ...] = (),
+    model_given: bool = False,
+    mode_given: bool = False,
 ) -> int:
-    """The `chat` command. Configuration problems are one line on stderr and exit 2, before anything is shown."""
+    """The `chat` command. Configuration problems are one line on stderr and exit 2, before anything is shown.
+
+    A resumed session comes back on its stored model (and mode); `model_given` (`--model` or `GATEWRIGHT_MODEL`)
+    switches it to the factory's default, and `mode_given` (`--mode`, `GATEWRIGHT_MODE`) to `mode`; the chat says so."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         sys.stderr.write("gatewright: chat needs a terminal; for scripts and pipes use `gatewright run`\n")
-        return EXIT_USAGE
-    problem = missing_key(factory)
-    if problem is not None:
-        sys.stderr.write(f"gatewright: {problem}\n")
-        return EXIT_USAGE
-    if factory.spec is None:
-        sys.stderr.write(NO_MODEL_MESSAGE + "\n")
         return EXIT_USAGE
     store = open_store(state_dir)
     resolved = resolve_state_dir(state_dir)
@@ -259,9 +257,25 @@ def run_chat(
         rec = latest(store, cwd)
         if rec is None:
             view.console.print("[dim]No earlier session in this directory: starting a new one.[/dim]")
+    stored = factory.adopt(rec.model_id) if rec is not None else None
+    model_id = factory.default_id if model_given or stored is None else stored
+    problem = missing_key(factory, model_id) if model_id is not None else NO_MODEL_MESSAGE
+    if problem is not None:
+        store.close()
+        sys.stderr.write(problem + "\n" if problem is NO_MODEL_MESSAGE else f"gatewright: {problem}\n")
+        return EXIT_USAGE
     if rec is not None:
-        session = revive(store, rec, make, cwd=cwd, factory=factory, default_mode=mode, state_dir=resolved)
+        session = revive(
+            store, rec, make, cwd=cwd, factory=factory, default_mode=mode, state_dir=resolved, model_id=model_id
+        )
         _banner(view, session, True)
+        if rec.model_id and session.model_id != rec.model_id:
+            why = "" if model_given else f" ({rec.model_id} cannot be used here)"
+            view.console.print(Text.assemble((f"model: {session.model_id}, was {rec.model_id}", "bold"), why))
+        if mode_given and session.mode != mode:
+            was = session.mode
+            session.set_mode(mode)
+            view.console.print(Text(f"mode: {mode}, was {was}", style="bold"))
         if rec.cwd != cwd:
             view.console.print(f"[dim]This session was started in {rec.cwd}; it continues here, in {cwd}.[/dim]")
         view.console.rule("[dim]earlier in this session[/dim]", style="dim")

@@ -117,6 +117,35 @@ class ModelFactory:
         entries.sort(key=lambda m: m.id != self.default_id)
         return tuple(entries)
 
+    def adopt(self, model_id: str | None) -> str | None:
+        """The id to run a stored session's model `model_id` on, if this factory can make it: a configured model, or
+        a `PROVIDER:MODEL` of a known provider (added to the choices), or the scripted model when this factory has
+        none (its file read again). None when it cannot (a name no longer configured, a script that is gone)."""
+        if not model_id:
+            return None
+        if model_id == self.default_id or self.entry(model_id) is not None:
+            return model_id
+        try:
+            spec = parse_model_spec(model_id)
+        except ValueError:
+            return None
+        if spec is None or not spec.provider:
+            return None
+        if spec.provider == "scripted":
+            if self._script is not None or self.default_id is not None:
+                return None  # one script per process: another one is in use
+            try:
+                self._script = lazy.scripted.load_script(spec.name)
+            except (OSError, ValueError):  # a ScriptError is a ValueError
+                return None
+            self.default_id = model_id
+            return model_id
+        try:
+            entry = self._resolve(spec)
+        except ConfigError:
+            return None
+        return entry.id
+
     def entry(self, model_id: str) -> ModelEntry | None:
         return next((m for m in self.choices() if m.id == model_id), None)
 

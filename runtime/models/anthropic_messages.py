@@ -281,7 +281,6 @@ class AnthropicModel(ProviderModel):
     """One configured Claude model. Safe to share between sessions."""
 
     key_env = "ANTHROPIC_API_KEY"
-    no_key_hint = "or set ANTHROPIC_BASE_URL or base_url under [providers.{name}] in the config file for a gateway"
 
     default_base_url = "https://api.anthropic.com"
     path = "/v1/messages"

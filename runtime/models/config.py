@@ -27,11 +27,13 @@ Keys are never stored here: a provider names the environment variable holding it
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from runtime import lazy  # tomllib, only when there is a config file
 
@@ -217,6 +219,49 @@ def entry_for_spec(config: ModelsConfig, provider: str, model: str) -> ModelEntr
             f"unknown model provider {provider!r}; expected openai, anthropic or a provider from the config file"
         )
     return ModelEntry(f"{provider}:{model}", provider, model, model, context_window=_DEFAULT_CONTEXT[settings.kind])
+
+
+def missing_key(settings: ProviderSettings, env: Mapping[str, str]) -> str | None:
+    """The variable `settings`' provider reads its key from, when it is needed and not set; None when nothing is
+    missing. A provider that names no `api_key_env` needs none; a built-in one (`openai`, `anthropic`) pointed at a
+    local server (loopback, a private network, a `.local` or single-label host name) needs none either, since such
+    servers (Ollama, llama.cpp, vLLM, LM Studio) take none; any other needs its key before anything is sent."""
+    var = settings.api_key_env
+    if not var or env.get(var):
+        return None
+    builtin = _BUILTIN_KEY_ENV.get(settings.name) == var
+    if builtin and settings.base_url and is_local_url(settings.base_url):
+        return None
+    return var
+
+
+def missing_key_message(settings: ProviderSettings, what: str) -> str:
+    """The one line for `missing_key`: which variable, what needs it, and what else would do."""
+    var = settings.api_key_env
+    name = settings.name
+    if name in _BUILTIN_URL_ENV and var == _BUILTIN_KEY_ENV[name]:
+        also = f"or, for a local server that needs no key, point {_BUILTIN_URL_ENV[name]} (or base_url) at it"
+    else:
+        also = f"or, if the server needs no key, remove api_key_env from [providers.{name}] in the config file"
+    return f"{var} is not set, and {what} needs it: set {var} in the environment gatewright runs in, {also}"
+
+
+def is_local_url(url: str) -> bool:
+    """Whether `url`'s host is this machine or a private network (where keyless servers run)."""
+    host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    if not host:
+        return False
+    if host == "localhost" or host.endswith((".localhost", ".local", ".internal", ".lan")) or "." not in host:
+        return ":" not in host or _private_ip(host)
+    return _private_ip(host)
+
+
+def _private_ip(host: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_private or ip.is_link_local
 
 
 def accepts_images(entry: ModelEntry, settings: ProviderSettings) -> bool:

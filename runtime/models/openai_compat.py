@@ -209,10 +209,6 @@ class OpenAIChatModel(ProviderModel):
     """One configured model on an OpenAI-compatible server. Safe to share between sessions."""
 
     key_env = "OPENAI_API_KEY"
-    no_key_hint = (
-        "or, for a server that needs no key, set OPENAI_BASE_URL or base_url under [providers.{name}] in "
-        "the config file"
-    )
     default_base_url = "https://api.openai.com/v1"
     path = "/chat/completions"
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from runtime.models.base import ModelEvent, ModelNotConfigured, ModelRequest
-from runtime.models.config import ModelEntry, ProviderSettings, accepts_images
+from runtime.models.config import ModelEntry, ProviderSettings, accepts_images, missing_key, missing_key_message
 from runtime.models.http import make_client, post_events, safe_url
 from runtime.models.retry import RetryPolicy, close_stream, first_token_deadline, next_or_none, resilient
 
@@ -27,11 +27,10 @@ _SECRET_HEADER_WORDS = ("auth", "key", "token", "secret", "cookie", "signature")
 
 
 class ProviderModel:
-    """Subclasses set `key_env`, `no_key_hint`, `default_base_url`, `path`, and implement `_auth_headers`,
+    """Subclasses set `key_env`, `default_base_url`, `path`, and implement `_auth_headers`,
     `_body` and `_attempt`."""
 
     key_env = "OPENAI_API_KEY"
-    no_key_hint = "or set base_url under [providers.{name}] in the config file"
     default_base_url = "https://api.openai.com/v1"
     path = "/chat/completions"
 
@@ -117,11 +116,11 @@ class ProviderModel:
             await client.aclose()
 
     def _check_configured(self) -> None:
-        if self._api_key or self.settings.base_url:
+        """Before anything is sent: a provider that needs a key and has none is `auth_required`, naming the
+        variable (`runtime.models.config.missing_key`)."""
+        if self._api_key or missing_key(self.settings, {}) is None:
             return
-        var = self._key_var
-        hint = self.no_key_hint.format(name=self.settings.name)
-        raise ModelNotConfigured(f"{var} is not set: set {var} in the environment gatewright starts with ({hint})")
+        raise ModelNotConfigured(missing_key_message(self.settings, self.name), auth=True)
 
     def stream(self, request: ModelRequest) -> AsyncGenerator[ModelEvent, None]:
         return resilient(

@@ -73,13 +73,13 @@ def revive(
     default_mode: str,
     state_dir: str | None,
     new_id: str | None = None,
+    model_id: str | None = None,
 ) -> S:
     """Build a live session from its stored record with the host's constructor `make` (a `Session` subclass taking
-    the `Session` fields as keywords): settings, model context, usage, scripted position."""
-    model_id = None
-    if factory is not None:
-        known = {m.id for m in factory.choices()} | {factory.default_id}
-        model_id = rec.model_id if rec.model_id in known else factory.default_id
+    the `Session` fields as keywords): settings, model context, usage, scripted position. The model is `model_id`
+    when given (the user asked for it), else the stored one when `factory` can make it, else the factory's default."""
+    if factory is not None and model_id is None:
+        model_id = factory.adopt(rec.model_id) or factory.default_id
     model = factory.create(model_id) if factory and model_id else None
     try:
         mode = parse_mode(rec.mode)

@@ -16,6 +16,7 @@ from typing import Any
 import pexpect
 import pytest
 
+from tests.support.fake_providers import OPENAI_PATH, FakeProviders, Reply, openai_stream
 from tests.support.harness import AgentProcess, allow_once
 
 REPO = str(Path(__file__).resolve().parents[2])
@@ -425,3 +426,91 @@ def test_resuming_an_unknown_session_says_so_and_exits_2(tmp_path):
         assert term.wait_exit() == 2
     finally:
         term.kill()
+
+
+# ---- a resumed chat's model and mode ---------------------------------------------------------------------------
+def _first_chat(tmp_path: Path, ws: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """One turn of a new chat with `args` (a model, a mode); returns its session id."""
+    term = Term(*args, cwd=ws, state=tmp_path / "state", env=env)
+    try:
+        sid = term.expect(r"new session (sess_[0-9a-f]+)").group(1)
+        term.say("first")
+        term.expect(r"First answer\.")
+        term.prompt()
+        term.child.sendcontrol("d")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()
+    return sid
+
+
+def test_a_resumed_chat_comes_back_on_its_stored_scripted_model_and_mode_without_any_option(tmp_path):
+    ws = workspace(tmp_path)
+    model = script(tmp_path / "model.json", [{"text": "First answer."}, {"text": "Second answer, same script."}])
+    sid = _first_chat(tmp_path, ws, "--model", model, "--mode", "auto")
+    back = Term("--resume", sid, cwd=ws, state=tmp_path / "state")  # no --model, no --mode
+    try:
+        back.expect(f"continuing {sid}")
+        back.expect(rf"mode auto · model {re.escape(model)}")
+        back.say("again")
+        back.expect(r"Second answer, same script\.")  # the stored model, where it stood
+        back.prompt()
+        back.child.sendcontrol("d")
+        assert back.wait_exit() == 0
+    finally:
+        back.kill()
+    assert "No model is configured" not in back.text
+
+
+def test_a_resumed_chat_sends_its_next_call_to_the_stored_provider_model(tmp_path):
+    ws = workspace(tmp_path)
+    with FakeProviders() as fp:
+        fp.openai(Reply(frames=openai_stream("First answer.")), Reply(frames=openai_stream("Still model-a.")))
+        env = {"OPENAI_BASE_URL": fp.url + "/v1", "OPENAI_API_KEY": "sk-test", "XDG_CONFIG_HOME": str(tmp_path / "x")}
+        sid = _first_chat(tmp_path, ws, "--model", "openai:model-a", env=env)
+        back = Term("--continue", cwd=ws, state=tmp_path / "state", env=env)
+        try:
+            back.expect(f"continuing {sid}")
+            back.say("again")
+            back.expect(r"Still model-a\.")
+            back.prompt()
+            back.child.sendcontrol("d")
+            assert back.wait_exit() == 0
+        finally:
+            back.kill()
+        models = [r.body["model"] for r in fp.requests_to(OPENAI_PATH)]
+    assert models == ["model-a", "model-a"]
+
+
+def test_a_model_and_mode_given_on_resume_switch_the_session_and_say_so(tmp_path):
+    ws = workspace(tmp_path)
+    with FakeProviders() as fp:
+        fp.openai(Reply(frames=openai_stream("First answer.")), Reply(frames=openai_stream("From model-b.")))
+        env = {"OPENAI_BASE_URL": fp.url + "/v1", "OPENAI_API_KEY": "sk-test", "XDG_CONFIG_HOME": str(tmp_path / "x")}
+        sid = _first_chat(tmp_path, ws, "--model", "openai:model-a", env=env)
+        back = Term(
+            "--resume",
+            sid,
+            "--model",
+            "openai:model-b",
+            "--mode",
+            "read-only",
+            cwd=ws,
+            state=tmp_path / "state",
+            env=env,
+        )
+        try:
+            back.expect(f"continuing {sid}")
+            back.expect(r"model: openai:model-b, was openai:model-a")
+            back.expect(r"mode: read-only, was safe")
+            back.say("again")
+            back.expect(r"From model-b\.")
+            back.say("/status")
+            back.expect(r"read-only")
+            back.prompt()
+            back.child.sendcontrol("d")
+            assert back.wait_exit() == 0
+        finally:
+            back.kill()
+        models = [r.body["model"] for r in fp.requests_to(OPENAI_PATH)]
+    assert models == ["model-a", "model-b"]

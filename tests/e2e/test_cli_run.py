@@ -134,9 +134,40 @@ def test_a_missing_key_for_the_chosen_provider_is_found_before_the_first_call(tm
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"gatewright: {var} is not set, and {spec} needs it: set {var} in the environment gatewright runs in, or, "
-        f"for a server that needs no key, set {var.replace('API_KEY', 'BASE_URL')}, or base_url under "
-        f"[providers.{spec.split(':')[0]}] in the config file"
+        f"for a local server that needs no key, point {var.replace('API_KEY', 'BASE_URL')} (or base_url) at it"
     ]
+
+
+def test_a_configured_provider_whose_key_variable_is_unset_is_refused_before_any_call(tmp_path):
+    """Before, its base URL made it look keyless: it was called anyway and answered 401 (exit 1)."""
+    with FakeProviders() as fp:
+        (tmp_path / "config.toml").write_text(
+            f'[providers.team]\nkind = "openai"\nbase_url = "{fp.url}/v1"\napi_key_env = "TEAM_KEY"\n'
+        )
+        proc = gw(tmp_path, "run", "--model", "team:big", "hello")
+        assert fp.requests == []
+    no_traceback(proc)
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "gatewright: TEAM_KEY is not set, and team:big needs it: set TEAM_KEY in the environment gatewright runs "
+        "in, or, if the server needs no key, remove api_key_env from [providers.team] in the config file\n"
+    )
+
+
+def test_the_built_in_provider_at_a_remote_base_url_needs_its_key(tmp_path):
+    env = _env(tmp_path, OPENAI_BASE_URL="https://openrouter.invalid/api/v1")
+    proc = gw(tmp_path, "run", "--model", "openai:some/model", "hello", env=env)
+    assert proc.returncode == 2 and proc.stderr.startswith("gatewright: OPENAI_API_KEY is not set")
+
+
+def test_a_provider_without_a_key_variable_needs_no_key(tmp_path):
+    with FakeProviders() as fp:
+        fp.openai(Reply(frames=openai_stream("keyless answer")))
+        (tmp_path / "config.toml").write_text(f'[providers.lan]\nkind = "openai"\nbase_url = "{fp.url}/v1"\n')
+        proc = gw(tmp_path, "run", "--model", "lan:qwen", "hello")
+        (request,) = fp.requests_to(OPENAI_PATH)
+    assert proc.returncode == 0, proc.stderr
+    assert "keyless answer" in proc.stdout and "authorization" not in {k.lower() for k in request.headers}
 
 
 def test_a_local_server_needs_no_key(tmp_path):

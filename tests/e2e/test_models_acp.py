@@ -220,17 +220,24 @@ async def test_cancel_mid_stream_ends_the_turn_cancelled_and_drops_the_connectio
 
 
 @pytest.mark.anyio
-async def test_without_key_or_base_url_a_prompt_says_exactly_what_to_set(tmp_path):
-    client = RecordingClient()
-    async with spawn(client, agent_env(tmp_path), "--model", "openai:gpt-4.1", cwd=tmp_path) as (conn, _proc):
-        _, sess = await start(conn, tmp_path)
-        resp = await asyncio.wait_for(conn.prompt(session_id=sess.session_id, prompt=[text_block("hi")]), 30)
-        assert resp.stop_reason == "end_turn"
-        text = client.text().strip()
-        assert "OPENAI_API_KEY is not set: set OPENAI_API_KEY" in text and "\n" not in text
-        with pytest.raises(RequestError) as info:
-            await conn.authenticate(method_id="env:OPENAI_API_KEY")
-        assert info.value.code == -32000
+async def test_without_a_key_a_prompt_is_auth_required_naming_the_variable_before_any_call(tmp_path, fp):
+    """Before, a missing key was a message in the conversation (and a remote base URL was called anyway, 401); now
+    the prompt is ACP `auth_required` naming the variable, and nothing reaches the provider."""
+    config = tmp_path / "config.toml"
+    config.write_text(f'[providers.remote]\nkind = "openai"\nbase_url = "{fp.url}/v1"\napi_key_env = "REMOTE_KEY"\n')
+    env = {**agent_env(tmp_path), "GATEWRIGHT_CONFIG": str(config)}
+    for spec, var in (("openai:gpt-4.1", "OPENAI_API_KEY"), ("remote:big", "REMOTE_KEY")):
+        client = RecordingClient()
+        async with spawn(client, env, "--model", spec, cwd=tmp_path) as (conn, _proc):
+            _, sess = await start(conn, tmp_path)
+            with pytest.raises(RequestError) as info:
+                await asyncio.wait_for(conn.prompt(session_id=sess.session_id, prompt=[text_block("hi")]), 30)
+            assert info.value.code == -32000
+            assert f"{var} is not set, and {spec}" in str(info.value) + str(info.value.data)
+            with pytest.raises(RequestError) as info:
+                await conn.authenticate(method_id=f"env:{var}")
+            assert info.value.code == -32000
+    assert fp.requests == []
 
 
 @pytest.mark.anyio

@@ -11,7 +11,7 @@ import pytest
 
 from runtime.models import ModelFactory, parse_model_spec
 from runtime.models.base import Usage
-from runtime.models.config import ConfigError, Prices, config_path, load_config
+from runtime.models.config import ConfigError, Prices, config_path, is_local_url, load_config, missing_key
 from runtime.models.retry import (
     Failure,
     RetryPolicy,
@@ -206,3 +206,27 @@ def test_failure_descriptions_are_single_lines():
         describe(Failure("auth", "nope", 401), "openai", 1, "Check OPENAI_API_KEY.")
         == "openai refused the credentials (HTTP 401): nope. Check OPENAI_API_KEY."
     )
+
+
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("http://localhost:11434/v1", True),
+        ("http://127.0.0.1:8080/v1", True),
+        ("http://[::1]:8000/v1", True),
+        ("http://192.168.1.20:1234/v1", True),
+        ("http://10.0.0.5/v1", True),
+        ("http://ollama:11434/v1", True),  # a single-label name: a container or a LAN host
+        ("http://gpu-box.local:8000/v1", True),
+        ("https://api.deepseek.com/v1", False),
+        ("https://openrouter.ai/api/v1", False),
+        ("http://8.8.8.8/v1", False),
+        ("not a url", False),
+    ],
+)
+def test_a_built_in_provider_needs_no_key_only_at_a_local_address(url, local):
+    assert is_local_url(url) is local
+    settings = load_config(env={"OPENAI_BASE_URL": url, "XDG_CONFIG_HOME": "/nonexistent"}).provider("openai")
+    assert settings is not None
+    assert missing_key(settings, {}) == (None if local else "OPENAI_API_KEY")
+    assert missing_key(settings, {"OPENAI_API_KEY": "sk-x"}) is None

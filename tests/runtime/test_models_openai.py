@@ -307,7 +307,8 @@ async def test_no_key_and_no_base_url_says_exactly_what_to_set():
     with pytest.raises(ModelError) as info:
         async for _ in m.stream(request()):
             pass
-    assert info.value.message.startswith("OPENAI_API_KEY is not set: set OPENAI_API_KEY")
+    assert info.value.message.startswith("OPENAI_API_KEY is not set, and openai:gpt-4.1 needs it: set OPENAI_API_KEY")
+    assert info.value.auth  # auth_required in ACP
     assert "\n" not in info.value.message
 
 
