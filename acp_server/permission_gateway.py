@@ -7,7 +7,8 @@ the same in every host, only the gateway differs. Where the editor shows forms, 
 was declined (`ask_reason`, through the session's `AcpElicitor`).
 
 Fail closed: an answer that does not fit `RequestPermissionResponse`, an option id that was not offered, a client
-error or a closed connection is never an approval.
+error or a closed connection is never an approval. A client error or an answer that cannot be read is not a
+rejection either: the user was not asked (`PermissionOutcome.could_not_ask`), and is told so.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from acp_server import updates
 from acp_server.errors import WireError
 from acp_server.protocol.schema import CancelledRequestPermissionOutcome, RequestPermissionResponse
 from acp_server.rpc import ClientError, ConnectionClosed
-from permissions.gateway import PermissionOutcome, PermissionRequest
+from permissions.gateway import EDITOR_COULD_NOT_ASK, PermissionOutcome, PermissionRequest
 from permissions.options import REASON_FORM, REASON_QUESTION
 from runtime.elicitation import CannotAsk
 
@@ -57,8 +58,10 @@ class AcpPermissionGateway:
         except ConnectionClosed:
             return PermissionOutcome.cancel()
         except ClientError as exc:
-            log.warning("the client answered session/request_permission with error %s; treating as rejected", exc.code)
-            return PermissionOutcome.selected("")
+            # The client did not show the question (-32601: it does not serve permission questions at all): nobody
+            # rejected anything, and nothing is run without an answer.
+            log.warning("the client answered session/request_permission with error %s; the call is not run", exc.code)
+            return PermissionOutcome.could_not_ask(EDITOR_COULD_NOT_ASK)
         return parse_permission_answer(answer, {o.option_id for o in request.options})
 
 
@@ -70,8 +73,8 @@ def parse_permission_answer(answer: Any, valid_ids: set[str]) -> PermissionOutco
     try:
         outcome = RequestPermissionResponse.from_wire(answer, "result").outcome
     except WireError as exc:
-        log.warning("unusable answer to session/request_permission (%s); treating it as a rejection", exc)
-        return PermissionOutcome.selected("")
+        log.warning("unusable answer to session/request_permission (%s); the call is not run", exc)
+        return PermissionOutcome.could_not_ask(EDITOR_COULD_NOT_ASK)
     if isinstance(outcome, CancelledRequestPermissionOutcome):
         return PermissionOutcome.cancel()
     if outcome.option_id in valid_ids:

@@ -56,9 +56,11 @@ from acp_server.transcript import (
     is_response,
     load,
     normalise,
+    substitute,
     substitute_path,
     update_kind,
 )
+from permissions.gateway import EDITOR_COULD_NOT_ASK, NO_TERMINAL_TO_ASK
 from runtime import secrets as secret_registry
 from runtime.recording import redact
 
@@ -569,7 +571,7 @@ def check(
             all_frames.extend(agent.frames)
             keep = _run_host_keeps if seg.host == RUN_HOST else _keeps
             expected_frames += [(e.msg, e.line) for e in seg.entries if e.dir == "out"]
-            actual_frames += [(f, 0) for f in agent.frames[base:] if keep(f)]
+            actual_frames += [(_as_run(f) if seg.host == RUN_HOST else f, 0) for f in agent.frames[base:] if keep(f)]
             if len(transcript.segments) > 1:  # the boundary is part of what must match
                 marker = {"<recording>": n}
                 expected_frames.append((marker, seg.entries[-1].line if seg.entries else seg.line))
@@ -607,6 +609,21 @@ def _keeps(frame: dict[str, Any]) -> bool:
 
 def _run_host_keeps(frame: dict[str, Any]) -> bool:
     return update_kind(frame) not in RUN_HOST_OMITS
+
+
+def _as_run(frame: dict[str, Any]) -> dict[str, Any]:
+    """A frame of the session that checks a `run` recording, in the run host's words: a question the recording
+    answered "cannot ask" was one `run` had no terminal for, not one an editor could not show."""
+    for editor, run in (
+        (EDITOR_COULD_NOT_ASK, NO_TERMINAL_TO_ASK),
+        (_capital(EDITOR_COULD_NOT_ASK), _capital(NO_TERMINAL_TO_ASK)),
+    ):
+        frame = substitute(frame, editor, run)
+    return frame
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _counted(frame: Any) -> bool:

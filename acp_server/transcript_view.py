@@ -226,7 +226,10 @@ class _View:
         method = request["method"] if request else None
         if "error" in msg:
             err = msg["error"] if isinstance(msg["error"], dict) else {}
-            self.say(f"└ the editor answered with an error: {err.get('message')} ({err.get('code')})", "error", 4)
+            said = f"the editor answered with an error: {err.get('message')} ({err.get('code')})"
+            if method == "session/request_permission":  # nobody was asked: nothing was approved or rejected
+                said = f"not asked ({said}): the call was not run"
+            self.say(f"└ {said}", "error", 4)
             return
         result = _obj(msg.get("result"))
         if method == "session/request_permission":

@@ -2,10 +2,11 @@
 
 A row says which call (session, call id, tool), what it was (an argument summary with secrets redacted), what was
 decided (allow / ask / deny), by what (`mode:<mode>`, `rule:<id>`, `user`), which option the user chose, how it
-ended (`ran`, `completed`, `failed`, `rejected`, `declined`, `denied`, `cancelled`, `timeout`) and how long asking and
-running took. Rows are written when the decision is made and completed when the call ends, so a crash mid-call
-still leaves the decision on record. Writing the log never breaks a call, and never fails silently: the first
-failure is said once on stderr (one line), and `AuditLog.problem` keeps it for `/status`.
+ended (`ran`, `completed`, `failed`, `rejected`, `declined`, `denied`, `cancelled`, `timeout`, `unasked`: the user
+could not be asked) and how long asking and running took. Rows are written when the decision is made and completed
+when the call ends, so a crash mid-call still leaves the decision on record. Writing the log never breaks a call,
+and never fails silently: the first failure is said once on stderr (one line), and `AuditLog.problem` keeps it for
+`/status`.
 """
 
 from __future__ import annotations

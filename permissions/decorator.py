@@ -52,11 +52,21 @@ def _meta(decision: str, by: str, reason: str, **extra: Any) -> dict[str, Any]:
 
 
 class ApprovalRejected(Exception):
-    def __init__(self, reason: str, option_id: str | None = None, meta: dict[str, Any] | None = None) -> None:
+    """The call is not run and the turn stops: the user rejected it, a rule refused it, no answer came in time, or
+    (`unasked`: who could not ask, in words) the user could not be asked at all."""
+
+    def __init__(
+        self,
+        reason: str,
+        option_id: str | None = None,
+        meta: dict[str, Any] | None = None,
+        unasked: str | None = None,
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.option_id = option_id
         self.meta = meta
+        self.unasked = unasked
 
 
 class ApprovalCancelled(Exception):
@@ -307,6 +317,10 @@ class ToolApprovalDecorator(Generic[C, X, R]):
             if outcome.cancelled:
                 self._record(subject, ctx, user, "cancelled", ask_ms=ask_ms)
                 raise ApprovalCancelled()
+            if outcome.unasked is not None:
+                reason = f"{outcome.unasked} about {subject.title}, so it was not run"
+                self._record(subject, ctx, user, "unasked", ask_ms=ask_ms)
+                raise ApprovalRejected(reason, None, _meta("ask", "unasked", reason), unasked=outcome.unasked)
             # The answer may arrive just as the turn is cancelled: a cancelled turn runs nothing.
             await anyio.lowlevel.checkpoint_if_cancelled()
             choice = next((c for c in choices if c.option.option_id == outcome.option_id), None)

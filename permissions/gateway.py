@@ -11,6 +11,10 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 OptionKind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
 
+# Who could not ask (`PermissionOutcome.could_not_ask`), as the user is told: "… about Write a.txt, so it was not run".
+EDITOR_COULD_NOT_ASK = "the editor could not ask you"  # it does not answer session/request_permission
+NO_TERMINAL_TO_ASK = "there was no terminal to ask you"  # `gatewright run` without a terminal
+
 
 @dataclass(frozen=True, slots=True)
 class PermissionOption:
@@ -37,10 +41,13 @@ class PermissionRequest:
 
 @dataclass(frozen=True, slots=True)
 class PermissionOutcome:
-    """`cancelled` means the turn is being cancelled (not a rejection); otherwise the picked option."""
+    """`cancelled` means the turn is being cancelled (not a rejection); `unasked` that the human could not be asked
+    at all (the editor does not answer permission questions, there is no terminal): nobody rejected anything, and
+    the call is not run all the same. Otherwise the picked option."""
 
     cancelled: bool
     option_id: str | None = None
+    unasked: str | None = None  # who could not ask, in words: "the editor could not ask you"
 
     @staticmethod
     def selected(option_id: str) -> PermissionOutcome:
@@ -49,6 +56,10 @@ class PermissionOutcome:
     @staticmethod
     def cancel() -> PermissionOutcome:
         return PermissionOutcome(True, None)
+
+    @staticmethod
+    def could_not_ask(who: str) -> PermissionOutcome:
+        return PermissionOutcome(False, None, who)
 
 
 class PermissionGateway(Protocol):

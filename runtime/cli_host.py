@@ -1,9 +1,10 @@
 """The terminal host (`gatewright run`): one prompt through the very same runtime the ACP host uses.
 
 Only the gateway and the event sink differ: approvals are asked as `Approve? [y/N]` on the terminal (only `y`/`yes`
-approves; no terminal means rejected), the assistant's text goes to stdout and tool activity to stderr. With `--json`
-stdout carries one JSON object per event instead (`JsonPrinter`); with `--record FILE` the transcript of the frames an
-editor would have exchanged is written as `gatewright acp --record` writes it (`RunRecorder`).
+approves; without a terminal nothing that asks is run, and the user is told it could not be asked), the assistant's
+text goes to stdout and tool activity to stderr. With `--json` stdout carries one JSON object per event instead
+(`JsonPrinter`); with `--record FILE` the transcript of the frames an editor would have exchanged is written as
+`gatewright acp --record` writes it (`RunRecorder`).
 
 What went wrong is said plainly, on stderr, in one line, and the exit code says which kind it was
 (docs/configuration.md, "Exit codes"): 1 when the model or its provider failed (the provider's text and the URL), 2 for
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from permissions.gateway import PermissionOutcome, PermissionRequest
+from permissions.gateway import NO_TERMINAL_TO_ASK, PermissionOutcome, PermissionRequest
 from permissions.rules import Rule
 from permissions.store import state_dir as resolve_state_dir
 from runtime.assembly import build_runtime
@@ -90,9 +91,9 @@ class TerminalGateway:
             elif text := content_text(c):  # e.g. the whole command, when the title cannot show all of it
                 w("".join(f"  {line}\n" for line in text.splitlines()))
         if not self.inp.isatty():
-            w("  Tool call requires approval but no terminal is available: rejected.\n")
+            w("  Tool call requires approval but there is no terminal to ask on: not run.\n")
             self.out.flush()
-            return PermissionOutcome.selected("reject_once")
+            return PermissionOutcome.could_not_ask(NO_TERMINAL_TO_ASK)
         w("• Approve? [y/N] ")
         self.out.flush()
         try:
@@ -278,6 +279,7 @@ class JsonPrinter:
                 "title": request.title,
                 "reason": request.reason,
                 "answer": _answer_id(outcome),
+                **({"unasked": outcome.unasked} if outcome is not None and outcome.unasked else {}),
             }
         )
 
@@ -339,6 +341,11 @@ class RunRecorder:
         )
 
     def answer(self, request: PermissionRequest, outcome: PermissionOutcome | None) -> None:
+        if outcome is not None and outcome.unasked is not None:
+            # As an editor that cannot show the question answers it (and the check replays it so).
+            error = {"code": -32601, "message": f"Method not found: {outcome.unasked}"}
+            self.rec.record("in", {"jsonrpc": "2.0", "id": self._asking, "error": error})
+            return
         oid = _answer_id(outcome)
         result = {"outcome": {"outcome": "selected", "optionId": oid} if oid else {"outcome": "cancelled"}}
         self.rec.record("in", {"jsonrpc": "2.0", "id": self._asking, "result": result})

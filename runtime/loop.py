@@ -74,6 +74,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+UNASKED_HELP = (
+    "Calls that need your approval are not run. The approval mode decides which calls run without asking "
+    "(--mode, /mode, the mode option); remembered rules and [permissions] allow in the config file too."
+)
 MODEL_FAILED = "The model call failed"  # the title of the notice a failed model call ends its turn with
 
 # The base of every session's system prompt (runtime/prompts/system.md); the session's `SessionContext` adds the
@@ -172,6 +176,7 @@ class AgentRuntime:
         self._turn_message: Message | None = None
         # Without an OS sandbox the session says so once, at its first turn (a subagent's runtime never does).
         self.sandbox_told = False
+        self.unasked_told = False  # the user was told that the host could not ask them
 
     # ---- control -------------------------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -470,6 +475,9 @@ class AgentRuntime:
         except ApprovalRejected as exc:
             rejected.set()
             self._rejections.append(exc.reason)
+            if exc.unasked and not self.unasked_told:
+                self.unasked_told = True  # once a session: the host will not be able to ask the next time either
+                await emit(NoticeEvent("warning", exc.unasked[:1].upper() + exc.unasked[1:], UNASKED_HELP))
             for other in slots:  # calls still waiting for approval are not run
                 if other is not slot and not other.started and other.scope is not None:
                     other.scope.cancel()
@@ -689,6 +697,8 @@ def refusal_for_user(exc: ApprovalRejected | ApprovalDenied) -> str:
             return f"Declined: not run. The agent was told to try another way, and why: “{exc.said}”."
         return "Declined: not run. The agent was told to try another way."
     if isinstance(exc, ApprovalRejected):
+        if exc.unasked:
+            return f"{exc.reason[:1].upper()}{exc.reason[1:]}. The turn stopped here."
         if info.get("by") == "timeout":
             return "Not run: the permission question was not answered in time."
         if info.get("by") == "user" and "option" in info:  # the answer to the question was a rejection

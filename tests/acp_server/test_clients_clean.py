@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from permissions.audit import audit_log
 from tests.support.fake_providers import OPENAI_PATH, FakeProviders, Reply, openai_stream
-from tests.support.harness import allow_once, write_script
+from tests.support.harness import allow_once, method_not_found, write_script
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -420,3 +421,56 @@ def test_no_title_or_label_in_a_session_carries_backticks_in_the_title_field(inp
     (question,) = [r for r in editor.requests if r["method"] == "session/request_permission"]
     assert question["params"]["toolCall"]["title"] == "Run touch made.txt"
     assert not re.search("`", json.dumps([u.get("title") for u in _updates(agent, sid, "tool_call")]))
+
+
+@pytest.mark.parametrize("answer", ["method not found", "an internal error", "an answer that cannot be read"])
+def test_a_client_that_cannot_ask_is_not_said_to_have_rejected_and_the_call_is_not_run(
+    inproc, tmp_path, workspace, answer
+):
+    """The Python SDK's example client answers `session/request_permission` with -32601, acpx in queue mode cannot
+    ask either: nothing runs, and the user is told the editor could not ask, never that they rejected it."""
+    responders = {
+        "method not found": method_not_found,
+        "an internal error": _raise,
+        "an answer that cannot be read": _unreadable,
+    }
+    model = write_script(
+        tmp_path / "m.json",
+        [
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "x\n"}}]},
+            {"tool_calls": [{"name": "write_file", "arguments": {"path": "m.txt", "content": "x\n"}}]},
+            {"text": "never"},
+        ],
+    )
+    agent = inproc("--model", f"scripted:{model}", responder=responders[answer], state_dir=tmp_path / "state")
+    agent.initialize({"session": {"notices": {}}})
+    sid = agent.new_session(workspace)
+    stop, text = _ask(agent, sid, "write")
+    assert stop == "end_turn"
+    assert "Stopped: the editor could not ask you about Write n.txt, so it was not run." in text
+    (final,) = _final(agent, sid).values()
+    assert final["status"] == "failed"
+    assert (
+        _shown_text(final)
+        == "The editor could not ask you about Write n.txt, so it was not run. The turn stopped here."
+    )
+    notices = [u for u in agent.updates(sid) if u["sessionUpdate"] == "notice"]
+    assert [(n["severity"], n["title"]) for n in notices] == [("warning", "The editor could not ask you")]
+    assert "not run" in notices[0]["description"]
+    _ask(agent, sid, "write again")  # told once a session
+    assert len([u for u in agent.updates(sid) if u["sessionUpdate"] == "notice"]) == 1
+    assert "rejected" not in json.dumps(agent.updates(sid))
+    assert not (workspace / "n.txt").exists() and not (workspace / "m.txt").exists()
+    rows = audit_log(str(tmp_path / "state")).entries(session_id=sid)
+    assert [r.outcome for r in rows] == ["unasked", "unasked"]
+
+
+def _raise(msg: dict[str, Any]) -> Any:
+    raise RuntimeError("the editor failed")
+
+
+def _unreadable(msg: dict[str, Any]) -> Any:
+    return {"outcome": "allow"}
+
+
+_unreadable.deliberately_invalid = True  # type: ignore[attr-defined]

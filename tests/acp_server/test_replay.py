@@ -370,7 +370,7 @@ def test_a_gatewright_run_recording_is_checked_through_the_same_runtime(tmp_path
     meta = json.loads(record.read_text().splitlines()[0])["meta"]
     assert meta["host"] == "run" and meta["cwd"] == str(ws) and "scripted_model" in meta
     shown = gw(tmp_path, str(record))
-    assert "`gatewright run` in " + str(ws) in shown.stdout and "└ answer: Reject once and stop" in shown.stdout
+    assert "`gatewright run` in " + str(ws) in shown.stdout and "└ not asked (the editor answered" in shown.stdout
     proc = gw(tmp_path, "--check", "--workspace", str(ws), str(record))
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

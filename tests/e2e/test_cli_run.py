@@ -241,11 +241,13 @@ def test_permissions_on_a_state_dir_that_cannot_be_opened_is_said_in_plain_lines
 WRITE = {"tool_calls": [{"name": "write_file", "arguments": {"path": "out.txt", "content": "written\n"}}]}
 
 
-def test_a_rejected_approval_exits_3_and_runs_nothing(tmp_path):
+def test_without_a_terminal_a_call_that_asks_is_not_run_and_exits_3_without_saying_you_rejected_it(tmp_path):
     proc = gw(tmp_path, "run", "--model", _script(tmp_path, [WRITE, {"text": "never"}]), "write")
     no_traceback(proc)
     assert proc.returncode == 3
-    assert "no terminal is available: rejected" in proc.stderr
+    assert "there is no terminal to ask on: not run" in proc.stderr
+    assert "there was no terminal to ask you about Write out.txt, so it was not run" in proc.stdout + proc.stderr
+    assert "rejected" not in proc.stdout + proc.stderr
     assert proc.stderr.strip().splitlines()[-1] == "gatewright: stopped because a tool call was not approved."
     assert not (tmp_path / "ws" / "out.txt").exists()
 
@@ -278,7 +280,8 @@ def test_json_writes_one_object_per_event_and_ends_with_the_exit_code(tmp_path):
     assert kinds[:3] == [("update", "tool_call"), ("update", "tool_call_update"), ("update", "tool_call_update")]
     assert ("permission", None) in kinds
     permission = next(e for e in events if e["type"] == "permission")
-    assert permission["title"] == "Write out.txt" and permission["answer"] == "reject_once"
+    assert permission["title"] == "Write out.txt" and permission["answer"] is None
+    assert permission["unasked"] == "there was no terminal to ask you"
     assert events[-1] == {"type": "end", "stopReason": "end_turn", "exitCode": 3}
 
 
@@ -320,8 +323,9 @@ def test_record_writes_the_transcript_in_run_too(tmp_path, how):
     assert frames[0] == ("in", "session/prompt", None)
     assert ("out", "session/update", "agent_message_chunk") in frames
     assert ("out", "session/request_permission", None) in frames
-    answer = next(e["msg"] for e in lines[1:] if e["dir"] == "in" and "result" in e["msg"])
-    assert answer["result"] == {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+    # No terminal: recorded as an editor that cannot show the question answers it.
+    answer = next(e["msg"] for e in lines[1:] if e["dir"] == "in" and "id" in e["msg"] and "method" not in e["msg"])
+    assert answer["error"] == {"code": -32601, "message": "Method not found: there was no terminal to ask you"}
     assert lines[-1]["msg"] == {"jsonrpc": "2.0", "id": "prompt", "result": {"stopReason": "end_turn"}}
     check_recorded_frames(out)  # every frame is what the ACP schema allows
 

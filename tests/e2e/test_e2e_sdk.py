@@ -215,3 +215,31 @@ async def test_two_sessions_have_separate_working_directories_and_approvals(tmp_
         await conn.prompt(session_id=sb, prompt=[text_block("2")])
     assert (a / "f.txt").exists() and (b / "f.txt").exists()
     assert len(client.permissions) == 2, "an always-allow in session A must not apply in session B"
+
+
+class NoQuestionsClient:
+    """An SDK client without a `request_permission` handler (as the SDK's example client): the SDK answers -32601."""
+
+    def __init__(self) -> None:
+        self.updates: list = []
+
+    async def session_update(self, session_id: str, update, **kw) -> None:
+        self.updates.append(update)
+
+    def text(self) -> str:
+        return "".join(u.content.text for u in self.updates if u.session_update == "agent_message_chunk")
+
+
+async def test_a_client_that_does_not_serve_permission_questions_is_never_said_to_have_rejected(tmp_path, ws):
+    model = script(
+        tmp_path,
+        [{"tool_calls": [{"name": "write_file", "arguments": {"path": "n.txt", "content": "x"}}]}, {"text": "no"}],
+    )
+    client = NoQuestionsClient()
+    async with spawn_sdk_agent(client, tmp_path, "--model", model) as (conn, _, _):
+        sid = await start(conn, ws)
+        resp = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=[text_block("write n.txt")]), 30)
+    assert resp.stop_reason == "end_turn"
+    assert "the editor could not ask you about Write n.txt, so it was not run" in client.text()
+    assert "rejected" not in client.text()
+    assert not (ws / "n.txt").exists()

@@ -34,6 +34,18 @@ def reject_once(msg: dict[str, Any]) -> Any:
     return {"outcome": {"outcome": "selected", "optionId": _pick(msg, "reject_once")}}
 
 
+class ErrorAnswer(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def method_not_found(msg: dict[str, Any]) -> Any:
+    """A client that does not serve the agent's request (the Python SDK's example client, acpx in queue mode)."""
+    raise ErrorAnswer(-32601, f"Method not found: {msg['method']}")
+
+
 def _pick(msg: dict[str, Any], kind: str) -> str:
     return next(o["optionId"] for o in msg["params"]["options"] if o["kind"] == kind)
 
@@ -109,6 +121,9 @@ class RawClient:
     def _answer(self, msg: dict[str, Any]) -> None:
         try:
             result = self.responder(msg)
+        except ErrorAnswer as exc:  # a client that answers with this error
+            self.send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": exc.code, "message": exc.message}})
+            return
         except Exception as exc:  # a test responder that fails answers with an error
             self.send({"jsonrpc": "2.0", "id": msg["id"], "error": {"code": -32603, "message": str(exc)}})
             return
