@@ -12,7 +12,7 @@ schema against that and returns the part the editor is given (known keywords onl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit
@@ -112,62 +112,81 @@ def _clean_property(name: str, prop: Any) -> dict[str, Any]:
     for key in _COMMON:
         if prop.get(key) is not None:
             out[key] = _text(prop[key], f"the {key} of {where}")
-    if kind == "string":
-        for key in ("minLength", "maxLength"):
-            if prop.get(key) is not None:
-                out[key] = _count(prop[key], f"{key} of {where}")
-        if prop.get("pattern") is not None:
-            out["pattern"] = _text(prop["pattern"], f"the pattern of {where}")
-        if prop.get("format") in STRING_FORMATS:
-            out["format"] = prop["format"]
-        if prop.get("default") is not None:
-            out["default"] = _text(prop["default"], f"the default of {where}")
-        if prop.get("enum") is not None:
-            values = _strings(prop["enum"], f"the choices of {where}")
-            labels = prop.get("enumNames")
-            if (
-                prop.get("oneOf") is None
-                and isinstance(labels, list)
-                and len(labels) == len(values)
-                and all(isinstance(s, str) for s in labels)
-            ):
-                out["oneOf"] = [{"const": v, "title": t} for v, t in zip(values, labels, strict=True)]
-            else:
-                out["enum"] = values
-        if prop.get("oneOf") is not None:
-            out["oneOf"] = _titled(prop["oneOf"], f"the choices of {where}")
-        return out
-    if kind in ("number", "integer"):
-        for key in ("minimum", "maximum", "default"):
-            if prop.get(key) is not None:
-                out[key] = _number(prop[key], kind == "integer", f"{key} of {where}")
-        return out
-    if kind == "boolean":
-        if prop.get("default") is not None:
-            if not isinstance(prop["default"], bool):
-                raise CannotAsk(f"the default of {where} is not a boolean")
-            out["default"] = prop["default"]
-        return out
-    if kind == "array":
-        items = prop.get("items")
-        if not isinstance(items, Mapping):
-            raise CannotAsk(f"{where} is a list without choices (ACP forms only hold a multiple choice of strings)")
-        if items.get("anyOf") is not None:
-            out["items"] = {"anyOf": _titled(items["anyOf"], f"the choices of {where}")}
-        elif items.get("type") == "string" and items.get("enum") is not None:
-            out["items"] = {"type": "string", "enum": _strings(items["enum"], f"the choices of {where}")}
+    clean = _CLEANERS.get(kind) if isinstance(kind, str) else None
+    if clean is None:
+        shown = f"type {kind[:40]!r}" if isinstance(kind, str) else "no type"
+        raise CannotAsk(
+            f"{where} has {shown}; ACP forms only hold strings, numbers, integers, booleans and multiple choices "
+            "of strings"
+        )
+    clean(prop, where, out)
+    return out
+
+
+def _clean_string(prop: Mapping[str, Any], where: str, out: dict[str, Any]) -> None:
+    for key in ("minLength", "maxLength"):
+        if prop.get(key) is not None:
+            out[key] = _count(prop[key], f"{key} of {where}")
+    if prop.get("pattern") is not None:
+        out["pattern"] = _text(prop["pattern"], f"the pattern of {where}")
+    if prop.get("format") in STRING_FORMATS:
+        out["format"] = prop["format"]
+    if prop.get("default") is not None:
+        out["default"] = _text(prop["default"], f"the default of {where}")
+    if prop.get("enum") is not None:
+        values = _strings(prop["enum"], f"the choices of {where}")
+        labels = prop.get("enumNames")
+        if (
+            prop.get("oneOf") is None
+            and isinstance(labels, list)
+            and len(labels) == len(values)
+            and all(isinstance(s, str) for s in labels)
+        ):
+            out["oneOf"] = [{"const": v, "title": t} for v, t in zip(values, labels, strict=True)]
         else:
-            raise CannotAsk(f"{where} is a list that is not a multiple choice of strings")
-        for key in ("minItems", "maxItems"):
-            if prop.get(key) is not None:
-                out[key] = _count(prop[key], f"{key} of {where}")
-        if prop.get("default") is not None:
-            out["default"] = _strings(prop["default"], f"the default of {where}", allow_empty=True)
-        return out
-    shown = f"type {kind[:40]!r}" if isinstance(kind, str) else "no type"
-    raise CannotAsk(
-        f"{where} has {shown}; ACP forms only hold strings, numbers, integers, booleans and multiple choices of strings"
-    )
+            out["enum"] = values
+    if prop.get("oneOf") is not None:
+        out["oneOf"] = _titled(prop["oneOf"], f"the choices of {where}")
+
+
+def _clean_number(prop: Mapping[str, Any], where: str, out: dict[str, Any]) -> None:
+    for key in ("minimum", "maximum", "default"):
+        if prop.get(key) is not None:
+            out[key] = _number(prop[key], out["type"] == "integer", f"{key} of {where}")
+
+
+def _clean_boolean(prop: Mapping[str, Any], where: str, out: dict[str, Any]) -> None:
+    if prop.get("default") is not None:
+        if not isinstance(prop["default"], bool):
+            raise CannotAsk(f"the default of {where} is not a boolean")
+        out["default"] = prop["default"]
+
+
+def _clean_array(prop: Mapping[str, Any], where: str, out: dict[str, Any]) -> None:
+    items = prop.get("items")
+    if not isinstance(items, Mapping):
+        raise CannotAsk(f"{where} is a list without choices (ACP forms only hold a multiple choice of strings)")
+    if items.get("anyOf") is not None:
+        out["items"] = {"anyOf": _titled(items["anyOf"], f"the choices of {where}")}
+    elif items.get("type") == "string" and items.get("enum") is not None:
+        out["items"] = {"type": "string", "enum": _strings(items["enum"], f"the choices of {where}")}
+    else:
+        raise CannotAsk(f"{where} is a list that is not a multiple choice of strings")
+    for key in ("minItems", "maxItems"):
+        if prop.get(key) is not None:
+            out[key] = _count(prop[key], f"{key} of {where}")
+    if prop.get("default") is not None:
+        out["default"] = _strings(prop["default"], f"the default of {where}", allow_empty=True)
+
+
+_CLEANERS: dict[str, Callable[[Mapping[str, Any], str, dict[str, Any]], None]] = {
+    "string": _clean_string,
+    "number": _clean_number,
+    "integer": _clean_number,
+    "boolean": _clean_boolean,
+    "array": _clean_array,
+}
+"""The property types an ACP form holds, each with what keeps the keys it may carry."""
 
 
 def _text(value: Any, what: str) -> str:

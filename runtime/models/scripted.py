@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,46 +57,58 @@ def parse_script(raw: bytes | str, source: str = "<script>") -> Script:
     if not isinstance(doc, dict) or not isinstance(doc.get("responses"), list):
         raise ScriptError(f'scripted model file {source}: expected an object with a "responses" list')
     for i, entry in enumerate(doc["responses"]):
-        where = f"scripted model file {source}: responses[{i}]"
-        if not isinstance(entry, dict):
-            raise ScriptError(f"{where} is not an object")
-        unknown = set(entry) - _ENTRY_KEYS
-        if unknown:
-            raise ScriptError(f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
-        for key in ("text", "thinking", "error"):
-            if key in entry and not isinstance(entry[key], str):
-                raise ScriptError(f"{where}.{key} must be a string")
-        if "chunks" in entry and (
-            not isinstance(entry["chunks"], int) or isinstance(entry["chunks"], bool) or entry["chunks"] < 1
-        ):
-            raise ScriptError(f"{where}.chunks must be a positive integer")
-        delay = entry.get("delay_ms", 0)
-        if not isinstance(delay, int | float) or isinstance(delay, bool) or delay < 0:
-            raise ScriptError(f"{where}.delay_ms must be a non-negative number")
-        if "stop" in entry and entry["stop"] not in ("max_tokens", "refusal"):
-            raise ScriptError(f'{where}.stop must be "max_tokens" or "refusal"')
-        if "usage" in entry:
-            u = entry["usage"]
-            if not isinstance(u, dict) or not all(
-                isinstance(u.get(k, 0), int) and not isinstance(u.get(k, 0), bool)
-                for k in ("input_tokens", "output_tokens")
-            ):
-                raise ScriptError(f'{where}.usage must be {{"input_tokens": N, "output_tokens": M}}')
-        calls = entry.get("tool_calls", [])
-        if not isinstance(calls, list):
-            raise ScriptError(f"{where}.tool_calls must be a list")
-        for j, call in enumerate(calls):
-            cw = f"{where}.tool_calls[{j}]"
-            if not isinstance(call, dict) or "name" not in call:
-                raise ScriptError(f'{cw} must be an object with a "name"')
-            if not isinstance(call["name"], str):
-                raise ScriptError(f"{cw}.name must be a string")
-            if "id" in call and call["id"] is not None and not isinstance(call["id"], str):
-                raise ScriptError(f"{cw}.id must be a string")
-            args = call.get("arguments", {})
-            if not isinstance(args, dict | str):
-                raise ScriptError(f"{cw}.arguments must be an object or a string")
+        _check_entry(f"scripted model file {source}: responses[{i}]", entry)
     return Script(source, tuple(doc["responses"]))
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _usage(u: Any) -> bool:
+    return isinstance(u, dict) and all(_integer(u.get(k, 0)) for k in ("input_tokens", "output_tokens"))
+
+
+_Field = tuple[str, Callable[[Any], bool], str]
+_ENTRY_FIELDS: tuple[_Field, ...] = (
+    ("text", lambda v: isinstance(v, str), "must be a string"),
+    ("thinking", lambda v: isinstance(v, str), "must be a string"),
+    ("error", lambda v: isinstance(v, str), "must be a string"),
+    ("chunks", lambda v: _integer(v) and v >= 1, "must be a positive integer"),
+    (
+        "delay_ms",
+        lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v >= 0,
+        "must be a non-negative number",
+    ),
+    ("stop", lambda v: v in ("max_tokens", "refusal"), 'must be "max_tokens" or "refusal"'),
+    ("usage", _usage, 'must be {"input_tokens": N, "output_tokens": M}'),
+    ("tool_calls", lambda v: isinstance(v, list), "must be a list"),
+)
+"""Each optional key of a response entry, what its value must be, and what the error says (in this order)."""
+_CALL_FIELDS: tuple[_Field, ...] = (
+    ("name", lambda v: isinstance(v, str), "must be a string"),
+    ("id", lambda v: v is None or isinstance(v, str), "must be a string"),
+    ("arguments", lambda v: isinstance(v, dict | str), "must be an object or a string"),
+)
+
+
+def _check_fields(where: str, obj: dict[str, Any], fields: tuple[_Field, ...]) -> None:
+    for key, fits, must in fields:
+        if key in obj and not fits(obj[key]):
+            raise ScriptError(f"{where}.{key} {must}")
+
+
+def _check_entry(where: str, entry: Any) -> None:
+    if not isinstance(entry, dict):
+        raise ScriptError(f"{where} is not an object")
+    unknown = set(entry) - _ENTRY_KEYS
+    if unknown:
+        raise ScriptError(f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
+    _check_fields(where, entry, _ENTRY_FIELDS)
+    for j, call in enumerate(entry.get("tool_calls", [])):
+        if not isinstance(call, dict) or "name" not in call:
+            raise ScriptError(f'{where}.tool_calls[{j}] must be an object with a "name"')
+        _check_fields(f"{where}.tool_calls[{j}]", call, _CALL_FIELDS)
 
 
 _WORD = re.compile(r"\s*\S+|\s+")
