@@ -129,7 +129,7 @@ def _clean_string(prop: Mapping[str, Any], where: str, out: dict[str, Any]) -> N
             out[key] = _count(prop[key], f"{key} of {where}")
     if prop.get("pattern") is not None:
         out["pattern"] = _text(prop["pattern"], f"the pattern of {where}")
-    if prop.get("format") in STRING_FORMATS:
+    if isinstance(prop.get("format"), str) and prop["format"] in STRING_FORMATS:
         out["format"] = prop["format"]
     if prop.get("default") is not None:
         out["default"] = _text(prop["default"], f"the default of {where}")

@@ -95,6 +95,13 @@ def test_unknown_keywords_are_dropped_and_mcp_enum_names_become_titled_choices()
     }
 
 
+def test_a_format_that_is_not_a_name_is_dropped_like_an_unknown_one_instead_of_crashing_the_question():
+    """An MCP server's `"format": []` raised TypeError (a list is no key of the known formats) out of the cleaner."""
+    for odd in ([], {}, 3, None):
+        cleaned = clean_form_schema(form(a={"type": "string", "format": odd}))
+        assert cleaned["properties"]["a"] == {"type": "string"}
+
+
 # ---- answers ---------------------------------------------------------------------------------------------------------
 SCHEMA = form(
     name={"type": "string"},
