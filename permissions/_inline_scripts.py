@@ -309,7 +309,7 @@ class _SedReader:
         return end
 
 
-_SedArgument = Callable[[_SedReader, int, str], "int | None"]
+_SedArgument = Callable[[_SedReader, int, str], int | None]
 _SED_COMMANDS: dict[str, _SedArgument] = {
     **dict.fromkeys("{}=dDgGhHnNpPxzF", _SedReader.nothing),
     "#": _SedReader.comment,

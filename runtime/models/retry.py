@@ -168,42 +168,69 @@ _TIMEOUTS = {
 
 
 def classify(exc: BaseException, secrets: tuple[str, ...] = ()) -> Failure:
-    """Map a provider or transport exception to a `Failure`."""
+    """Map a provider or transport exception to a `Failure`: the first of `_CLASSIFIERS` that knows it, else a
+    client failure naming the exception."""
     names = {c.__name__ for c in type(exc).__mro__}
+    for classifier in _CLASSIFIERS:
+        failure = classifier(exc, names, secrets)
+        if failure is not None:
+            return failure
+    return Failure("client", one_line(redact(f"{type(exc).__name__}: {exc}", secrets)))
+
+
+def _ours(exc: BaseException, names: set[str], secrets: tuple[str, ...]) -> Failure | None:
     if isinstance(exc, FirstTokenTimeout):
         return Failure("timeout", str(exc))
     if isinstance(exc, MalformedStream):
         return Failure("malformed", one_line(redact(str(exc), secrets)))
-    if isinstance(exc, ProviderHTTPError):
-        detail = one_line(redact(exc.message, secrets))
-        kind = _status_kind(exc.status)
-        should = (exc.headers or {}).get("x-should-retry")
-        if kind in ("client", "server") and should in ("true", "false"):
-            # Both providers say per reply whether a retry can help (e.g. a 409 lock, a 5xx that will not clear).
-            kind = "server" if should == "true" else "client"
-        return Failure(kind, detail, exc.status, parse_retry_after(exc.headers))
-    if isinstance(exc, ProviderStreamError):
-        detail = one_line(redact(exc.message, secrets))
-        code = exc.code if isinstance(exc.code, int) and not isinstance(exc.code, bool) else None
-        kind = _ERROR_TYPES.get(exc.error_type or "") or (_status_kind(code) if code else "server")
-        return Failure(kind, detail, {"rate_limit": 429, "auth": 401}.get(kind, code))
+    return None
+
+
+def _http_status(exc: BaseException, names: set[str], secrets: tuple[str, ...]) -> Failure | None:
+    if not isinstance(exc, ProviderHTTPError):
+        return None
+    kind = _status_kind(exc.status)
+    should = (exc.headers or {}).get("x-should-retry")
+    if kind in ("client", "server") and should in ("true", "false"):
+        # Both providers say per reply whether a retry can help (e.g. a 409 lock, a 5xx that will not clear).
+        kind = "server" if should == "true" else "client"
+    return Failure(kind, one_line(redact(exc.message, secrets)), exc.status, parse_retry_after(exc.headers))
+
+
+def _stream_error(exc: BaseException, names: set[str], secrets: tuple[str, ...]) -> Failure | None:
+    if not isinstance(exc, ProviderStreamError):
+        return None
+    code = exc.code if isinstance(exc.code, int) and not isinstance(exc.code, bool) else None
+    kind = _ERROR_TYPES.get(exc.error_type or "") or (_status_kind(code) if code else "server")
+    return Failure(kind, one_line(redact(exc.message, secrets)), {"rate_limit": 429, "auth": 401}.get(kind, code))
+
+
+def _request_refused(exc: BaseException, names: set[str], secrets: tuple[str, ...]) -> Failure | None:
+    """The request cannot leave: a URL httpx2 cannot use, a header value it refuses to send."""
     if names & _URL_ERRORS:
         return Failure("client", one_line(redact(f"the URL cannot be used ({exc})", secrets)))
-    if "LocalProtocolError" in names:  # e.g. a configured header value httpx2 refuses to send
+    if "LocalProtocolError" in names:
         return Failure("client", one_line(redact(f"the request cannot be sent ({exc})", secrets)))
+    return None
+
+
+def _timed_out(exc: BaseException, names: set[str], secrets: tuple[str, ...]) -> Failure | None:
     timeout = next((_TIMEOUTS[n] for n in names if n in _TIMEOUTS), None)
     if timeout is not None or names & {"TimeoutException", "TimeoutError"}:
         return Failure("timeout", timeout or "timed out")
-    if "CERTIFICATE_VERIFY_FAILED" in str(exc) or "SSLCertVerificationError" in _cause_names(exc):
-        # Not transient: retrying cannot make the certificate trusted.
-        return Failure(
-            "client",
-            one_line(
-                redact(
-                    f"the server's TLS certificate is not trusted ({exc}); for a private CA set SSL_CERT_FILE", secrets
-                )
-            ),
-        )
+    return None
+
+
+def _untrusted_certificate(exc: BaseException, names: set[str], secrets: tuple[str, ...]) -> Failure | None:
+    if "CERTIFICATE_VERIFY_FAILED" not in str(exc) and "SSLCertVerificationError" not in _cause_names(exc):
+        return None
+    # Not transient: retrying cannot make the certificate trusted.
+    detail = f"the server's TLS certificate is not trusted ({exc}); for a private CA set SSL_CERT_FILE"
+    return Failure("client", one_line(redact(detail, secrets)))
+
+
+def _broken(exc: BaseException, names: set[str], secrets: tuple[str, ...]) -> Failure | None:
+    """A stream that cannot be read, a connection that failed, or a reply that was not what it should be."""
     if names & {"SSEError", "DecodingError"}:
         return Failure("malformed", one_line(redact(str(exc) or type(exc).__name__, secrets)))
     if names & {"TransportError", "ConnectionError", "OSError"}:
@@ -212,7 +239,20 @@ def classify(exc: BaseException, secrets: tuple[str, ...] = ()) -> Failure:
         return Failure("connection", one_line(redact(detail, secrets)))
     if names & {"JSONDecodeError", "ValueError", "KeyError", "TypeError", "AttributeError"}:
         return Failure("malformed", one_line(redact(f"{type(exc).__name__}: {exc}", secrets)))
-    return Failure("client", one_line(redact(f"{type(exc).__name__}: {exc}", secrets)))
+    return None
+
+
+_Classifier = Callable[[BaseException, set[str], tuple[str, ...]], Failure | None]
+_CLASSIFIERS: tuple[_Classifier, ...] = (
+    _ours,
+    _http_status,
+    _stream_error,
+    _request_refused,
+    _timed_out,
+    _untrusted_certificate,
+    _broken,
+)
+"""In order: the first that recognises an exception decides its failure."""
 
 
 def _cause_names(exc: BaseException) -> set[str]:
