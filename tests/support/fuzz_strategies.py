@@ -162,17 +162,9 @@ def _flatten(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _gen(draw: Any, schema: dict[str, Any], overrides: dict[str, Any], depth: int) -> Any:
     schema = _flatten(schema)
-    for key in ("oneOf", "anyOf"):
-        if key in schema:
-            branch = _flatten(draw(st.sampled_from(schema[key])))
-            rest = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf")}
-            if "properties" in rest and "properties" in branch:
-                branch = {
-                    **branch,
-                    "properties": {**branch["properties"], **rest["properties"]},
-                    "required": sorted(set(branch.get("required", [])) | set(rest.get("required", []))),
-                }
-            return _gen(draw, {**rest, **branch}, overrides, depth)
+    branch = _branch(draw, schema)
+    if branch is not None:
+        return _gen(draw, branch, overrides, depth)
     if "const" in schema:
         return schema["const"]
     if "enum" in schema:
@@ -184,21 +176,33 @@ def _gen(draw: Any, schema: dict[str, Any], overrides: dict[str, Any], depth: in
         types = "object" if "properties" in schema else None
     if types is None or depth > 6:
         return draw(JSON_VALUES) if depth <= 6 else None
-    if types == "null":
-        return None
-    if types == "boolean":
-        return draw(st.booleans())
-    if types == "integer":
-        lo, hi = schema.get("minimum"), schema.get("maximum")
-        if schema.get("format") == "uint16":
-            lo, hi = 0 if lo is None else lo, 65535 if hi is None else hi
-        return draw(st.integers(min_value=lo, max_value=hi))
-    if types == "number":
-        return draw(st.floats(min_value=schema.get("minimum"), allow_nan=False, allow_infinity=False))
-    if types == "string":
-        return draw(TEXT)
-    if types == "array":
-        return [_gen(draw, schema.get("items", {}), overrides, depth + 1) for _ in range(draw(st.integers(0, 3)))]
+    return _BY_TYPE.get(types, _gen_object)(draw, schema, overrides, depth)
+
+
+def _branch(draw: Any, schema: dict[str, Any]) -> dict[str, Any] | None:
+    """For a `oneOf`/`anyOf`, one branch drawn and merged with the rest of the schema (properties of both)."""
+    for key in ("oneOf", "anyOf"):
+        if key in schema:
+            branch = _flatten(draw(st.sampled_from(schema[key])))
+            rest = {k: v for k, v in schema.items() if k not in ("oneOf", "anyOf")}
+            if "properties" in rest and "properties" in branch:
+                branch = {
+                    **branch,
+                    "properties": {**branch["properties"], **rest["properties"]},
+                    "required": sorted(set(branch.get("required", [])) | set(rest.get("required", []))),
+                }
+            return {**rest, **branch}
+    return None
+
+
+def _gen_integer(draw: Any, schema: dict[str, Any], overrides: dict[str, Any], depth: int) -> Any:
+    lo, hi = schema.get("minimum"), schema.get("maximum")
+    if schema.get("format") == "uint16":
+        lo, hi = 0 if lo is None else lo, 65535 if hi is None else hi
+    return draw(st.integers(min_value=lo, max_value=hi))
+
+
+def _gen_object(draw: Any, schema: dict[str, Any], overrides: dict[str, Any], depth: int) -> Any:
     out: dict[str, Any] = {}
     props: dict[str, Any] = schema.get("properties", {})
     required = set(schema.get("required", []))
@@ -213,6 +217,21 @@ def _gen(draw: Any, schema: dict[str, Any], overrides: dict[str, Any], depth: in
     if schema.get("additionalProperties", True) is not False and draw(st.integers(0, 4)) == 0:
         out[draw(TEXT)] = draw(SCALARS)  # inbound objects tolerate unknown fields
     return out
+
+
+_BY_TYPE: dict[str, Any] = {
+    "null": lambda draw, schema, overrides, depth: None,
+    "boolean": lambda draw, schema, overrides, depth: draw(st.booleans()),
+    "integer": _gen_integer,
+    "number": lambda draw, schema, overrides, depth: draw(
+        st.floats(min_value=schema.get("minimum"), allow_nan=False, allow_infinity=False)
+    ),
+    "string": lambda draw, schema, overrides, depth: draw(TEXT),
+    "array": lambda draw, schema, overrides, depth: [
+        _gen(draw, schema.get("items", {}), overrides, depth + 1) for _ in range(draw(st.integers(0, 3)))
+    ],
+}
+"""How an instance of each JSON type is drawn (objects, and anything else, by `_gen_object`)."""
 
 
 def from_schema(def_name: str, overrides: dict[str, Any] | None = None) -> Any:
