@@ -138,6 +138,22 @@ class Executor(Protocol[C_contra, X_contra, R_co]):
     async def execute(self, call: C_contra, ctx: X_contra) -> R_co: ...
 
 
+Ask = Callable[[ApprovalContext, PermissionRequest], Awaitable[str | None]]
+"""The decorator's own way of asking the human (`ToolApprovalDecorator.ask_human`), lent to a `CallWatch`."""
+
+
+class CallWatch(Protocol[X_contra, R]):
+    """A collaborator that looks at the workspace around every call that runs (the runtime's: the repositories a
+    call creates, `runtime.repositories`), and may ask the human about what it finds through `ask`, the decorator's
+    own question path (one question at a time, the question timeout, the audit log). `before` runs once the call is
+    allowed, just before it runs; `after` once it ended (`result` None when it raised), and may return the result
+    with what the model must know added."""
+
+    async def before(self, ctx: X_contra, title: str, ask: Ask) -> None: ...
+
+    async def after(self, ctx: X_contra, title: str, result: R | None, ask: Ask) -> R | None: ...
+
+
 class AuditSink(Protocol):
     """Where decisions are recorded (`permissions.audit.AuditLog`)."""
 
@@ -211,8 +227,10 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         rules: RuleStore,
         audit: AuditSink | None = None,
         question_timeout: float | None = None,
+        watch: CallWatch[X, R] | None = None,
     ) -> None:
         self.delegate = delegate
+        self.watch = watch
         self.gateway = gateway
         self.describe = describe
         self.mode = mode
@@ -261,15 +279,51 @@ class ToolApprovalDecorator(Generic[C, X, R]):
         ctx = ctx.approved(outside, confinement_for(subject.facts, self.mode()), meta)
         t0 = time.monotonic()
         try:
+            if self.watch is not None:
+                await self.watch.before(ctx, subject.title, self.ask_human)
             result = await self.delegate.execute(call, ctx)
         except anyio.get_cancelled_exc_class():
             self._end(seq, "cancelled", t0)
             raise
         except BaseException:
             self._end(seq, "failed", t0)
+            if self.watch is not None:  # a call that failed may have left something behind all the same
+                await self.watch.after(ctx, subject.title, None, self.ask_human)
             raise
         self._end(seq, "failed" if result.is_error else "completed", t0)
+        if self.watch is not None:
+            result = await self.watch.after(ctx, subject.title, result, self.ask_human) or result
         return result
+
+    async def ask_human(self, ctx: ApprovalContext, request: PermissionRequest) -> str | None:
+        """Put a question of a `CallWatch` to the human, as the decorator's own are put (one at a time, the question
+        timeout) and audited: the option chosen, or None when there was no answer in time. The policy has no say in
+        it and no rule can answer it.
+
+        Raises:
+            ApprovalCancelled: the turn is being cancelled.
+        """
+        async with self._ask_lock:
+            t0 = time.monotonic()
+            outcome = await self._request(request, lambda: Decision("ask", request.reason))
+        option = outcome.option_id if isinstance(outcome, PermissionOutcome) and not outcome.cancelled else None
+        if self.audit is not None:
+            self.audit.begin(
+                session_id=ctx.session_id,
+                call_id=request.call_id,
+                tool=request.tool,
+                summary=request.title,
+                decision="ask",
+                decided_by="user" if option else "timeout",
+                reason=request.reason,
+                option=option,
+                outcome="cancelled" if isinstance(outcome, PermissionOutcome) and outcome.cancelled else "answered",
+                ask_ms=int((time.monotonic() - t0) * 1000),
+                project=self.rules.project,
+            )
+        if isinstance(outcome, PermissionOutcome) and outcome.cancelled:
+            raise ApprovalCancelled()
+        return option
 
     def _refuse(self, decision: Decision) -> None:
         extra = {"rule": decision.rule_id} if decision.rule_id else {}

@@ -7,7 +7,8 @@ What it builds, in this order (the executor stack reads from the inside out):
     router          RoutingToolExecutor: runs only exposed tools, with the session's tool-call time limit
     retrying        RetryingExecutor: retries transient failures of reads; it sits *under* approval, so an approved
                     read is not asked again when a transient failure repeats it
-    approval        ToolApprovalDecorator: decides (mode, remembered rules), asks the host's gateway, audits
+    approval        ToolApprovalDecorator: decides (mode, remembered rules), asks the host's gateway, audits; its
+                    watch (runtime.repositories) asks about every `.git` and `.gatewright` a call creates
     runtime         AgentRuntime: the turn loop over the model, the registry and that executor, with the session's
                     context (runtime.context: what the model is told about the workspace, the mode, the sandbox)
 
@@ -38,6 +39,8 @@ from runtime.approval import make_describer
 from runtime.context import SessionContext
 from runtime.delegation import DEFAULT_SUBAGENTS, SubagentSpec, install_delegation
 from runtime.loop import AgentRuntime, RuntimeOptions, ToolEnvironment
+from runtime.repositories import STATE_KEY as REPOSITORIES_KEY
+from runtime.repositories import RepositoryGuard, RepositoryWatch
 from runtime.tools.base import RoutingToolExecutor, Tool, ToolCall, ToolContext, ToolExecutor, ToolRegistry, ToolResult
 from runtime.tools.builtin import builtin_tools
 from runtime.tools.builtin.ask_user import AskUserTool
@@ -130,6 +133,8 @@ def build_runtime(
     router: ToolExecutor = RoutingToolExecutor(registry, opts.tool_call_timeout_ms / 1000)
     if wrap_router is not None:
         router = wrap_router(router)
+    # Every `.git` and `.gatewright` of the workspace: protected in every command, and a new one asked about.
+    repositories = RepositoryWatch(workspace.roots)
     approval = ToolApprovalDecorator(
         RetryingExecutor(router, registry, retry),
         gateway,
@@ -138,14 +143,17 @@ def build_runtime(
         rules,
         audit,
         question_timeout=settings.permission_timeout() if question_timeout == "settings" else question_timeout,
+        watch=RepositoryGuard(repositories),
     )
     runtime = AgentRuntime(
         model=model,
         registry=registry,
         executor=approval,
-        environment=ToolEnvironment(session_id, workspace, editor=editor, asker=asker),
+        environment=ToolEnvironment(
+            session_id, workspace, editor=editor, asker=asker, state={REPOSITORIES_KEY: repositories}
+        ),
         options=opts,
-        context=SessionContext(workspace.cwd, mode, sandbox) if context else None,
+        context=SessionContext(workspace.cwd, mode, sandbox, repositories=repositories) if context else None,
     )
     delegates = install_delegation(runtime, subagents)
     return SessionRuntime(runtime, registry, workspace, rules, audit, approval, tuple(delegates))

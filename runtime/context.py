@@ -40,6 +40,7 @@ from runtime import instructions as ins
 from runtime import processes, secrets
 from runtime.instructions import InstructionFile, Signature
 from runtime.processes import SandboxError
+from runtime.repositories import RepositoryWatch
 from runtime.sandbox import support
 from runtime.sandbox.spec import git_dirs
 
@@ -173,21 +174,25 @@ def user_config_files(depth: int = 3) -> list[str]:
 
 
 class _Look:
-    """One look at the workspace (`git status`, the nested listing), each on a thread of its own, started now."""
+    """One look at the workspace (`git status`, the nested listing), each on a thread of its own, started now; then
+    (`after`) the session's repository watch takes its starting point, once git no longer waits for the CPU."""
 
-    def __init__(self, root: str, git: bool) -> None:
+    def __init__(self, root: str, git: Callable[[], GitState], after: Callable[[], None] | None = None) -> None:
+        self.after = after
         self.started = time.monotonic()
         self.git: GitState | None = None
         self.nested: tuple[str, ...] | None = None
         self._threads = [
-            threading.Thread(target=self._git, args=(root, git), daemon=True, name="gw-look-git"),
+            threading.Thread(target=self._git, args=(git,), daemon=True, name="gw-look-git"),
             threading.Thread(target=self._nested, args=(root,), daemon=True, name="gw-look-nested"),
         ]
         for t in self._threads:
             t.start()
 
-    def _git(self, root: str, enabled: bool) -> None:
-        self.git = git_state(root) if enabled else GitState("not reported")
+    def _git(self, git: Callable[[], GitState]) -> None:
+        self.git = git()
+        if self.after is not None:
+            self.after()
 
     def _nested(self, root: str) -> None:
         self.nested = tuple(ins.list_nested(root))
@@ -213,8 +218,10 @@ class SessionContext:
         *,
         git: bool = True,
         today: Callable[[], datetime.date] = datetime.date.today,
+        repositories: RepositoryWatch | None = None,
     ) -> None:
         self.root = workspace_root
+        self.repositories = repositories
         self.mode = mode
         self.sandbox = sandbox
         self.git_enabled = git
@@ -259,7 +266,8 @@ class SessionContext:
     def prefetch(self) -> None:
         """Start the next turn's look at the workspace now, on threads (see the module docstring)."""
         if self._prefetched is None:
-            self._prefetched = _Look(self.root, self.git_enabled)
+            after = self.repositories.start if self.repositories is not None else None
+            self._prefetched = _Look(self.root, self._git_state, after)
 
     def close(self) -> None:
         """The session ends: a prefetched look still running is waited for (its processes are bounded by their
@@ -282,7 +290,15 @@ class SessionContext:
         self.date = self._today().strftime("%Y-%m-%d (%A)")
 
     def _refresh_git(self) -> None:
-        self.git = git_state(self.root) if self.git_enabled else GitState("not reported")
+        self.git = self._git_state()
+
+    def _git_state(self) -> GitState:
+        if not self.git_enabled:
+            return GitState("not reported")
+        if self.repositories is not None and self.repositories.unsettled(os.path.join(self.root, ".git")):
+            # A repository a call made, not kept (yet): the agent's own git does not use it.
+            return GitState("not looked at (the workspace's .git appeared during this session and was not kept)")
+        return git_state(self.root)
 
     def _refresh_nested(self) -> None:
         self.nested = tuple(ins.list_nested(self.root))

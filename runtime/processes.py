@@ -53,6 +53,7 @@ __all__ = [
     "ProcessTable",
     "RingLog",
     "SandboxError",
+    "any_running",
     "Spawned",
     "close_session",
     "group_alive",
@@ -78,6 +79,12 @@ def register_group(pgid: int) -> None:
 def unregister_group(pgid: int) -> None:
     with _lock:
         _groups.discard(pgid)
+
+
+def any_running() -> bool:
+    """Whether any process the agent started may still run (a command, a background process, an MCP server)."""
+    with _lock:
+        return bool(_groups)
 
 
 def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:

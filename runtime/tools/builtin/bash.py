@@ -26,6 +26,7 @@ import anyio
 from permissions.policy import SESSION_ONLY_KEY
 from permissions.shell import ShellAnalysis, analyze_command, needs_approval_reasons, read_only_git_env
 from runtime import processes, secret_files, secrets
+from runtime.repositories import protected_paths
 from runtime.sandbox import SandboxSpec, build_spec, child_env, session_tmpdir, support
 from runtime.sandbox.client import NetLimit, SandboxError, Spawner
 from runtime.sandbox.launcher_env import launcher_command
@@ -387,7 +388,13 @@ class BashTool(Tool):
     @staticmethod
     def _spec(ctx: ToolContext, grace: float | None) -> SandboxSpec:
         """The sandbox this call's approval allows (`ctx.confinement`, set by the approval decorator)."""
-        return build_spec(ctx.confinement, ctx.workspace.roots, tmpdir=session_tmpdir(ctx.session_id), grace=grace)
+        return build_spec(
+            ctx.confinement,
+            ctx.workspace.roots,
+            tmpdir=session_tmpdir(ctx.session_id),
+            grace=grace,
+            extra_protected=protected_paths(ctx),  # every `.git`/`.gatewright` there now, nested ones included
+        )
 
     async def _exec(
         self, command: str, resolved: ResolvedPath, args: Mapping[str, Any], ctx: ToolContext
