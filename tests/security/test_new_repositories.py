@@ -43,7 +43,7 @@ def keeping(keep: bool) -> Any:
 GIT_INIT = " ".join(GIT) + " init -q"
 # Creating the protected names without writing them in the command: the name is put together at run time.
 MAKE_NESTED = f"{GIT_INIT} vendor/lib"
-MAKE_ROOT = "python3 -c 'import subprocess; subprocess.run([\"git\", \"init\", \"-q\", \".\"])'"
+MAKE_ROOT = 'python3 -c \'import subprocess; subprocess.run(["git", "init", "-q", "."])\''
 MAKE_SETTINGS = 'python3 -c \'import os; os.makedirs("." + "gatewright/commands")\''
 MAKE_IN_IGNORED = f"mkdir -p node_modules/pkg && {GIT_INIT} node_modules/pkg"
 
