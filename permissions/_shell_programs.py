@@ -1182,6 +1182,71 @@ def _hidden_programs(args: Sequence[Word], v: Verdict) -> None:
         v.net("runs a network program through another program")
 
 
+def _interpreter(name: str, args: Sequence[Word], v: Verdict) -> None:
+    v.interpreter = True
+    v.deny("sources a shell script" if name in ("source", ".") else f"runs {name} code")
+
+
+def _checked(name: str, args: Sequence[Word], v: Verdict) -> None:
+    _CHECKERS[name](args, v)
+
+
+def _read_only(name: str, args: Sequence[Word], v: Verdict) -> None:
+    pass
+
+
+def _networked(name: str, args: Sequence[Word], v: Verdict) -> None:
+    v.net(f"{name} uses the network")
+    v.download = name in DOWNLOADERS
+
+
+def _destroys(name: str, args: Sequence[Word], v: Verdict) -> None:
+    v.destroy(DESTRUCTIVE["mkfs" if name.startswith("mkfs") else name])
+
+
+def _ownership(name: str, args: Sequence[Word], v: Verdict) -> None:
+    if any(a.exact and (_short(a.text, "R") or _long(a.text, "recursive")) for a in args):
+        v.destroy(RECURSIVE_OWNERSHIP[name])
+    else:
+        v.deny(f"{name} changes files")
+
+
+def _rsync(name: str, args: Sequence[Word], v: Verdict) -> None:
+    if any(a.exact and _long(a.text, "delete", "del", "remove-source-files") for a in args):
+        v.destroy("rsync --delete deletes files")
+    if any(not a.exact or _URL.match(a.text) or re.match(r"^[^/]*:", a.text) for a in args):
+        v.net("rsync copies to or from another machine")
+    v.deny("rsync writes files")
+
+
+def _unknown(name: str, args: Sequence[Word], v: Verdict) -> None:
+    v.deny(f"{name} is not known to be read-only")
+    _hidden_programs(args, v)
+
+
+_Judge = Callable[[str, Sequence[Word], Verdict], None]
+_KINDS: tuple[tuple[Callable[[str], bool], _Judge], ...] = (
+    (lambda name: name in SHELLS, _shell),
+    (lambda name: bool(_PYTHON.match(name)) or name in INTERPRETERS, _interpreter),
+    (lambda name: name in _CHECKERS, _checked),
+    (lambda name: name in READ_ONLY, _read_only),
+    (lambda name: name in NETWORK, _networked),
+    (lambda name: name in DESTRUCTIVE or name.startswith("mkfs"), _destroys),
+    (lambda name: name in RECURSIVE_OWNERSHIP, _ownership),
+    (lambda name: name == "rsync", _rsync),
+)
+"""Kinds of program, in the order a name is tried against them, each with its judge; a program of none of these
+kinds is unknown (not read-only, and assumed to run the programs its arguments name)."""
+
+
+def _program(words: Sequence[Word]) -> tuple[str, Sequence[Word]]:
+    """The name to judge a command by and its arguments: `python -m pip x` and `pip3.12 x` are pip."""
+    name, args = program_name(words[0])[0], words[1:]
+    if _PYTHON.match(name) and len(args) >= 2 and args[0].text == "-m" and args[1].text == "pip":
+        name, args = "pip", args[2:]
+    return ("pip" if re.fullmatch(r"pip[0-9.]*", name) else name), args
+
+
 def judge(words: Sequence[Word], *, known: bool = True) -> Verdict:
     """Judge one unwrapped simple command whose program word is exact.
 
@@ -1189,45 +1254,11 @@ def judge(words: Sequence[Word], *, known: bool = True) -> Verdict:
     programs they might run.
     """
     v = Verdict()
-    name, trusted = program_name(words[0])
-    args = words[1:]
-    if not trusted:
+    if not program_name(words[0])[1]:
         v.deny("runs a program from a path")
-    if _PYTHON.match(name) and len(args) >= 2 and args[0].text == "-m" and args[1].text == "pip":
-        name, args = "pip", args[2:]
-    if re.fullmatch(r"pip[0-9.]*", name):
-        name = "pip"
-    if not known:
-        v.deny(f"{name} is not known to be read-only")
-        _hidden_programs(args, v)
-    elif name in SHELLS:
-        _shell(name, args, v)
-    elif _PYTHON.match(name) or name in INTERPRETERS:
-        v.interpreter = True
-        v.deny("sources a shell script" if name in ("source", ".") else f"runs {name} code")
-    elif name in _CHECKERS:
-        _CHECKERS[name](args, v)
-    elif name in READ_ONLY:
-        pass
-    elif name in NETWORK:
-        v.net(f"{name} uses the network")
-        v.download = name in DOWNLOADERS
-    elif name in DESTRUCTIVE:
-        v.destroy(DESTRUCTIVE[name])
-    elif name.startswith("mkfs"):
-        v.destroy(DESTRUCTIVE["mkfs"])
-    elif name in RECURSIVE_OWNERSHIP:
-        recursive = any(a.exact and (_short(a.text, "R") or _long(a.text, "recursive")) for a in args)
-        (v.destroy if recursive else v.deny)(RECURSIVE_OWNERSHIP[name] if recursive else f"{name} changes files")
-    elif name == "rsync":
-        if any(a.exact and _long(a.text, "delete", "del", "remove-source-files") for a in args):
-            v.destroy("rsync --delete deletes files")
-        if any(not a.exact or _URL.match(a.text) or re.match(r"^[^/]*:", a.text) for a in args):
-            v.net("rsync copies to or from another machine")
-        v.deny("rsync writes files")
-    else:
-        v.deny(f"{name} is not known to be read-only")
-        _hidden_programs(args, v)
+    name, args = _program(words)
+    kind = next((judged for fits, judged in _KINDS if fits(name)), _unknown) if known else _unknown
+    kind(name, args, v)
     if name in NETWORK_SUBCOMMANDS and name != "git" and _subcommand(args) in NETWORK_SUBCOMMANDS[name]:
         v.net(f"{name} {_subcommand(args)} uses the network")
     elif not v.read_only and not v.network and any(a.exact and _URL.match(a.text) for a in args):

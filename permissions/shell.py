@@ -444,32 +444,41 @@ class _Walk:
     def redirect(self, node: Node, depth: int, scripts: int) -> list[Word]:
         """Judge one redirection; return the words the parser put after its target (they are really arguments)."""
         if node.type != "file_redirect":
-            for child in node.named_children:
-                if child.type == "file_redirect":
-                    if self.redirect(child, depth, scripts):
-                        self.unparsed()
-                elif child.type not in ("heredoc_start", "heredoc_end"):
-                    self.walk(child, depth, scripts)
+            self.redirect_body(node, depth, scripts)
             return []
-        ops = [c.type for c in node.children if not c.is_named]
-        if ops == ["<"] and any(c.type == "ERROR" and c.text == b">" for c in node.children):
-            ops = ["<>"]  # the parser does not know `<>` (it reports an error, so the command is unparsed anyway)
         targets = [c for i, c in enumerate(node.children) if node.field_name_for_child(i) == "destination"]
         words = [self.word(t, depth, scripts) for t in targets]
         for child in node.named_children:
             if child.type == "file_descriptor":
-                text = child.text or b""
-                if not re.fullmatch(rb"\d+|\{[A-Za-z_]\w*\}", text):
-                    self.unparsed()  # the parser reads `--pre=x2>&1` as descriptor `--pre=x2`; bash as a word
-                elif text.startswith(b"{"):
-                    self.variable(text[1:-1].decode(), None)  # `{name}>f` assigns a descriptor number to name
+                self.descriptor(child.text or b"")
             elif child not in targets:
                 self.walk(child, depth, scripts)
         if words and any(s in words[0].text for s in ("/dev/tcp/", "/dev/udp/")):
             self.deny(SOCKET)  # bash opens these itself: a redirection that talks to the network
-        op = ops[0] if len(ops) == 1 else ""
-        if op in _READ_OPS or (op == ">&" and words and targets[0].type == "number"):
-            if words and op in ("<", "<&") and targets[0].type != "number" and words[0].text != "-":
+        self.opens(_operator(node), targets[0] if targets else None, words)
+        return words[1:]
+
+    def redirect_body(self, node: Node, depth: int, scripts: int) -> None:
+        """A heredoc or herestring: what it feeds is walked (the file redirections inside it judged as any)."""
+        for child in node.named_children:
+            if child.type == "file_redirect":
+                if self.redirect(child, depth, scripts):
+                    self.unparsed()
+            elif child.type not in ("heredoc_start", "heredoc_end"):
+                self.walk(child, depth, scripts)
+
+    def descriptor(self, text: bytes) -> None:
+        if not re.fullmatch(rb"\d+|\{[A-Za-z_]\w*\}", text):
+            self.unparsed()  # the parser reads `--pre=x2>&1` as descriptor `--pre=x2`; bash as a word
+        elif text.startswith(b"{"):
+            self.variable(text[1:-1].decode(), None)  # `{name}>f` assigns a descriptor number to name
+
+    def opens(self, op: str, target: Node | None, words: list[Word]) -> None:
+        """What redirection `op` does to the file its first word names: read it, write it, or duplicate a
+        descriptor (`2>&1`, which names no file)."""
+        to_descriptor = target is not None and target.type == "number"
+        if op in _READ_OPS or (op == ">&" and words and to_descriptor):
+            if words and op in ("<", "<&") and not to_descriptor and words[0].text != "-":
                 self.target(words[0], writes=False)
         elif op in _WRITE_OPS:
             if not words or not words[0].exact or words[0].text not in _HARMLESS_TARGETS:
@@ -478,7 +487,6 @@ class _Walk:
                 self.target(words[0], writes=True)
         else:
             self.unparsed()
-        return words[1:]
 
     def target(self, word: Word, *, writes: bool) -> None:
         """Name the file a redirection opens."""
@@ -532,16 +540,9 @@ class _Walk:
         """Judge one simple command; `stdin` is the literal text a heredoc or herestring feeds it, if any."""
         unwrapped = programs.unwrap(words)
         wrappers += tuple(unwrapped.wrappers)
-        argv = tuple(w.text for w in unwrapped.words)
-        self.commands.append(SimpleCommand(argv, wrappers))
+        self.commands.append(SimpleCommand(tuple(w.text for w in unwrapped.words), wrappers))
         if not unwrapped.words[0].exact:
-            self.facts.append(_Fact(safe=False))
-            self.deny(DYNAMIC)
-            self.opaque = True
-            for w in words:
-                place = programs.path_text(w) if w.exact and programs.looks_like_path(w.text) else None
-                if place:
-                    self.name(place, programs.WRITES)
+            self.built_program(words)
             return
         v = programs.judge(unwrapped.words, known=not unwrapped.stuck)
         fact = _Fact(
@@ -552,36 +553,52 @@ class _Walk:
             stdin_script=v.stdin_script,
         )
         self.facts.append(fact)
+        self.judged(unwrapped, v, fact, start)
+        paths, opaque = programs.named_paths(words, unwrapped, v)
+        for text, use in paths:
+            self.name(text, use, fact.safe)
+        self.opaque = self.opaque or opaque
+        self.embedded(v, stdin, scripts, depth)
+        for nested, wrapper in v.nested:
+            if nested:
+                self.simple(nested, (*wrappers, wrapper), len(self.facts), scripts, depth + 1)
+
+    def built_program(self, words: list[Word]) -> None:
+        """A command whose program word is expanded (`$CMD x`): nobody here knows what runs, or what it touches."""
+        self.facts.append(_Fact(safe=False))
+        self.deny(DYNAMIC)
+        self.opaque = True
+        for w in words:
+            place = programs.path_text(w) if w.exact and programs.looks_like_path(w.text) else None
+            if place:
+                self.name(place, programs.WRITES)
+
+    def judged(self, unwrapped: programs.Unwrapped, v: programs.Verdict, fact: _Fact, start: int) -> None:
+        """What the program's verdict adds to the line: its reasons, and what it means among the line's other
+        commands (network fed by substitutions, code run on what an earlier stage downloads)."""
         if not fact.safe:
             self.deny(*unwrapped.reasons, *v.reasons)
         if v.destructive:
             self.destructive = True
         if unwrapped.dynamic or v.dynamic:
             self.unparsed(DYNAMIC)
-        if v.network:
-            if any(w.subst for w in unwrapped.words):
-                self.deny(NETWORK_SUBSTITUTION)
-            elif any(w.expands for w in unwrapped.words):
-                self.deny(NETWORK_EXPANSION)
+        if v.network and any(w.subst for w in unwrapped.words):
+            self.deny(NETWORK_SUBSTITUTION)
+        elif v.network and any(w.expands for w in unwrapped.words):
+            self.deny(NETWORK_EXPANSION)
         runs_code = v.interpreter or v.dynamic or v.script is not None
         if runs_code and any(f.download for f in self.facts[start:-1]):
             self.deny(DOWNLOAD_PIPED)
-        paths, opaque = programs.named_paths(words, unwrapped, v)
-        for text, use in paths:
-            self.name(text, use, fact.safe)
-        self.opaque = self.opaque or opaque
+
+    def embedded(self, v: programs.Verdict, stdin: str | None, scripts: int, depth: int) -> None:
+        """Walk the script a command runs (`bash -c`, `eval`), or the literal heredoc a shell reads as its script
+        (the command stays unproven); any other input is a script nobody can see."""
         if v.script is not None:
             self.script(v.script, scripts + 1, depth, v.dialect)
+        elif v.stdin_script and stdin is not None and v.dialect in ("bash", "sh"):
+            self.script(stdin, scripts + 1, depth, v.dialect)
         elif v.stdin_script:
-            # A shell reading its script from input: a literal heredoc is walked for the paths it names (the
-            # command stays unproven); any other input is a script nobody can see.
-            if stdin is not None and v.dialect in ("bash", "sh"):
-                self.script(stdin, scripts + 1, depth, v.dialect)
-            else:
-                self.opaque = True
-        for nested, wrapper in v.nested:
-            if nested:
-                self.simple(nested, (*wrappers, wrapper), len(self.facts), scripts, depth + 1)
+            self.opaque = True
 
     # -- words ---------------------------------------------------------------------------------------------------
 
@@ -654,6 +671,14 @@ class _Walk:
                     flags["subst"] = True
                 out.append(("qexp", text))
                 self.walk(child, depth + 1, scripts)
+
+
+def _operator(node: Node) -> str:
+    """A file redirection's operator (`>`, `>>`, `<&`...), or "" when the parser gave it none or several."""
+    ops = [c.type for c in node.children if not c.is_named]
+    if ops == ["<"] and any(c.type == "ERROR" and c.text == b">" for c in node.children):
+        ops = ["<>"]  # the parser does not know `<>` (it reports an error, so the command is unparsed anyway)
+    return ops[0] if len(ops) == 1 else ""
 
 
 def _join_pieces(pieces: list[tuple[Node, Word]]) -> list[Word]:
