@@ -115,50 +115,79 @@ def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleSource | None
 
     A rule source that cannot say (it answers `RulesUnknown`, or fails) is not "no rule": a remembered rejection
     might cover the call, so it asks in every mode (or is denied by `read-only`), and is never allowed by accident.
+    Deny beats ask beats allow: `read-only`'s refusals, then a remembered rule, then every reason to ask.
     """
     if mode not in ("manual", "safe", "auto", "read-only"):
         mode = "manual"
     by = f"mode:{mode}"
-    # A command proven read-only writes nothing, whatever its working directory (which is marked as written to).
-    writes = [p for p in facts.paths if p.writes and not facts.proven_read_only]
-    outside = [p for p in facts.paths if p.klass == "outside"]
-    protected = [p for p in writes if p.klass == "protected"]
-    harmless = facts.effect == "read" or facts.proven_read_only or (facts.read_only_hint and facts.effect != "write")
+    view = _View.of(facts)
+    if mode == "read-only" and (refused := _read_only_refusal(facts, view)):
+        return Decision("deny", f"read-only mode: {refused}", by=by)
+    found = _remembered(facts, rules)
+    unknown = found if isinstance(found, RulesUnknown) else None
+    rule = None if isinstance(found, RulesUnknown) else found
+    if rule is not None and rule.action in ("deny", "allow"):
+        verb = "rejected" if rule.action == "deny" else "allowed"
+        return Decision(rule.action, f"{verb} by a remembered rule: {rule.describe()}", rule.id, by=f"rule:{rule.id}")
+    reasons = _reasons_to_ask(facts, view, mode, unknown)
+    if reasons:
+        return Decision("ask", reasons[0], asked_because=tuple(reasons), by=by)
+    return Decision("allow", f"{mode} mode allows this {facts.effect} call", by=by)
 
-    # 1. deny
-    if mode == "read-only":
-        if facts.secrets:
-            return Decision("deny", f"read-only mode: {facts.secrets[0]}", by=by)
-        if outside:
-            return Decision("deny", f"read-only mode: {outside[0].path} is outside the workspace", by=by)
-        if not harmless or writes:
-            return Decision("deny", f"read-only mode: {facts.tool} would write or run a process", by=by)
-    remembered: Rule | None = None
-    unknown: RulesUnknown | None = None
-    if rules is not None:
-        try:
-            found = rules.match(facts)
-        except Exception as exc:  # fail closed: a rule source that cannot answer might have held a rejection
-            found = RulesUnknown(f"the remembered rules could not be checked ({exc})")
-        if isinstance(found, RulesUnknown):
-            unknown = found
-        else:
-            remembered = found
-    if remembered is not None and remembered.action == "deny":
-        return Decision(
-            "deny", f"rejected by a remembered rule: {remembered.describe()}", remembered.id, by=f"rule:{remembered.id}"
-        )
-    if remembered is not None and remembered.action == "allow":
-        return Decision(
-            "allow", f"allowed by a remembered rule: {remembered.describe()}", remembered.id, by=f"rule:{remembered.id}"
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    """What the decision reads of a call's paths and effect."""
+
+    writes: tuple[PathFact, ...]
+    outside: tuple[PathFact, ...]
+    protected: tuple[PathFact, ...]
+    harmless: bool  # a read, a proven read-only command, or a call its tool says only reads
+
+    @classmethod
+    def of(cls, facts: CallFacts) -> _View:
+        # A command proven read-only writes nothing, whatever its working directory (which is marked as written to).
+        writes = tuple(p for p in facts.paths if p.writes and not facts.proven_read_only)
+        return cls(
+            writes=writes,
+            outside=tuple(p for p in facts.paths if p.klass == "outside"),
+            protected=tuple(p for p in writes if p.klass == "protected"),
+            harmless=facts.effect == "read"
+            or facts.proven_read_only
+            or (facts.read_only_hint and facts.effect != "write"),
         )
 
-    # 2. ask (a file that may hold secrets, in every mode: `auto` included)
+
+def _read_only_refusal(facts: CallFacts, view: _View) -> str | None:
+    """Why `read-only` refuses the call, or None."""
+    if facts.secrets:
+        return facts.secrets[0]
+    if view.outside:
+        return f"{view.outside[0].path} is outside the workspace"
+    if not view.harmless or view.writes:
+        return f"{facts.tool} would write or run a process"
+    return None
+
+
+def _remembered(facts: CallFacts, rules: RuleSource | None) -> RuleMatch:
+    """The remembered rule that covers the call, None, or `RulesUnknown` when the rules cannot say."""
+    if rules is None:
+        return None
+    try:
+        return rules.match(facts)
+    except Exception as exc:  # fail closed: a rule source that cannot answer might have held a rejection
+        return RulesUnknown(f"the remembered rules could not be checked ({exc})")
+
+
+def _reasons_to_ask(facts: CallFacts, view: _View, mode: str, unknown: RulesUnknown | None) -> list[str]:
+    """Every reason to ask, the first one shown: a file that may hold secrets (in every mode, `auto` included), an
+    outside or protected path, a dangerous command, a network limit the sandbox cannot hold, the mode itself, rules
+    that could not be read."""
     reasons: list[str] = list(facts.secrets)
-    if outside:
-        reasons.append(f"{outside[0].path} is outside the workspace")
-    if protected:
-        reasons.append(f"{protected[0].path} is a protected path")
+    if view.outside:
+        reasons.append(f"{view.outside[0].path} is outside the workspace")
+    if view.protected:
+        reasons.append(f"{view.protected[0].path} is a protected path")
     if facts.dangerous:
         reasons.append(facts.dangerous[0])
     if facts.network_unheld and facts.effect == "execute" and not facts.proven_read_only:
@@ -166,12 +195,8 @@ def decide(facts: CallFacts, mode: ApprovalMode | None, rules: RuleSource | None
         reasons.append(facts.network_unheld)
     if mode == "manual":
         reasons.append("manual mode asks for every call")
-    elif mode == "safe" and not harmless:
+    elif mode == "safe" and not view.harmless:
         reasons.append(f"safe mode asks before {facts.effect if facts.effect != 'other' else 'unknown'} actions")
     if unknown is not None:
         reasons.append(f"{unknown.reason}; a remembered rejection might cover this call")
-    if reasons:
-        return Decision("ask", reasons[0], asked_because=tuple(reasons), by=by)
-
-    # 3. allow
-    return Decision("allow", f"{mode} mode allows this {facts.effect} call", by=by)
+    return reasons
