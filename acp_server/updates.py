@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from acp_server.protocol.schema import (
     AvailableCommand,
     AvailableCommandsUpdateSessionUpdate,
+    BooleanSessionConfigOption,
     ConfigOptionUpdateSessionUpdate,
     CurrentModeUpdateSessionUpdate,
     PermissionOption,
@@ -42,7 +43,10 @@ if TYPE_CHECKING:
     from permissions.gateway import PermissionRequest
     from runtime import commands
 
+MODEL_OPTION = "model"
+THOUGHT_OPTION = "thought_level"  # how hard the model thinks
 REMEMBER_OPTION = "remember"  # the session config option "Remember approvals in"
+AUTO_COMPACT_OPTION = "auto_compact"  # boolean: only to clients that show boolean options
 
 
 def session_update(session_id: str, update: dict[str, Any]) -> dict[str, Any]:
@@ -117,8 +121,9 @@ def modes_state(mode: str) -> SessionModeState:
 
 
 def config_options(session: AcpSession) -> list[SessionConfigOption]:
-    """The session's settings as the editor's config menu shows them: approval mode, model (when there is a choice),
-    where "always" answers are remembered."""
+    """The session's settings as the editor's config menu shows them: approval mode, model (whenever one is
+    configured), how hard it thinks (for a model that thinks), where "always" answers are remembered, and, for a
+    client that shows boolean options, whether the context is compacted automatically."""
     out: list[SessionConfigOption] = [
         SelectSessionConfigOption(
             id="mode",
@@ -129,17 +134,32 @@ def config_options(session: AcpSession) -> list[SessionConfigOption]:
             options=[SessionConfigSelectOption(value=m.id, name=m.name, description=m.description) for m in MODES],
         )
     ]
-    if session.model_choices and session.model_id:
+    if session.model_id and session.model_choices:  # every configured model, even one (a scripted one is none)
+        models = [
+            SessionConfigSelectOption(value=m.id, name=m.name, description=m.description or m.spec)
+            for m in session.model_choices
+        ]
         out.append(
             SelectSessionConfigOption(
-                id="model",
+                id=MODEL_OPTION,
                 name="Model",
                 description="The model answering this session; a switch applies from the next model call",
                 category="model",
                 current_value=session.model_id,
+                options=models,
+            )
+        )
+    levels, level = session.thought_levels()
+    if levels:
+        out.append(
+            SelectSessionConfigOption(
+                id=THOUGHT_OPTION,
+                name="Thinking",
+                description="How much the model reasons before it answers; applies from the next model call",
+                category="thought_level",
+                current_value=level,
                 options=[
-                    SessionConfigSelectOption(value=m.id, name=m.name, description=m.description or m.spec)
-                    for m in session.model_choices
+                    SessionConfigSelectOption(value=lv.value, name=lv.name, description=lv.description) for lv in levels
                 ],
             )
         )
@@ -153,6 +173,16 @@ def config_options(session: AcpSession) -> list[SessionConfigOption]:
             options=[SessionConfigSelectOption(value=v, name=n, description=d) for v, n, d in REMEMBER_CHOICES],
         )
     )
+    if session.features.boolean_options:
+        out.append(
+            BooleanSessionConfigOption(
+                id=AUTO_COMPACT_OPTION,
+                name="Compact automatically",
+                description="When the context nears the model's window, summarise older messages into a checkpoint "
+                "(/compact does it on demand either way)",
+                current_value=session.auto_compact,
+            )
+        )
     return out
 
 

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from runtime.models import ModelFactory
     from runtime.models.base import ModelClient, UserPart
     from runtime.models.config import ModelEntry
+    from runtime.models.thinking import Level
     from runtime.store.journal import SessionJournal
     from runtime.tools.base import EditorBridge
 
@@ -88,6 +89,8 @@ class Session:
     factory: ModelFactory | None = None  # makes the models a `/model` switch may choose
     model_id: str | None = None
     model_choices: tuple[ModelEntry, ...] = ()
+    thought_level: str | None = None  # how hard the model thinks (runtime.models.thinking); None: as configured
+    auto_compact: bool = True  # compact the context when it nears the window (`/compact` works either way)
     remember: Scope = "session"  # where "always" answers are remembered, at the start
     state_dir: str | None = None  # None: no persisted rules and no audit log (in-process tests)
     created_at: float = field(default_factory=time.time)
@@ -198,11 +201,29 @@ class Session:
             raise ValueError(mode_id)
         self.mode = mode_id
 
-    def set_model(self, model_id: str, model: ModelClient | None) -> None:
+    def set_model(self, model_id: str, model: ModelClient | None, thought: str | None = None) -> None:
         """The runtime reads `model` at every model call, so the switch applies from the next call on."""
         self.model_id = model_id
         self.model = model
         self.runtime.model = model
+        self.thought_level = thought
+
+    def thought_levels(self) -> tuple[tuple[Level, ...], str]:
+        """The current model's thinking levels and the one it thinks at (none: it does not think)."""
+        if self.factory is None:
+            return (), ""
+        levels, configured = self.factory.thought_levels(self.model_id)
+        return levels, self.thought_level or configured
+
+    def set_thought_level(self, level: str) -> None:
+        """From the next model call on, the model thinks at `level`.
+
+        Raises:
+            ValueError: not one of the current model's levels.
+        """
+        if self.factory is None or self.model_id is None or level not in {lv.value for lv in self.thought_levels()[0]}:
+            raise ValueError(level)
+        self.set_model(self.model_id, self.factory.create(self.model_id, level), level)
 
     def set_remember(self, value: str) -> None:
         """The "Remember approvals in" setting; it applies from the next question on.

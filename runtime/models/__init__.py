@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from runtime import lazy, secrets  # lazy: the model clients load with the first session that needs one
+from runtime.models import thinking
 from runtime.models.config import ConfigError, ModelEntry, ModelsConfig, accepts_images, entry_for_spec, load_config
 from runtime.models.errors import ModelError, ModelNotConfigured
 
@@ -205,25 +206,41 @@ class ModelFactory:
             if prepare is not None:
                 prepare()
 
-    def create(self, model_id: str | None = None) -> ModelClient | None:
-        """The client for `model_id` (default: the default model); None when no model is configured."""
+    def thought_levels(self, model_id: str | None) -> tuple[tuple[thinking.Level, ...], str]:
+        """How hard `model_id` can think (`runtime.models.thinking`): its levels and the configured one."""
+        entry = self.entry(model_id) if model_id else None
+        settings = self.config.provider(entry.provider) if entry else None
+        if entry is None or settings is None:
+            return (), ""
+        return thinking.levels(entry, settings.kind), thinking.current(entry, settings.kind)
+
+    def create(self, model_id: str | None = None, thought: str | None = None) -> ModelClient | None:
+        """The client for `model_id` (default: the default model), thinking at level `thought` (None: as
+        configured); None when no model is configured.
+
+        Raises:
+            ValueError: an unknown model, or a level the model does not have.
+        """
         model_id = model_id or self.default_id
         if model_id is None:
             return None
         if self._script is not None:
             return lazy.scripted.ScriptedModel(self._script)
-        if model_id in self._clients:
-            return self._clients[model_id]
+        key = model_id if thought is None else f"{model_id}\x00{thought}"
+        if key in self._clients:
+            return self._clients[key]
         entry = self.entry(model_id)
         if entry is None:
             raise ValueError(f"unknown model {model_id!r}")
         settings = self.config.provider(entry.provider)
         assert settings is not None  # checked when the config was parsed
-        key = self.env.get(settings.api_key_env) if settings.api_key_env else None
+        if thought is not None:
+            entry = thinking.at_level(entry, settings.kind, thought)
+        api_key = self.env.get(settings.api_key_env) if settings.api_key_env else None
         client: ModelClient
         if settings.kind == "openai":
-            client = lazy.openai_compat.OpenAIChatModel(entry, settings, key or None)
+            client = lazy.openai_compat.OpenAIChatModel(entry, settings, api_key or None)
         else:
-            client = lazy.anthropic_messages.AnthropicModel(entry, settings, key or None)
-        self._clients[model_id] = client
+            client = lazy.anthropic_messages.AnthropicModel(entry, settings, api_key or None)
+        self._clients[key] = client
         return client

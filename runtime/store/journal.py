@@ -148,6 +148,8 @@ class SessionJournal:
             "last_usage": self.last_usage,
             "compaction_failures": self.compactor.failures,
             "remember": s.rules.remember,
+            "thought_level": s.thought_level,
+            "auto_compact": s.auto_compact,
         }
 
     def sync(self) -> None:
@@ -192,7 +194,8 @@ class SessionJournal:
         """The runtime's hook between steps: compact if the context is near the window, then store the step."""
         self.flush()
         self.compactor.settings = CompactionSettings.for_window(self.window())
-        await self.compactor.maybe_compact(self.session.runtime, emit)
+        if self.session.auto_compact:
+            await self.compactor.maybe_compact(self.session.runtime, emit)
         self.sync()
 
 
@@ -209,6 +212,13 @@ def restore_state(session: Session, state: dict[str, Any]) -> None:
             session.set_remember(remember)
         except ValueError:
             pass  # an unknown stored value keeps the default (this session): never wider than asked
+    session.auto_compact = state.get("auto_compact") is not False
+    thought = state.get("thought_level")
+    if isinstance(thought, str):
+        try:
+            session.set_thought_level(thought)
+        except ValueError:
+            pass  # the model or its configuration changed since: it thinks as configured
     position = state.get("model_position")
     if isinstance(position, int) and isinstance(session.model, ScriptedModel):
         session.model.position = position
