@@ -11,6 +11,8 @@ one. No model, MCP or disk work happens before either answers.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,6 +33,21 @@ log = logging.getLogger("gatewright.agent")
 
 PROTOCOL_VERSION = 1
 _UINT16_MAX = 0xFFFF
+SETUP_METHOD = "gatewright-setup"
+_SETUP_METHOD = {
+    "id": SETUP_METHOD,
+    "name": "Sign in",
+    "description": "Choose a provider (OpenAI, Anthropic, or any OpenAI-compatible server such as Ollama), type its "
+    "key if it needs one, and pick the default model: gatewright setup, in a terminal",
+}
+
+
+def _setup_command() -> tuple[str, list[str]]:
+    """How to start `gatewright setup` as this process was started (the console script, or `python -m`)."""
+    script = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    if os.path.basename(script).startswith("gatewright") and os.path.isfile(script):
+        return script, ["setup"]
+    return sys.executable, ["-m", "acp_server", "setup"]
 
 
 @dataclass
@@ -100,10 +117,28 @@ class GatewrightAgent:
                 "mcpCapabilities": {"http": True, "sse": True},
                 # Each one works (acp_server.methods.sessions); `fork` is unstable, hence in the unstable schema only.
                 "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}, "fork": {}},
+                "auth": {"logout": {}},
             },
-            "authMethods": factory.auth_methods() if factory else [],
+            "authMethods": self.auth_methods(),
             "agentInfo": {"name": "gatewright", "title": "gatewright", "version": __version__},
         }
+
+    def auth_methods(self) -> list[dict[str, Any]]:
+        """How the user signs in, as this client can offer it. `gatewright setup` in a terminal, for a client that
+        enables terminal auth: ACP's `terminal` method (`auth.terminal`), or the older shape that clients reading
+        `_meta["terminal-auth"]` launch (no `type`, the command under `_meta`); nothing terminal otherwise, as the
+        schema requires. Then one `agent` method per key variable the configured models read."""
+        caps = self.client_caps_wire
+        auth, meta = caps.get("auth"), caps.get("_meta")
+        out: list[dict[str, Any]] = []
+        if type(auth) is dict and auth.get("terminal") is True:
+            out.append({"type": "terminal", **_SETUP_METHOD, "args": ["setup"]})
+        elif type(meta) is dict and meta.get("terminal-auth") is True:
+            command, args = _setup_command()
+            label = {"command": command, "args": args, "label": "gatewright setup"}
+            out.append({**_SETUP_METHOD, "_meta": {"terminal-auth": label}})
+        factory = self.config.model_factory  # built at start-up; these are in-memory look-ups, no I/O
+        return out + (factory.auth_methods() if factory else [])
 
     # ---- sessions and the store ------------------------------------------------------------------------------------
     @property

@@ -1,6 +1,7 @@
 """The `gatewright` command line: `acp` (what editors launch), `chat` (an interactive session on a terminal, also
-`gatewright` alone on a terminal), `run` (one prompt, scriptable), `demo`, `replay` (recorded transcripts), and the
-`permissions list|revoke` and `audit` views of the state dir (these print to stdout: they are not acp mode).
+`gatewright` alone on a terminal), `run` (one prompt, scriptable), `setup` and `logout` (sign in and out; `acp setup`
+is `setup`), `demo`, `replay` (recorded transcripts), and the `permissions list|revoke` and `audit` views of the state
+dir (these print to stdout: they are not acp mode).
 
 Kept light on purpose: this module is on the start-up path of `gatewright acp`, so it imports only the standard library,
 what `acp` needs to start (the config, the mode, the secrets filter) and the lazy places: each subcommand's own
@@ -21,7 +22,7 @@ import acp_server  # lazy submodules: each subcommand's modules load when it run
 import permissions  # lazy submodules: the rule store, the audit log, their reports
 import runtime  # the runtime's lazy public API: `runtime.name` loads a name's module on first use
 from permissions.modes import parse_mode
-from runtime import lazy, secrets, settings
+from runtime import credentials, lazy, secrets, settings
 from runtime.config import load, use_sandbox
 from runtime.version import __version__
 
@@ -107,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     acp = sub.add_parser("acp", help="serve the Agent Client Protocol on stdio (what an editor launches)")
     _add_common(acp)
+    # ACP's terminal auth method appends its args to the agent's command: `gatewright acp setup` is the setup.
+    acp.add_argument("action", nargs="?", choices=["setup"], help=argparse.SUPPRESS)
     run = sub.add_parser("run", help="run one prompt through the same runtime, approvals asked on the terminal")
     _add_common(run)
     run.add_argument("--cwd", default=None, help="workspace directory (default: the current directory)")
@@ -162,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="(--check) how long a silent agent is waited for (default 10 s)",
     )
     sub.add_parser("demo", help="offline showcase: drive `gatewright acp` with a scripted model as an editor would")
+    sub.add_parser("setup", help="sign in on the terminal: provider, key (hidden), verification, default model")
+    sub.add_parser("logout", help="forget the keys `setup` stored (keys in your environment are not touched)")
     perms = sub.add_parser("permissions", help="list or revoke remembered permission rules (project and global)")
     perms_sub = perms.add_subparsers(dest="perm_command", metavar="ACTION")
     plist = perms_sub.add_parser("list", help="show remembered rules")
@@ -204,7 +209,10 @@ def _check_options(args: argparse.Namespace) -> Checked | None:
     try:
         config = load(state_dir=args.state_dir)
         mode = parse_mode(args.mode or config.permissions.mode)
-        factory = runtime.ModelFactory(runtime.parse_model_spec(args.model), config=config.models)
+        # The keys `gatewright setup` stored, under the environment (a variable that is set wins).
+        factory = runtime.ModelFactory(
+            runtime.parse_model_spec(args.model), config=config.models, env=credentials.environment()
+        )
     except (ValueError, runtime.ScriptError) as exc:
         sys.stderr.write(f"gatewright: {secrets.redact_text(str(exc))}\n")
         return None
@@ -275,6 +283,18 @@ def cmd_chat(args: argparse.Namespace) -> int:
         model_given=args.model is not None,
         mode_given=args.mode is not None,
     )
+
+
+def cmd_logout() -> int:
+    forgotten = credentials.forget()
+    if not forgotten:
+        sys.stdout.write("Nothing to forget: no key is stored (keys set in your environment are not touched).\n")
+        return EXIT_OK
+    sys.stdout.write(f"Signed out: forgot the stored {', '.join(forgotten)} ({credentials.path()} removed).\n")
+    set_now = [n for n in forgotten if os.environ.get(n)]
+    if set_now:
+        sys.stdout.write(f"{', '.join(set_now)} is still set in this environment and is still used.\n")
+    return EXIT_OK
 
 
 def cmd_permissions(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -358,6 +378,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "setup" or args.command == "acp" and args.action == "setup":
+        return runtime.run_setup()
+    if args.command == "logout":
+        return cmd_logout()
     if args.command == "acp":
         return cmd_acp(args)
     if args.command == "run":

@@ -27,6 +27,7 @@ from acp_server.protocol.schema import (
     InitializeRequest,
     ListSessionsRequest,
     LoadSessionRequest,
+    LogoutRequest,
     NewSessionRequest,
     PromptRequest,
     ResumeSessionRequest,
@@ -39,6 +40,7 @@ REQUESTS: Final[Mapping[str, Route[GatewrightAgent, Any, Any]]] = MappingProxyTy
     {
         "initialize": Route(InitializeRequest.from_wire, lifecycle.initialize),
         "authenticate": Route(lifecycle.authenticate_params, lifecycle.authenticate),
+        "logout": Route(LogoutRequest.from_wire, lifecycle.logout),
         "session/new": Route(NewSessionRequest.from_wire, sessions.new_session),
         "session/load": Route(LoadSessionRequest.from_wire, sessions.load_session),
         "session/resume": Route(ResumeSessionRequest.from_wire, sessions.resume_session),

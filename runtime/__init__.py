@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from runtime import sandbox as sandbox
     from runtime.assembly import SessionRuntime, build_runtime
     from runtime.chat.app import run_chat
-    from runtime.cli_host import run_prompt
+    from runtime.cli_host import missing_key, run_prompt
     from runtime.events import (
         CompactionEvent,
         EventSink,
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from runtime.processes import close_session as close_session_processes
     from runtime.processes import kill_all_process_groups
     from runtime.session import PromptPlan, Session, new_session_id, plan_prompt
+    from runtime.signin import run_setup
     from runtime.store import CursorError, SessionRecord, SessionStore
     from runtime.store.live import open_store, replay_records, revive, store_new
     from runtime.tools.base import EditorBridge, Tool, ToolExecutor, ToolRegistry
@@ -116,7 +117,9 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     # the built-in tools (a host warms them up), the terminal hosts
     "builtin_tools": ("runtime.tools.builtin", "builtin_tools"),
     "run_chat": ("runtime.chat.app", "run_chat"),
+    "missing_key": ("runtime.cli_host", "missing_key"),
     "run_prompt": ("runtime.cli_host", "run_prompt"),
+    "run_setup": ("runtime.signin", "run_setup"),
 }
 
 # A literal list, so that tools see the re-exports (tests/runtime/test_runtime_api.py checks it matches _EXPORTS).
@@ -168,6 +171,7 @@ __all__ = [
     "event_to_update",
     "info_update",
     "kill_all_process_groups",
+    "missing_key",
     "new_session_id",
     "open_store",
     "parse_model_spec",
@@ -177,6 +181,7 @@ __all__ = [
     "revive",
     "run_chat",
     "run_prompt",
+    "run_setup",
     "store_new",
 ]
 

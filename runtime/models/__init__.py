@@ -9,7 +9,7 @@ or prepared by the agent's idle warm-up, never at start-up; no provider SDK is u
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,8 @@ __all__ = [
 ]
 
 NO_MODEL_MESSAGE = (
-    "No model is configured. Start gatewright with --model (or set GATEWRIGHT_MODEL), e.g. "
+    "No model is configured. Sign in with `gatewright setup` in a terminal, or start gatewright with --model (or "
+    "set GATEWRIGHT_MODEL), e.g. "
     "`--model openai:gpt-4.1` with OPENAI_API_KEY, `--model anthropic:claude-sonnet-4-5` with ANTHROPIC_API_KEY, "
     "or `--model scripted:PATH` for a scripted test model."
 )
@@ -81,6 +82,7 @@ class ModelFactory:
         secrets.register_headers(self.config.header_items())
         self._script = None
         self._clients: dict[str, ModelClient] = {}
+        self._retired: list[ModelClient] = []  # clients made before a logout, closed with the others
         self.default_id: str | None = None
         self._extra: list[ModelEntry] = []  # the --model spec when it is not a configured model
         if spec is None and self.config.default_model:
@@ -188,9 +190,24 @@ class ModelFactory:
     def key_is_set(self, var: str) -> bool:
         return bool(self.env.get(var))
 
+    @property
+    def scripted(self) -> bool:
+        return self._script is not None
+
+    def forget_keys(self, names: Iterable[str]) -> None:
+        """Stored keys were forgotten (`logout`): the models made from now on no longer have them (a variable set in
+        the process's environment stays: it was not stored)."""
+        if isinstance(self.env, dict):  # the environment with the stored keys under it (`runtime.credentials`)
+            for name in names:
+                if name not in os.environ:
+                    self.env.pop(name, None)
+        self._retired += self._clients.values()
+        self._clients = {}
+
     async def aclose(self) -> None:
         """Close every HTTP client this factory made (sessions share them)."""
-        clients, self._clients = list(self._clients.values()), {}
+        clients, self._clients = [*self._clients.values(), *self._retired], {}
+        self._retired = []
         for client in clients:
             close = getattr(client, "aclose", None)
             if close is not None:

@@ -286,6 +286,8 @@ class FakeProviders:
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.model_ids: list[str] | None = None  # `serve_models`
+        self.model_keys: set[str] | None = None
 
     # scripting
     def openai(self, *replies: Reply) -> None:
@@ -293,6 +295,12 @@ class FakeProviders:
 
     def anthropic(self, *replies: Reply) -> None:
         self.queues[ANTHROPIC_PATH].extend(replies)
+
+    def serve_models(self, ids: list[str], keys: set[str] | None = None) -> None:
+        """`GET /v1/models` answers these ids (OpenAI's and Anthropic's shape, `data: [{id}]`); with `keys`, only to
+        a request carrying one of them (`Authorization: Bearer` or `x-api-key`), else 401."""
+        self.model_ids = list(ids)
+        self.model_keys = keys
 
     def requests_to(self, path: str) -> list[Recorded]:
         with self.lock:
@@ -350,6 +358,32 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        with self.fake.lock:
+            self.fake.requests.append(
+                Recorded(path, headers, None, time.monotonic(), self.client_address[:2], self.path)
+            )
+        ids, keys = self.fake.model_ids, self.fake.model_keys
+        if path != "/v1/models" or ids is None:
+            self._json(404, {"error": {"message": f"no {path} here"}})
+            return
+        sent = headers.get("authorization", "").removeprefix("Bearer ") or headers.get("x-api-key", "")
+        if keys is not None and sent not in keys:
+            self._json(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}})
+            return
+        self._json(200, {"object": "list", "data": [{"id": i, "object": "model"} for i in ids]})
+
+    def _json(self, status: int, body: Any) -> None:
+        payload = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+        self.wfile.flush()
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
