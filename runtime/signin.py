@@ -12,8 +12,8 @@ command): sign in on the terminal, with prompt_toolkit.
    the user's comments, order and other keys stay as they were; the file is checked before it is replaced.
 
 After it, `gatewright acp` with no flags answers with the chosen model. Exit 0 when signed in, 1 when the user
-stopped (Ctrl-C, Ctrl-D) or no provider could be reached, 2 when the config file cannot be used; nothing is written
-before the last step.
+stopped (Ctrl-C, Ctrl-D), 2 without a terminal or when the config file cannot be used; nothing is written before the
+last step.
 """
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ class Stopped(Exception):
 def run_setup(env: Mapping[str, str] | None = None, out: Any = None) -> int:
     env = os.environ if env is None else env
     out = out or sys.stdout
+    if not sys.stdin.isatty():
+        sys.stderr.write("gatewright: setup asks questions: run it in a terminal (`gatewright setup`)\n")
+        return EXIT_CONFIG
     try:
         return _setup(env, out)
     except (Stopped, KeyboardInterrupt, EOFError):
