@@ -31,7 +31,7 @@ INITIALIZE = {
 def main(wheel: str) -> int:
     uvx = shutil.which("uvx")
     if uvx is None:
-        print("uvx_check: uvx is not installed (pip install uv)", file=sys.stderr)
+        sys.stderr.write("uvx_check: uvx is not installed (pip install uv)\n")
         return 1
     with tempfile.TemporaryDirectory() as tmp:
         home = os.path.join(tmp, "home")
@@ -49,7 +49,7 @@ def main(wheel: str) -> int:
         )
     lines = proc.stdout.splitlines()
     if proc.returncode != 0 or not lines:
-        print(f"uvx_check: exit {proc.returncode}, no answer:\n{proc.stderr[-3000:]}", file=sys.stderr)
+        sys.stderr.write(f"uvx_check: exit {proc.returncode}, no answer:\n{proc.stderr[-3000:]}\n")
         return 1
     result = json.loads(lines[0]).get("result") or {}
     kinds = [
@@ -57,9 +57,9 @@ def main(wheel: str) -> int:
         for m in result.get("authMethods", [])
     ]
     if result.get("protocolVersion") != 1 or not set(kinds) & {"agent", "terminal"}:
-        print(f"uvx_check: unexpected answer: {lines[0][:2000]}", file=sys.stderr)
+        sys.stderr.write(f"uvx_check: unexpected answer: {lines[0][:2000]}\n")
         return 1
-    print(f"uvx_check: uvx --from {os.path.basename(wheel)} gatewright acp answered initialize ({kinds})")
+    sys.stdout.write(f"uvx_check: uvx --from {os.path.basename(wheel)} gatewright acp answered initialize ({kinds})\n")
     return 0
 
 
