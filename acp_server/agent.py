@@ -116,7 +116,14 @@ class GatewrightAgent:
                 },
                 "mcpCapabilities": {"http": True, "sse": True},
                 # Each one works (acp_server.methods.sessions); `fork` is unstable, hence in the unstable schema only.
-                "sessionCapabilities": {"list": {}, "resume": {}, "close": {}, "delete": {}, "fork": {}},
+                "sessionCapabilities": {
+                    "list": {},
+                    "resume": {},
+                    "close": {},
+                    "delete": {},
+                    "fork": {},
+                    "additionalDirectories": {},
+                },
                 "auth": {"logout": {}},
             },
             "authMethods": self.auth_methods(),

@@ -76,6 +76,29 @@ def _add_common(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_dirs(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--add-dir",
+        dest="add_dirs",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="another workspace root, as ACP additionalDirectories (repeatable)",
+    )
+
+
+def _more_roots(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The `--add-dir` roots, absolute; None (after one line on stderr) when one is not an existing directory."""
+    out: list[str] = []
+    for d in args.add_dirs:
+        path = os.path.abspath(os.path.expanduser(d))
+        if "\x00" in d or not os.path.isdir(path):
+            sys.stderr.write(f"gatewright: --add-dir {d}: not an existing directory\n")
+            return None
+        out.append(path)
+    return tuple(out)
+
+
 def _log_level(args: argparse.Namespace) -> str:
     return str(args.log_level or settings.current().get("GATEWRIGHT_LOG") or "WARNING")
 
@@ -113,12 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one prompt through the same runtime, approvals asked on the terminal")
     _add_common(run)
     run.add_argument("--cwd", default=None, help="workspace directory (default: the current directory)")
+    _add_dirs(run)
     run.add_argument("--json", action="store_true", help="one JSON object per event on stdout")
     run.add_argument("prompt", nargs="+", help="the prompt; - reads it from stdin")
     chat = sub.add_parser(
         "chat", help="an interactive session in the current directory, on the same runtime and session store as acp"
     )
     _add_common(chat)
+    _add_dirs(chat)
     which = chat.add_mutually_exclusive_group()
     which.add_argument(
         "--continue", dest="continue_latest", action="store_true", help="resume the latest session of this directory"
@@ -247,6 +272,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not os.path.isdir(cwd):
         sys.stderr.write(f"gatewright: --cwd {cwd} is not a directory\n")
         return EXIT_USAGE
+    more = _more_roots(args)
+    if more is None:
+        return EXIT_USAGE
     runtime.sandbox.harden_agent()
     return runtime.run_prompt(
         prompt,
@@ -257,6 +285,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         record=args.record,
         json_events=args.json,
         rules=checked.rules,
+        additional_directories=more,
     )
 
 
@@ -271,6 +300,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
             "`gatewright run --record`\n"
         )
         return EXIT_USAGE
+    more = _more_roots(args)
+    if more is None:
+        return EXIT_USAGE
     runtime.sandbox.harden_agent()
     return runtime.run_chat(
         cwd=os.getcwd(),
@@ -282,6 +314,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         rules=checked.rules,
         model_given=args.model is not None,
         mode_given=args.mode is not None,
+        additional_directories=more,
     )
 
 

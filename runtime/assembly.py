@@ -153,7 +153,11 @@ def build_runtime(
             session_id, workspace, editor=editor, asker=asker, state={REPOSITORIES_KEY: repositories}
         ),
         options=opts,
-        context=SessionContext(workspace.cwd, mode, sandbox, repositories=repositories) if context else None,
+        context=SessionContext(
+            workspace.cwd, mode, sandbox, repositories=repositories, additional_roots=workspace.roots[1:]
+        )
+        if context
+        else None,
     )
     delegates = install_delegation(runtime, subagents)
     return SessionRuntime(runtime, registry, workspace, rules, audit, approval, tuple(delegates))

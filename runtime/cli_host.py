@@ -431,6 +431,7 @@ def run_prompt(
     record: str | None = None,
     json_events: bool = False,
     rules: tuple[Rule, ...] = (),
+    additional_directories: tuple[str, ...] = (),
 ) -> int:
     # Configuration first: nothing is called, asked or written before these are known to be right.
     problem = missing_key(factory)
@@ -454,6 +455,7 @@ def run_prompt(
     runtime = build_runtime(
         session_id=SESSION_ID,
         cwd=cwd,
+        additional_directories=additional_directories,
         model=model,
         gateway=TerminalGateway(observers=observers),
         mode=lambda: mode,

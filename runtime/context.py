@@ -28,7 +28,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import anyio
@@ -219,16 +219,22 @@ class SessionContext:
         git: bool = True,
         today: Callable[[], datetime.date] = datetime.date.today,
         repositories: RepositoryWatch | None = None,
+        additional_roots: Sequence[str] = (),
     ) -> None:
         self.root = workspace_root
         self.repositories = repositories
+        # The other roots of a multi-root workspace (ACP `additionalDirectories`, `--add-dir`): each is the workspace
+        # as much as the first; relative paths resolve in the first. Each root's own AGENTS.md applies to it.
+        self.extra_roots = tuple(r for r in additional_roots if r != workspace_root)
+        self._extra_paths = tuple(ins.candidates(r, at_root=True) for r in self.extra_roots)
+        self.extra_git: tuple[tuple[str, GitState], ...] = ()
         self.mode = mode
         self.sandbox = sandbox
         self.git_enabled = git
         self._today = today
         self.chain_dirs = ins.chain_directories(workspace_root)
         self._chain_paths = tuple(ins.candidates(d, at_root=d == workspace_root) for d in self.chain_dirs)
-        self._flat_paths = tuple(p for ps in self._chain_paths for p in ps)
+        self._flat_paths = tuple(p for ps in (*self._chain_paths, *self._extra_paths) for p in ps)
         self._chain_sig: tuple[Signature | None, ...] | None = None
         self._chain: tuple[InstructionFile, ...] = ()
         self.nested: tuple[str, ...] = ()
@@ -252,7 +258,7 @@ class SessionContext:
         if look is not None and time.monotonic() - look.started <= PREFETCH_FRESH_S:
             if not look.done:
                 await anyio.to_thread.run_sync(look.join)
-            if look.git is not None and look.nested is not None:  # (None: that thread failed; look again)
+            if look.git is not None and look.nested is not None and not self.extra_roots:  # (None: a thread failed)
                 self.git, self.nested = look.git, look.nested
                 self._refresh_date()
                 self._refreshed = True
@@ -290,15 +296,16 @@ class SessionContext:
         self.date = self._today().strftime("%Y-%m-%d (%A)")
 
     def _refresh_git(self) -> None:
-        self.git = self._git_state()
+        self.git = self._git_state(self.root)
+        self.extra_git = tuple((r, self._git_state(r)) for r in self.extra_roots) if self.git_enabled else ()
 
-    def _git_state(self) -> GitState:
+    def _git_state(self, root: str) -> GitState:
         if not self.git_enabled:
             return GitState("not reported")
-        if self.repositories is not None and self.repositories.unsettled(os.path.join(self.root, ".git")):
+        if self.repositories is not None and self.repositories.unsettled(os.path.join(root, ".git")):
             # A repository a call made, not kept (yet): the agent's own git does not use it.
             return GitState("not looked at (the workspace's .git appeared during this session and was not kept)")
-        return git_state(self.root)
+        return git_state(root)
 
     def _refresh_nested(self) -> None:
         self.nested = tuple(ins.list_nested(self.root))
@@ -308,7 +315,7 @@ class SessionContext:
         self._check_chain()
         if not self._refreshed:  # a runtime driven without turns (tests, tools): look once
             self.refresh()
-        key = (self._chain_sig, self.nested, self.date, self.git, self._mode(), self._sandbox())
+        key = (self._chain_sig, self.nested, self.date, self.git, self.extra_git, self._mode(), self._sandbox())
         cached = self._cache.get(base)
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -331,6 +338,11 @@ class SessionContext:
             if f is not None:
                 f = replace(f, text=secrets.redact_text(f.text))  # a key pasted into AGENTS.md goes no further
                 files.append(f)
+                budget -= len(f.text.encode("utf-8"))
+        for root, paths in zip(self.extra_roots, self._extra_paths, strict=True):
+            f = ins.read_instruction(root, paths, root, max(0, budget)) if budget > 0 else None
+            if f is not None:
+                files.append(replace(f, text=secrets.redact_text(f.text)))
                 budget -= len(f.text.encode("utf-8"))
         self._chain = tuple(files)
 
@@ -364,7 +376,9 @@ class SessionContext:
         for f in self._chain:
             scope = (
                 "the whole workspace"
-                if f.directory == self.root
+                if f.directory == self.root and not self.extra_roots
+                else f"the workspace root {f.directory}"
+                if f.directory == self.root or f.directory in self.extra_roots
                 else f"the whole project at {f.directory}, this workspace included"
             )
             out.append(f"## {self.display(f.path)} (applies to {scope})\n\n{f.text}")
@@ -387,10 +401,19 @@ class SessionContext:
         lines = [
             "# Environment",
             f"- Workspace root: {self.root} (relative paths resolve here)",
+            *(
+                [
+                    "- Also workspace roots (the workspace as much as the first; use absolute paths there): "
+                    + ", ".join(self.extra_roots)
+                ]
+                if self.extra_roots
+                else []
+            ),
             f"- Operating system: {os_description()}",
             f"- Shell: commands run with {SHELL_LINE}",
             f"- Date: {self.date}",
             f"- Git: {self.git.line} (at the start of this turn)",
+            *(f"- Git in {root}: {state.line}" for root, state in self.extra_git),
             f"- Approval mode: {_mode_line(self._mode())}",
             f"- Sandbox: {self._sandbox()}",
         ]
@@ -402,7 +425,8 @@ class SessionContext:
         version the conversation has) lacks; `seen` is updated. Empty when there is nothing new."""
         found: list[InstructionFile] = []
         for path in paths:
-            for d in ins.nested_directories(path, self.root):
+            root = next((r for r in (self.root, *self.extra_roots) if ins.is_within(path, r)), self.root)
+            for d in ins.nested_directories(path, root):
                 f = ins.read_instruction(d, ins.candidates(d, at_root=False), d, ins.MAX_FILE_BYTES)
                 if f is None or seen.get(f.path) == f.signature or any(g.path == f.path for g in found):
                     continue

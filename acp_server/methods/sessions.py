@@ -67,7 +67,7 @@ CLOSE_WAIT_S = 5.0
 
 # ---- the methods ---------------------------------------------------------------------------------------------------
 async def new_session(agent: GatewrightAgent, req: NewSessionRequest) -> Answer:
-    cwd = _workspace(req.cwd, req.additional_directories)
+    cwd, more = _workspace(req.cwd, req.additional_directories)
     # The first turn tells the model what the sandbox helper found, and the helper is its own interpreter (~45 ms of
     # CPU): started first, it boots on the other core while this session is assembled. (Once per process; the idle
     # warm-up may have started it already.)
@@ -78,6 +78,7 @@ async def new_session(agent: GatewrightAgent, req: NewSessionRequest) -> Answer:
     session = AcpSession(
         id=new_session_id(),
         cwd=cwd,
+        additional_directories=more,
         mode=parse_mode(agent.config.mode),
         model=model,
         conn=agent.conn,
@@ -98,14 +99,14 @@ async def new_session(agent: GatewrightAgent, req: NewSessionRequest) -> Answer:
 
 
 async def load_session(agent: GatewrightAgent, req: LoadSessionRequest) -> LoadSessionResponse:
-    cwd = _workspace(req.cwd, req.additional_directories)
+    cwd, more = _workspace(req.cwd, req.additional_directories)
     live = agent.sessions.get(req.session_id)
     if live is not None:
         # The store is complete (written as it goes): settle the live copy and rebuild from the store.
         await _shut(agent, live)
     rec = _record(agent, req.session_id)
     stored_at = rec.updated_at
-    session = _revive(agent, rec, cwd)
+    session = _revive(agent, rec, cwd, more)
     await _connect_mcp(session, req.mcp_servers)
     for update in replay_records(agent.store.events(session.id)):
         await session.deliver_replayed(update)
@@ -118,8 +119,13 @@ async def load_session(agent: GatewrightAgent, req: LoadSessionRequest) -> LoadS
 
 
 async def resume_session(agent: GatewrightAgent, req: ResumeSessionRequest) -> Answer:
-    cwd = _workspace(req.cwd, req.additional_directories)
-    session = agent.sessions.get(req.session_id) or _revive(agent, _record(agent, req.session_id), cwd)
+    cwd, more = _workspace(req.cwd, req.additional_directories)
+    session = agent.sessions.get(req.session_id)
+    if session is not None and (session.cwd, session.additional_directories) != (cwd, more):
+        await _shut(agent, session)  # the client names the roots: a session open on others is rebuilt on these
+        session = None
+    if session is None:
+        session = _revive(agent, _record(agent, req.session_id), cwd, more)
     await _connect_mcp(session, req.mcp_servers or [])
     result = ResumeSessionResponse(
         modes=updates.modes_state(session.mode), config_options=updates.config_options(session)
@@ -128,14 +134,14 @@ async def resume_session(agent: GatewrightAgent, req: ResumeSessionRequest) -> A
 
 
 async def fork_session(agent: GatewrightAgent, req: ForkSessionRequest) -> Answer:
-    cwd = _workspace(req.cwd, req.additional_directories)
+    cwd, more = _workspace(req.cwd, req.additional_directories)
     live = agent.sessions.get(req.session_id)
     if live is not None and live.journal is not None:
         live.journal.sync()
     rec = agent.store.fork(req.session_id, new_session_id())
     if rec is None:
         raise ResourceNotFound(f"Session not found: {req.session_id[:100]}")
-    session = _revive(agent, rec, cwd)
+    session = _revive(agent, rec, cwd, more)
     await _connect_mcp(session, req.mcp_servers or [])
     result = ForkSessionResponse(
         session_id=session.id, modes=updates.modes_state(session.mode), config_options=updates.config_options(session)
@@ -209,15 +215,22 @@ async def _after_new(agent: GatewrightAgent, session: AcpSession) -> None:
     await send_commands(agent, session)
 
 
-def _workspace(cwd: str, additional_directories: list[str] | None) -> str:
-    # One stat of a path the client named: not worth a thread.
+def _workspace(cwd: str, additional_directories: list[str] | None) -> tuple[str, list[str]]:
+    """The session's roots as the client sent them: `cwd`, then each additional directory (absolute, existing
+    directories; `additionalDirectories`). One stat of each path the client named: not worth a thread."""
     if not os.path.isabs(cwd) or "\x00" in cwd:
         raise InvalidParams('Invalid params: "cwd" must be an absolute path')
     if not os.path.isdir(cwd):
         raise InvalidParams('Invalid params: "cwd" is not an existing directory')
-    if additional_directories:
-        raise InvalidParams('Invalid params: "additionalDirectories" is not supported by this agent')
-    return cwd
+    roots: list[str] = []
+    for i, d in enumerate(additional_directories or []):
+        if not os.path.isabs(d) or "\x00" in d:
+            raise InvalidParams(f'Invalid params: "additionalDirectories[{i}]" must be an absolute path')
+        if not os.path.isdir(d):
+            raise InvalidParams(f'Invalid params: "additionalDirectories[{i}]" is not an existing directory')
+        if d != cwd and d not in roots:
+            roots.append(d)
+    return cwd, roots
 
 
 async def _connect_mcp(session: AcpSession, servers: list[Any]) -> None:
@@ -233,8 +246,9 @@ def _record(agent: GatewrightAgent, sid: str) -> SessionRecord:
     return rec
 
 
-def _revive(agent: GatewrightAgent, rec: SessionRecord, cwd: str) -> AcpSession:
-    """A live session from its stored record: settings, model context, usage, scripted position."""
+def _revive(agent: GatewrightAgent, rec: SessionRecord, cwd: str, more: list[str]) -> AcpSession:
+    """A live session from its stored record (settings, model context, usage, scripted position), on the roots the
+    client names now: ACP restores none implicitly."""
     assert agent.conn is not None
     make = functools.partial(
         AcpSession, conn=agent.conn, client_caps=client_capabilities(agent), configured_rules=agent.config.rules
@@ -244,6 +258,7 @@ def _revive(agent: GatewrightAgent, rec: SessionRecord, cwd: str) -> AcpSession:
         rec,
         make,
         cwd=cwd,
+        additional_directories=more,
         factory=agent.config.model_factory,
         default_mode=agent.config.mode,
         state_dir=state_dir(agent.config.state_dir),

@@ -232,6 +232,7 @@ def run_chat(
     rules: tuple[Rule, ...] = (),
     model_given: bool = False,
     mode_given: bool = False,
+    additional_directories: tuple[str, ...] = (),
 ) -> int:
     """The `chat` command. Configuration problems are one line on stderr and exit 2, before anything is shown.
 
@@ -266,7 +267,15 @@ def run_chat(
         return EXIT_USAGE
     if rec is not None:
         session = revive(
-            store, rec, make, cwd=cwd, factory=factory, default_mode=mode, state_dir=resolved, model_id=model_id
+            store,
+            rec,
+            make,
+            cwd=cwd,
+            factory=factory,
+            default_mode=mode,
+            state_dir=resolved,
+            model_id=model_id,
+            additional_directories=additional_directories,
         )
         _banner(view, session, True)
         if rec.model_id and session.model_id != rec.model_id:
@@ -286,6 +295,7 @@ def run_chat(
         session = make(
             id=new_session_id(),
             cwd=cwd,
+            additional_directories=list(additional_directories),
             mode=parse_mode(mode),
             model=model,
             factory=factory,

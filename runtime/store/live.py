@@ -10,7 +10,7 @@ them as `session/update`s from `session/load`; the terminal prints them).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from permissions.modes import parse_mode
@@ -74,6 +74,7 @@ def revive(
     state_dir: str | None,
     new_id: str | None = None,
     model_id: str | None = None,
+    additional_directories: Sequence[str] | None = None,
 ) -> S:
     """Build a live session from its stored record with the host's constructor `make` (a `Session` subclass taking
     the `Session` fields as keywords): settings, model context, usage, scripted position. The model is `model_id`
@@ -88,7 +89,7 @@ def revive(
     session = make(
         id=new_id or rec.id,
         cwd=cwd,
-        additional_directories=list(rec.additional_dirs),
+        additional_directories=list(rec.additional_dirs if additional_directories is None else additional_directories),
         mode=mode,
         model=model,
         model_id=model_id if model else None,
@@ -103,8 +104,9 @@ def revive(
     journal = attach(store, session, epoch, rec.state)
     if session.runtime.history is not stored:
         journal.rewrite()
-    if cwd != rec.cwd:
-        store.save(rec.id, cwd=cwd, touch=False)
+    roots = tuple(session.additional_directories)
+    if cwd != rec.cwd or roots != rec.additional_dirs:
+        store.save(rec.id, cwd=cwd, additional_dirs=roots, touch=False)
     return session
 
 

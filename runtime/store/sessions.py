@@ -157,6 +157,7 @@ class SessionStore:
         model_id: str | None = None,
         state: dict[str, Any] | None = None,
         cwd: str | None = None,
+        additional_dirs: tuple[str, ...] | None = None,
         touch: bool = True,
     ) -> None:
         """Update the given fields (None = unchanged) and, with `touch`, the session's `updated_at`."""
@@ -167,6 +168,7 @@ class SessionStore:
             ("mode", mode),
             ("model_id", model_id),
             ("cwd", cwd),
+            ("additional_dirs", _json(list(additional_dirs)) if additional_dirs is not None else None),
             ("state", _json(state) if state is not None else None),
         ):
             if value is not None:
