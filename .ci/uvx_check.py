@@ -15,17 +15,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": 1,
-        "clientInfo": {"name": "ACP Registry Validator", "version": "1.0.0"},
-        "clientCapabilities": {"terminal": True, "_meta": {"terminal-auth": True}},
-    },
-}
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout: the verifier's request, once
+from tests.support.registry import VERIFIER_INITIALIZE, method_type
 
 
 def main(wheel: str) -> int:
@@ -40,7 +33,7 @@ def main(wheel: str) -> int:
         env.update(HOME=home, TERM="dumb", UV_CACHE_DIR=os.path.join(tmp, "uv-cache"))
         proc = subprocess.run(
             [uvx, "--from", wheel, "gatewright", "acp"],
-            input=json.dumps(INITIALIZE) + "\n",
+            input=json.dumps(VERIFIER_INITIALIZE) + "\n",
             capture_output=True,
             text=True,
             env=env,
@@ -52,10 +45,7 @@ def main(wheel: str) -> int:
         sys.stderr.write(f"uvx_check: exit {proc.returncode}, no answer:\n{proc.stderr[-3000:]}\n")
         return 1
     result = json.loads(lines[0]).get("result") or {}
-    kinds = [
-        m.get("type") or ("terminal" if "terminal-auth" in (m.get("_meta") or {}) else "agent")
-        for m in result.get("authMethods", [])
-    ]
+    kinds = [method_type(m) for m in result.get("authMethods", [])]
     if result.get("protocolVersion") != 1 or not set(kinds) & {"agent", "terminal"}:
         sys.stderr.write(f"uvx_check: unexpected answer: {lines[0][:2000]}\n")
         return 1

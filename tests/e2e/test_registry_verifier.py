@@ -15,32 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.support.acp_schema import agent_frame_errors
+from tests.support.registry import VERIFIER_INITIALIZE, method_type
 
 pytestmark = pytest.mark.timeout(60)
-
-VERIFIER_INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": 1,
-        "clientInfo": {"name": "ACP Registry Validator", "version": "1.0.0"},
-        "clientCapabilities": {
-            "terminal": True,
-            "fs": {"readTextFile": True, "writeTextFile": True},
-            "_meta": {"terminal_output": True, "terminal-auth": True},
-        },
-    },
-}
-
-
-def method_type(method: dict) -> str:
-    if method.get("type"):
-        return str(method["type"])
-    meta = method.get("_meta") or {}
-    if "terminal-auth" in meta:
-        return "terminal"
-    return "agent"
 
 
 def console_script() -> list[str]:
