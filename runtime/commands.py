@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 from permissions.modes import MODES
 from permissions.rules import SCOPE_WORDS
 from permissions.store import RulesUnreadable, known_state_dir_problem
+from runtime.compaction import new_compaction_id
+from runtime.events import CompactionEvent
 from runtime.sandbox import grants, support
 
 if TYPE_CHECKING:
@@ -234,7 +236,10 @@ async def _compact(session: Session) -> str:
         return "No model is configured, so there is nothing to summarise with."
     if journal is None:
         return "Compaction is not available for this session."
+    cid = new_compaction_id()  # shown as a compaction to a client that shows them, besides this reply
+    await session.emit(CompactionEvent(cid, "in_progress"))
     result = await journal.compactor.compact(session.runtime)
+    await session.emit(result.event(cid))
     journal.sync()
     if result.method == "summary":
         return (

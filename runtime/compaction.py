@@ -90,6 +90,21 @@ class CompactionResult:
     def compacted(self) -> bool:
         return self.method != "none"
 
+    def event(self, compaction_id: str) -> CompactionEvent:
+        """How the compaction ended, as a client that shows compactions is told (`compaction_update`)."""
+        if not self.compacted:
+            return CompactionEvent(compaction_id, "failed", error=self.error or "nothing could be compacted")
+        if self.method == "summary":
+            return CompactionEvent(compaction_id, "completed", summary=self.checkpoint)
+        summary = f"The oldest tool outputs were dropped (about {self.tokens_before} → {self.tokens_after} tokens)."
+        if self.error:
+            summary += f" No summary was written: {self.error}."
+        return CompactionEvent(compaction_id, "completed", summary=summary)
+
+
+def new_compaction_id() -> str:
+    return "cmp_" + uuid.uuid4().hex
+
 
 def estimate_tokens(messages: list[Message] | tuple[Message, ...], overhead_chars: int = 0) -> int:
     return (sum(len(message_text(m)) + 16 for m in messages) + overhead_chars) // 4
@@ -178,7 +193,7 @@ class Compactor:
             return None
         if cut_index(runtime.history, self.settings.keep_recent_tokens) is None:
             return None  # nothing to compact yet: not an attempt the user is shown
-        cid = "cmp_" + uuid.uuid4().hex
+        cid = new_compaction_id()
         await emit(CompactionEvent(cid, "in_progress"))
         try:
             result = await self.compact(runtime, use_model=self.failures < MAX_FAILURES)
@@ -186,21 +201,16 @@ class Compactor:
             with anyio.CancelScope(shield=True):
                 await emit(CompactionEvent(cid, "cancelled"))
             raise
+        await emit(result.event(cid))
         if not result.compacted:
-            await emit(CompactionEvent(cid, "failed", error=result.error or "nothing could be compacted"))
             return result
         sizes = f"about {result.tokens_before} → {result.tokens_after} tokens"
         if result.method == "summary":
             what = f"{result.summarised} earlier messages summarised into a checkpoint"
-            summary = result.checkpoint
         else:
             what = "the oldest tool outputs were dropped"
             if result.error:
                 what = f"the summary failed ({result.error}), so {what}"
-            summary = f"The oldest tool outputs were dropped ({sizes})."
-            if result.error:
-                summary += f" No summary was written: {result.error}."
-        await emit(CompactionEvent(cid, "completed", summary=summary))
         fallback = result.method != "summary" and result.error is not None  # the summary failed
         await emit(
             NoticeEvent("warning" if fallback else "info", "Context compacted", f"{what} ({sizes}).", compaction=cid)

@@ -149,3 +149,13 @@ def test_a_client_without_the_compaction_capability_gets_todays_words(inproc, tm
     assert not [u for u in ups if u["sessionUpdate"].startswith("compaction_")]
     assert [u["title"] for u in ups if u["sessionUpdate"] == "notice"][:1] == ["Context compacted"]
     assert not [u for u in load(agent, sid, workspace) if u["sessionUpdate"].startswith("compaction_")]
+
+
+def test_compact_on_demand_is_a_compaction_too_for_a_client_that_shows_them(inproc, tmp_path, workspace):
+    agent, sid, _ = _compacted(inproc, tmp_path, workspace, COMPACTION)
+    start = len(agent.frames)
+    agent.prompt(sid, "/compact")
+    ups = since(agent, sid, start)
+    statuses = [u.get("status") for u in ups if u["sessionUpdate"] == "compaction_update"]
+    assert statuses[0] == "in_progress" and statuses[-1] in ("completed", "failed")
+    assert any(u["sessionUpdate"] == "agent_message_chunk" for u in ups)  # the command's reply as well
