@@ -6,6 +6,7 @@ credentials are usable; `logout` forgetting what `gatewright setup` stored."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -84,3 +85,22 @@ def test_logout_forgets_the_stored_key_and_the_sessions_stop_using_it(inproc, ho
     (post,) = fp.requests_to(OPENAI_PATH)
     assert "authorization" not in post.headers  # the forgotten key is not sent any more
     assert agent.result("logout", {}) == {}  # nothing stored: still fine
+
+
+def test_a_stored_key_is_in_no_childs_environment_and_no_frame(inproc, home, fp, workspace):
+    key = "sk-stored-child-0123456789"
+    credentials.store("OPENAI_API_KEY", key)
+    show_env = json.dumps({"command": "env; cat ~/.config/gatewright/credentials.json || true"})
+    fp.openai(
+        Reply(frames=openai_stream(tool_calls=[("c1", "bash", [show_env])])),
+        Reply(frames=openai_stream("done")),
+    )
+    agent = inproc("--model", "openai:gpt-4.1", "--mode", "auto", env={"OPENAI_BASE_URL": f"{fp.url}/v1"})
+    agent.initialize()
+    sid = agent.new_session(workspace)
+    agent.prompt(sid, "show me the environment")
+    first, second = fp.requests_to(OPENAI_PATH)
+    assert first.headers["authorization"] == f"Bearer {key}"
+    tool_result = next(m for m in second.body["messages"] if m.get("role") == "tool")["content"]
+    assert "PATH=" in tool_result and key not in tool_result  # env ran; the key was never in it, nor readable
+    assert key not in json.dumps(agent.frames)
