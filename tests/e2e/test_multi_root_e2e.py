@@ -23,6 +23,7 @@ def test_two_roots_are_one_workspace_for_tools_sandbox_and_instructions(spawn, t
     one, two, outside = tmp_path / "one", tmp_path / "two", tmp_path / "outside"
     for d in (one, two, outside):
         d.mkdir()
+    (two / ".git").mkdir()  # the second root's repository: protected like the first's
     (one / "AGENTS.md").write_text("Root one: always say PINEAPPLE.\n")
     (two / "AGENTS.md").write_text("Root two: never touch vendor/.\n")
     fp.openai(
@@ -37,6 +38,7 @@ def test_two_roots_are_one_workspace_for_tools_sandbox_and_instructions(spawn, t
             ("c5", "bash", {"command": "echo ran > made2.txt", "cwd": str(two)}),
         ),
         calls(("c6", "write_file", {"path": str(outside / "x.txt"), "content": "no\n"})),
+        calls(("c7", "write_file", {"path": str(two / ".git" / "hooks" / "pre-commit"), "content": "no\n"})),
         Reply(frames=openai_stream("done")),
     )
     env = {"OPENAI_BASE_URL": f"{fp.url}/v1", "OPENAI_API_KEY": "sk-test"}
@@ -56,6 +58,13 @@ def test_two_roots_are_one_workspace_for_tools_sandbox_and_instructions(spawn, t
         if r["method"] == "session/request_permission"
     ]
     assert asked == ["c6"] and not (outside / "x.txt").exists()
+    agent.prompt(sid, "and the hook", timeout=60)
+    asked = [
+        r["params"]["toolCall"]["toolCallId"]
+        for r in agent.agent_requests
+        if r["method"] == "session/request_permission"
+    ]
+    assert asked == ["c6", "c7"] and not (two / ".git" / "hooks" / "pre-commit").exists()
     system = fp.requests_to(OPENAI_PATH)[0].body["messages"][0]["content"]
     assert "always say PINEAPPLE" in system and "never touch vendor/" in system and str(two) in system
 
