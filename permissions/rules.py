@@ -107,8 +107,12 @@ class RuleStore:
         project: str | None = None,
         remember: Scope = "session",
         configured: tuple[Rule, ...] = (),
+        other_roots: tuple[str, ...] = (),
     ) -> None:
         self._rules: dict[str, Rule] = {}
+        # The other roots of a multi-root workspace: each is "this project" as much as `project` (the first root):
+        # a call in one is remembered for that root, and the rules of every root apply.
+        self.other_roots = tuple(r for r in other_roots if r != project)
         self._given_blind: set[str] = set()  # ids of session approvals given while the persisted rules were unknown
         self._unknown = False
         self.database = database
@@ -156,7 +160,7 @@ class RuleStore:
             redact(label),
             scope,
             "exact",
-            self.project if scope == "project" else None,
+            (facts.root if facts.root in self.other_roots else self.project) if scope == "project" else None,
             time.time(),
         )
         if scope != "session":
@@ -177,6 +181,9 @@ class RuleStore:
             return []
         try:
             found = self.database.rules_for(self.project)
+            for root in self.other_roots:
+                seen = {r.id for r in found}
+                found += [r for r in self.database.rules_for(root) if r.scope == "project" and r.id not in seen]
         except Exception:
             self._unknown = True
             raise

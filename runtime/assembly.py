@@ -128,8 +128,14 @@ def build_runtime(
         # Both files are opened at first use.
         rule_database = rule_database or shared_rule_database(state_dir)
         audit = audit or audit_log(state_dir)
-    # Project rules are keyed by the resolved workspace root.
-    rules = RuleStore(rule_database, workspace.cwd if rule_database is not None else None, remember, configured_rules)
+    # Project rules are keyed by the resolved workspace root (each root of a multi-root workspace is one).
+    rules = RuleStore(
+        rule_database,
+        workspace.cwd if rule_database is not None else None,
+        remember,
+        configured_rules,
+        other_roots=workspace.roots[1:],
+    )
     router: ToolExecutor = RoutingToolExecutor(registry, opts.tool_call_timeout_ms / 1000)
     if wrap_router is not None:
         router = wrap_router(router)

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 from permissions.modes import MODES
 from permissions.rules import SCOPE_WORDS
 from permissions.store import RulesUnreadable, known_state_dir_problem
-from runtime.compaction import new_compaction_id
 from runtime.events import CompactionEvent
 from runtime.sandbox import grants, support
+from runtime.updates import new_compaction_id
 
 if TYPE_CHECKING:
     from runtime.session import Session

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,6 +35,7 @@ from runtime.models.base import (
     UserMessage,
 )
 from runtime.store.codec import message_text
+from runtime.updates import new_compaction_id
 
 if TYPE_CHECKING:
     from runtime.loop import AgentRuntime
@@ -100,10 +100,6 @@ class CompactionResult:
         if self.error:
             summary += f" No summary was written: {self.error}."
         return CompactionEvent(compaction_id, "completed", summary=summary)
-
-
-def new_compaction_id() -> str:
-    return "cmp_" + uuid.uuid4().hex
 
 
 def estimate_tokens(messages: list[Message] | tuple[Message, ...], overhead_chars: int = 0) -> int:

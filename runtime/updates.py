@@ -45,6 +45,11 @@ def info_update(title: str | None = None, updated_at: float | None = None) -> di
     return upd
 
 
+def new_compaction_id() -> str:
+    """A `compactionId`: one compaction of a session's context, from its start to its end."""
+    return "cmp_" + uuid.uuid4().hex
+
+
 def new_message_id() -> str:
     """A `messageId`: the chunks of one message share it, and a new id starts a new message."""
     return "msg_" + uuid.uuid4().hex

@@ -296,3 +296,15 @@ def test_sqlite_is_not_imported_on_the_start_up_path_nor_by_creating_a_session_o
         "permissions.audit\nassert 'sqlite3' not in sys.modules, 'sqlite3 imported at start-up'"
     )
     subprocess.run(_python(code), check=True, timeout=60)
+
+
+def test_in_a_multi_root_workspace_each_root_is_this_project(tmp_path):
+    """A call in the second root is remembered for that root, and a session whose roots include it (first or not)
+    finds it; a session without that root does not."""
+    db = RuleDatabase(str(tmp_path))
+    both = RuleStore(db, "/ws", other_roots=("/lib",))
+    rule = both.add("allow", bash_facts("make", "/lib"), "`make`", "project")
+    assert rule.project == "/lib"
+    assert decide(bash_facts("make", "/lib"), "safe", RuleStore(db, "/lib")).rule_id == rule.id
+    assert decide(bash_facts("make", "/lib"), "safe", RuleStore(db, "/other", other_roots=("/lib",))).rule_id == rule.id
+    assert decide(bash_facts("make", "/lib"), "safe", RuleStore(db, "/other")).action == "ask"
