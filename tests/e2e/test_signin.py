@@ -150,3 +150,23 @@ def test_ctrl_c_in_setup_changes_nothing(tmp_path, fp):
     term.expect("nothing was changed")
     assert term.wait_exit() == 1
     assert not config_dir(tmp_path).exists() or not any(config_dir(tmp_path).iterdir())
+
+
+def test_setup_with_anthropic_verifies_the_key_its_way_and_picks_from_its_models(tmp_path, fp):
+    fp.serve_models(["claude-haiku-4-5", "claude-sonnet-4-5"], keys={KEY})
+    env = home_env(tmp_path, ANTHROPIC_BASE_URL=fp.url)
+    term = setup_term(tmp_path, env)
+    term.expect("Which provider")
+    term.child.send("2\r")
+    term.expect(r"Anthropic API key \(hidden\):")
+    term.child.send(KEY + "\r")
+    term.expect("The key works")
+    term.expect("Default model")
+    term.child.send("\r")  # the suggestion: the preferred model the provider lists
+    term.expect("Signed in")
+    assert term.wait_exit() == 0
+    (listed,) = fp.requests_to("/v1/models")
+    assert listed.headers["x-api-key"] == KEY and listed.headers["anthropic-version"]
+    assert 'default_model = "anthropic:claude-sonnet-4-5"' in (config_dir(tmp_path) / "config.toml").read_text()
+    stored = json.loads((config_dir(tmp_path) / "credentials.json").read_text())
+    assert stored == {"keys": {"ANTHROPIC_API_KEY": KEY}}
