@@ -494,6 +494,28 @@ REQUIREMENTS: tuple[Requirement, ...] = (
         "search never looks into such files.",
         (),
     ),
+    R(
+        "acp:session:additional-directories",
+        "ACP session setup (additionalDirectories, needs sessionCapabilities.additionalDirectories)",
+        "Extra workspace roots per session: new, load, resume and fork take absolute existing directories (anything "
+        "else -32602), the store keeps them, and every root is the workspace for the tools, the boundary, the "
+        "sandbox, the protected paths, the instructions and the git state.",
+        (
+            "e2e/test_multi_root_e2e.py::test_two_roots_are_one_workspace_for_tools_sandbox_and_instructions",
+            "e2e/test_multi_root_e2e.py::"
+            "test_an_additional_directory_that_is_not_an_absolute_existing_directory_is_invalid_params",
+            "e2e/test_ts_sdk_e2e.py::test_the_typescript_sdk_client_gets_two_roots_the_newer_updates_and_logout",
+        ),
+    ),
+    R(
+        "acp:auth:logout",
+        "ACP logout (needs agentCapabilities.auth.logout)",
+        "logout forgets the credentials gatewright setup stored; open sessions stop using them.",
+        (
+            "acp_server/test_auth_methods.py::test_logout_forgets_the_stored_key_and_the_sessions_stop_using_it",
+            "e2e/test_ts_sdk_e2e.py::test_the_typescript_sdk_client_gets_two_roots_the_newer_updates_and_logout",
+        ),
+    ),
 )
 
 GAPS: tuple[Gap, ...] = (
@@ -510,20 +532,6 @@ GAPS: tuple[Gap, ...] = (
         "Audio prompt blocks reach the model.",
         "No configured model takes audio; audio is not advertised and an audio block gets a plain note.",
         ("agentCapabilities", "promptCapabilities", "audio"),
-    ),
-    Gap(
-        "acp:session:additional-directories",
-        "ACP session setup (additionalDirectories, needs sessionCapabilities.additionalDirectories)",
-        "Extra workspace roots per session.",
-        "Not offered yet: session/new refuses a non-empty additionalDirectories with -32602.",
-        ("agentCapabilities", "sessionCapabilities", "additionalDirectories"),
-    ),
-    Gap(
-        "acp:auth:logout",
-        "ACP logout (needs agentCapabilities.auth.logout)",
-        "Log out of the provider.",
-        "Provider credentials come from the environment; there is nothing to log out of.",
-        ("agentCapabilities", "auth"),
     ),
     Gap(
         "acp:schema:fuzz-jsonschema-in-suite",
