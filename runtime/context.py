@@ -273,7 +273,7 @@ class SessionContext:
         """Start the next turn's look at the workspace now, on threads (see the module docstring)."""
         if self._prefetched is None:
             after = self.repositories.start if self.repositories is not None else None
-            self._prefetched = _Look(self.root, self._git_state, after)
+            self._prefetched = _Look(self.root, lambda: self._git_state(self.root), after)
 
     def close(self) -> None:
         """The session ends: a prefetched look still running is waited for (its processes are bounded by their
