@@ -69,6 +69,7 @@ class Verdict:
     paths: list[tuple[str, str]] = field(default_factory=list)  # (text, use) found by the program's own check
     own_paths: bool = False  # the check named the program's paths itself; the generic scan stays out
     opaque: bool = False  # the program touches paths no word names (`cd -`, `--files0-from`)
+    unknown: bool = False  # a program this module does not know (or one from a path): what it does is not analysed
 
     def deny(self, reason: str) -> None:
         self.read_only = False
@@ -1076,6 +1077,9 @@ def _eval(args: Sequence[Word], v: Verdict) -> None:
 def _printf(args: Sequence[Word], v: Verdict) -> None:
     if args and (not args[0].option_safe or args[0].text.startswith("-v")):
         v.deny("printf -v sets a shell variable")
+        name = args[0].text[2:] or (args[1].text if len(args) > 1 else "")
+        if not (args[0].exact and IDENTIFIER.fullmatch(name) and (len(args[0].text) > 2 or args[1].exact)):
+            v.deny("printf -v evaluates the subscript of the variable it sets")
 
 
 _ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
@@ -1220,6 +1224,7 @@ def _rsync(name: str, args: Sequence[Word], v: Verdict) -> None:
 
 
 def _unknown(name: str, args: Sequence[Word], v: Verdict) -> None:
+    v.unknown = True
     v.deny(f"{name} is not known to be read-only")
     _hidden_programs(args, v)
 
@@ -1255,6 +1260,7 @@ def judge(words: Sequence[Word], *, known: bool = True) -> Verdict:
     """
     v = Verdict()
     if not program_name(words[0])[1]:
+        v.unknown = True
         v.deny("runs a program from a path")
     name, args = _program(words)
     kind = next((judged for fits, judged in _KINDS if fits(name)), _unknown) if known else _unknown

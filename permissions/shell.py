@@ -85,6 +85,9 @@ class ShellAnalysis:
     # Not proven read-only only because git may run programs its repository configures (fsmonitor, textconv,
     # filters): read-only once it runs in a sandbox that writes nothing and reaches no network.
     read_only_when_confined: bool = False
+    # Runs code no analysis follows (an interpreter's code, a script, a program this analysis does not know, a
+    # command built at run time): only a sandbox can hold what it touches.
+    opaque_code: bool = True
 
 
 UNPARSED = "could not fully parse the command"
@@ -98,6 +101,7 @@ NETWORK_EXPANSION = "sends expanded variables over the network"
 NETWORK_PIPED = "pipes data into a network command"
 SOCKET = "redirects to a network socket"
 SUBSTITUTION = "uses command substitution"
+EVALUATES = "evaluat"  # in every reason that says bash evaluates data ("uses arithmetic evaluation", ...)
 _URGENT = programs.DESTRUCTIVE_REASONS | {UNPARSED, FAILED, DYNAMIC, DOWNLOAD_PIPED, DOWNLOAD_RUN, NETWORK_PIPED}
 _URGENT |= {NETWORK_SUBSTITUTION, NETWORK_EXPANSION, SOCKET, FUNCTION}
 """Reasons that make the policy ask even in auto mode."""
@@ -171,6 +175,7 @@ class _Fact:
     download: bool = False
     interpreter: bool = False
     stdin_script: bool = False
+    opaque_code: bool = False  # runs code no analysis follows: an interpreter, a script, an unknown program
 
 
 @dataclass(slots=True)
@@ -186,6 +191,7 @@ class _Walk:
     trees: list[Any] = field(default_factory=list)
     paths: dict[str, bool | None] = field(default_factory=dict)  # text -> writes (None: unless the line is read-only)
     opaque: bool = False
+    evaluates: bool = False
     stdin: str | None = None  # the literal text a heredoc or herestring feeds the command being walked
 
     def name(self, text: str, use: str, safe: bool = False) -> None:
@@ -199,6 +205,9 @@ class _Walk:
     def deny(self, *reasons: str) -> None:
         self.clean = False
         self.reasons.update(dict.fromkeys(reasons))
+        # Data bash evaluates (arithmetic, subscripts) can hold a command substitution no analysis sees.
+        if any(EVALUATES in r for r in reasons):
+            self.evaluates = True
 
     def unparsed(self, reason: str = UNPARSED) -> None:
         self.parsed = False
@@ -551,6 +560,7 @@ class _Walk:
             download=v.download,
             interpreter=v.interpreter,
             stdin_script=v.stdin_script,
+            opaque_code=v.interpreter or v.unknown or v.dynamic,
         )
         self.facts.append(fact)
         self.judged(unwrapped, v, fact, start)
@@ -565,7 +575,7 @@ class _Walk:
 
     def built_program(self, words: list[Word]) -> None:
         """A command whose program word is expanded (`$CMD x`): nobody here knows what runs, or what it touches."""
-        self.facts.append(_Fact(safe=False))
+        self.facts.append(_Fact(safe=False, opaque_code=True))
         self.deny(DYNAMIC)
         self.opaque = True
         for w in words:
@@ -868,6 +878,7 @@ def _analyze(command: str) -> ShellAnalysis:
         canonical=canonical,
         paths=tuple(NamedPath(t, not read_only if w is None else w) for t, w in walk.paths.items()),
         opaque_paths=walk.opaque or not walk.parsed,
+        opaque_code=not walk.parsed or walk.evaluates or any(f.opaque_code for f in walk.facts),
         read_only_when_confined=not read_only
         and walk.parsed
         and bool(walk.reasons)

@@ -295,7 +295,7 @@ def _status(session: Session) -> str:
         f"Remembered rules: {len(session.rules.list())}; “always” answers are remembered "
         f"{SCOPE_WORDS[session.rules.remember]}",
     ]
-    lines.append("S" + support().describe()[1:])  # "Sandbox: Landlock ABI 7, user/pid/mount/net namespaces"
+    lines += support().status_lines()  # "Sandbox: Landlock ABI 7 (...), user/pid/mount/net namespaces", what is missing
     widened = grants.describe(session.workspace.roots)
     if widened is not None:
         lines.append(widened[0].upper() + widened[1:])

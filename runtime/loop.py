@@ -177,6 +177,7 @@ class AgentRuntime:
         # Without an OS sandbox the session says so once, at its first turn (a subagent's runtime never does).
         self.sandbox_told = False
         self.unasked_told = False  # the user was told that the host could not ask them
+        self._sandbox_said = ""  # what the session was last told about the sandbox
 
     # ---- control -------------------------------------------------------------------------------------------------
     def cancel(self) -> None:
@@ -201,13 +202,22 @@ class AgentRuntime:
         return tuple(ToolSchema(t.name, t.description, t.schema) for t in self.registry.tools())
 
     async def _tell_sandbox(self, emit: EventSink) -> None:
+        """Once per session, and again when the sandbox changed since (a helper restarted weaker): what is missing."""
         found = support()
-        if not found.active:
-            await emit(
-                NoticeEvent(
-                    "warning", "No sandbox", f"{found.describe()}. Commands ask for approval more often (see /status)."
-                )
-            )
+        told = found.describe() + found.note
+        if told == self._sandbox_said:
+            return
+        first = not self._sandbox_said
+        self._sandbox_said = told
+        if found.complete and (first or not found.note):
+            return
+        title = "No sandbox" if not found.active else "Weaker sandbox" if not found.complete else "Sandbox restarted"
+        text = found.describe()
+        if found.note:
+            text += f" ({found.note})"
+        if not found.complete:
+            text += ". Commands ask for approval more often (see /status)"
+        await emit(NoticeEvent("warning", title, text + "."))
 
     # ---- the turn ------------------------------------------------------------------------------------------------
     async def run_turn(self, parts: list[UserPart], emit: EventSink) -> TurnOutcome:
@@ -225,7 +235,7 @@ class AgentRuntime:
                 if self._cancel_requested:
                     scope.cancel()
                 try:
-                    if not self.sandbox_told:
+                    if not self.sandbox_told or self._sandbox_said:
                         self.sandbox_told = True
                         await self._tell_sandbox(emit)
                     if self.context is not None:

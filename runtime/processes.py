@@ -32,15 +32,15 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import anyio
 
 from permissions.confinement import Confinement
 from runtime import sandbox
 from runtime.sandbox import remove_all_tmpdirs, remove_session_tmpdir
-from runtime.sandbox.child import SETUP_PREFIX
-from runtime.sandbox.client import Child, SandboxError, Spawner
+from runtime.sandbox.child import SETUP_PREFIX, Capabilities
+from runtime.sandbox.client import Child, HelperGone, SandboxError, Spawner
 from runtime.sandbox.orphans import group_alive
 from runtime.sandbox.spec import SandboxSpec
 
@@ -226,8 +226,10 @@ def spawn(
             theirs["stderr"] = stderr
         report_r, report_w = os.pipe()
         owned.append(report_w)
+        tag = os.urandom(8).hex()
         try:
-            pid, pidfd, notes = spawner.spawn(
+            spawner, (pid, pidfd, notes) = _spawn_once_more_if_gone(
+                spawner,
                 argv,
                 cwd=cwd,
                 env=child_env,
@@ -239,6 +241,7 @@ def spawn(
                 stderr=theirs["stderr"],
                 cwd_fd=cwd_fd,
                 proxy=net.channel if net is not None else None,
+                tag=tag,
             )
         except BaseException:
             os.close(report_r)
@@ -255,9 +258,34 @@ def spawn(
             os.close(fd)
         if net is not None:
             net.release_channel()  # the spawn's init has its own copy
-    child = Child(pid, pidfd, report_r, spawner.caps, notes, net)
+    child = Child(pid, pidfd, report_r, spawner.caps, notes, net, tag)
     register_group(pid)
     return Spawned(child, ours["stdin"], ours["stdout"], ours["stderr"])
+
+
+def _spawn_once_more_if_gone(
+    spawner: Spawner, argv: Sequence[str], **kw: Any
+) -> tuple[Spawner, tuple[int, int, list[str]]]:
+    """`spawner.spawn`, and once more through a new helper when the old one was gone before it read the request
+    (it died between two commands: nothing ran). The new helper must hold at least what the old one did, or the
+    command does not run: it was decided for a sandbox that no longer exists, and the next call is decided afresh
+    (the session is told of the weaker sandbox)."""
+    try:
+        pid, pidfd, notes = spawner.spawn(argv, **kw)
+        return spawner, (pid, pidfd, [*notes, *spawner.take_note()])
+    except HelperGone as exc:
+        fresh = Spawner.get()
+        if not _at_least(fresh.caps, spawner.caps):
+            raise SandboxError(
+                f"{exc}; the new one holds less ({sandbox.support().describe()}): the command did not run, "
+                "and the next call is decided for the weaker sandbox"
+            ) from None
+        pid, pidfd, notes = fresh.spawn(argv, **kw)
+        return fresh, (pid, pidfd, [*notes, *(fresh.take_note() or [str(exc)])])
+
+
+def _at_least(new: Capabilities, old: Capabilities) -> bool:
+    return new.landlock_abi >= old.landlock_abi and (new.namespaces or not old.namespaces)
 
 
 def setup_failure(stderr: str) -> str | None:

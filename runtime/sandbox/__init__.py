@@ -29,7 +29,7 @@ left them, and the helper's end when the agent's socket closes.
 
 from __future__ import annotations
 
-import functools
+import os
 import sys
 
 from runtime.sandbox._frozen import Frozen
@@ -65,53 +65,175 @@ __all__ = [
 ENV_SWITCH = "GATEWRIGHT_SANDBOX"
 
 
-class Support(Frozen):
-    """What this system lets the sandbox do. `active`: processes are confined (Landlock works)."""
+# What each Landlock ABI adds that the sandbox uses (landlock.py), in a user's words.
+_ABI_FEATURES = (
+    (1, "files"),
+    (2, "renames"),
+    (3, "truncation"),
+    (4, "TCP"),
+    (6, "scoped signals and sockets"),
+)
 
-    __slots__ = ("landlock_abi", "namespaces", "forced", "reason")
+
+class Support(Frozen):
+    """What this system lets the sandbox do, layer by layer, and why a layer is missing (in a user's words).
+
+    `active`: processes are confined (Landlock works). `namespaces`: user, pid, mount, ipc and net namespaces work
+    (they come together: without a user namespace an unprivileged process can make none of the others). What each
+    missing layer costs (`costs`) is what the modes make up for by asking more (docs/sandbox.md)."""
+
+    __slots__ = ("landlock_abi", "namespaces", "netfilter", "forced", "landlock_why", "namespaces_why", "note", "root")
     landlock_abi: int
     namespaces: bool
+    netfilter: bool  # without a net namespace, a seccomp filter leaves a call without network approval no socket
     forced: str | None  # the value of GATEWRIGHT_SANDBOX that limited it
-    reason: str  # why something is missing
+    landlock_why: str  # why Landlock is missing ("" when it holds)
+    namespaces_why: str  # why the namespaces are missing
+    note: str  # what happened to the helper (restarted, a weaker one after a failed start), "" when nothing
+    root: bool  # the agent runs as root
 
     def __init__(
-        self, landlock_abi: int = 0, namespaces: bool = False, forced: str | None = None, reason: str = ""
+        self,
+        landlock_abi: int = 0,
+        namespaces: bool = False,
+        netfilter: bool = False,
+        forced: str | None = None,
+        landlock_why: str = "",
+        namespaces_why: str = "",
+        note: str = "",
+        root: bool = False,
     ) -> None:
-        self._init(landlock_abi=landlock_abi, namespaces=namespaces, forced=forced, reason=reason)
+        self._init(
+            landlock_abi=landlock_abi,
+            namespaces=namespaces,
+            netfilter=netfilter,
+            forced=forced,
+            landlock_why=landlock_why,
+            namespaces_why=namespaces_why,
+            note=note,
+            root=root,
+        )
 
     @property
     def active(self) -> bool:
         return self.landlock_abi > 0
 
+    @property
+    def network_held(self) -> bool:
+        """A call without network approval reaches no network at all: a net namespace, or where there is none the
+        seccomp filter that refuses it every socket but unix and netlink ones (Landlock alone cuts TCP, from ABI 4,
+        and nothing else)."""
+        return self.namespaces or self.netfilter
+
+    @property
+    def complete(self) -> bool:
+        return self.active and self.namespaces
+
+    def landlock_words(self) -> str:
+        if not self.active:
+            return f"no Landlock ({self.landlock_why or 'not available'})"
+        feats = [name for abi, name in _ABI_FEATURES if self.landlock_abi >= abi]
+        return f"Landlock ABI {self.landlock_abi} ({', '.join(feats)})"
+
+    def costs(self) -> list[str]:
+        """What each missing layer costs, one line each (empty when everything holds)."""
+        out: list[str] = []
+        if not self.active:
+            out.append(
+                "no Landlock: commands are not confined to the workspace (they read and write whatever this user "
+                "can), so commands ask more: proven read-only ones that name paths outside or paths only known "
+                "when they run, and git commands that may run programs of the repository"
+            )
+        if not self.namespaces:
+            if self.active:
+                out.append(
+                    "no mount namespace: .git and the agent's settings stay read-only by granting a workspace root "
+                    "entry by entry, so a command cannot create a new file directly in a root"
+                )
+            out.append(
+                "no pid namespace: what a command starts is ended by its process group and an environment marker; "
+                "a process that leaves both can outlive the command"
+            )
+            if self.active and self.landlock_abi >= 4:
+                out.append(
+                    "no net namespace: without network approval only TCP is cut (UDP and raw sockets are not), so "
+                    "git commands that may run programs of the repository ask first"
+                )
+            else:
+                out.append(
+                    "no net namespace: a command reaches the network whether or not it was approved for it, so git "
+                    "commands that may run programs of the repository ask first"
+                )
+            if self.active and self.landlock_abi < 6:
+                out.append("Landlock ABI < 6 and no pid namespace: a command can signal the agent's other processes")
+        if self.root and not self.namespaces:
+            out.append(
+                "running as root without a user namespace: commands keep root's file access where they are "
+                "allowed to write, and have none of root's other privileges"
+                if self.active
+                else "running as root with no sandbox: a command has every privilege of root, can trace the agent "
+                "and read its memory, so every command asks"
+            )
+        return out
+
     def describe(self) -> str:
+        """One line: what holds, what is missing and why."""
         if self.forced == "off":
             return f"sandbox: off ({ENV_SWITCH}=off): commands run unconfined and more calls ask"
+        if not self.active and not self.namespaces:
+            why = self.landlock_why or "no Landlock"
+            if self.namespaces_why and self.namespaces_why != why:
+                why += f"; no namespaces: {self.namespaces_why}"
+            return f"sandbox: not available ({why}): commands run unconfined and more calls ask"
         if not self.active:
             return (
-                f"sandbox: not available ({self.reason or 'no Landlock'}): commands run unconfined and more calls ask"
+                f"sandbox: {self.landlock_words()}: commands run unconfined, in user/pid/mount/net namespaces "
+                "(contained, no network unless approved, .git read-only); more calls ask"
             )
-        text = f"sandbox: Landlock ABI {self.landlock_abi}"
+        text = f"sandbox: {self.landlock_words()}"
         if self.namespaces:
             return text + ", user/pid/mount/net namespaces"
-        why = f"{ENV_SWITCH}=landlock" if self.forced == "landlock" else self.reason or "unavailable"
+        why = f"{ENV_SWITCH}=landlock" if self.forced == "landlock" else self.namespaces_why or "unavailable"
         return (
-            text + f", no namespaces ({why}): what a command starts may outlive the agent if it leaves its "
-            "process group and drops its environment"
+            f"{text}, no namespaces: {why}. Commands are confined to the workspace; they cannot create files "
+            "directly in a workspace root, UDP is not cut, and a process that leaves its group can outlive them"
         )
 
+    def status_lines(self) -> list[str]:
+        """For /status: the summary, then what each missing layer costs, then what happened to the helper."""
+        lines = ["S" + self.describe()[1:]]
+        lines += [f"Sandbox cost: {c}" for c in self.costs()]
+        if self.note:
+            lines.append(f"Sandbox helper: {self.note}")
+        return lines
 
-@functools.cache
+
 def support() -> Support:
-    """Asked of the sandbox helper once per process (which starts it: ~20–30 ms, or none after `prestart`)."""
+    """What the sandbox helper for the current GATEWRIGHT_SANDBOX found (it is started once per process: ~20–30
+    ms, or none after `prestart`; a helper that died is started again, so this can become weaker mid-session)."""
     if not sys.platform.startswith("linux"):
-        return Support(reason="not Linux")
+        return Support(landlock_why="not Linux", namespaces_why="not Linux")
     from runtime.sandbox.client import Spawner
 
-    try:
-        spawner = Spawner.get()
-    except OSError as exc:
-        return Support(reason=f"the sandbox helper did not start ({exc})")
-    return Support(spawner.caps.landlock_abi, spawner.caps.namespaces, forced=spawner.forced, reason=spawner.why)
+    sp = Spawner.get()
+    key = (sp, sp.caps, sp.note)
+    cached = _last.get(key)
+    if cached is None:
+        _last.clear()
+        cached = _last[key] = Support(
+            sp.caps.landlock_abi,
+            sp.caps.namespaces,
+            netfilter=sp.caps.netfilter,
+            forced=sp.forced,
+            landlock_why=sp.landlock_why,
+            namespaces_why=sp.namespaces_why,
+            note=sp.note,
+            root=os.geteuid() == 0,
+        )
+    return cached
+
+
+_last: dict[object, Support] = {}
 
 
 _network: list[tuple[str, ...] | None] = [None]

@@ -7,19 +7,23 @@ namespaces it first connects to the one-shot socket of the agent's network proxy
 channel to the namespace's init, as the helper does for its spawns. It refuses to run anything without a
 spec: a launcher started by hand, or by an editor that mangled the arguments, must not run a command unconfined. If
 the agent has already exited, nothing runs either; if it exits later, the namespace's init ends the command (with
-namespaces; without them the command is on its own once exec'd).
+namespaces; without them this process stays the command's parent and ends its group and what left it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import socket
 import sys
+import time
 
-from runtime.sandbox.child import FORWARDED, SETUP_FAILED, SETUP_PREFIX, Capabilities, Plan
+from runtime.sandbox._libc import PR_SET_CHILD_SUBREAPER, libc
+from runtime.sandbox.child import FORWARDED, MARKER_ENV, SETUP_FAILED, SETUP_PREFIX, Capabilities, Plan
 from runtime.sandbox.launcher_env import parse, start_time
+from runtime.sandbox.orphans import adopted_alive, group_alive, sweep
 
 
 def _refuse(why: str) -> int:
@@ -35,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             "without its sandbox)"
         )
     try:
-        spec, (abi, ns), agent = parse(args[1])
+        spec, (abi, ns, netfilter), agent = parse(args[1])
     except (ValueError, TypeError, KeyError) as exc:
         return _refuse(f"unreadable sandbox spec ({exc})")
     command = args[3:]
@@ -60,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             command,
             dict(os.environ),
             spec,
-            Capabilities(abi, ns),
+            Capabilities(abi, ns, netfilter),
             cwd=os.getcwd(),
             report_w=report_w,
             grace=spec.grace,
@@ -69,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         return _refuse(f"the sandbox could not be prepared ({exc})")
     if not ns:
-        plan.exec_here()  # Landlock on this process, then exec: the editor's child becomes the command
+        return _contain(plan, agent_fd, report_r, report_w)
     try:
         init = plan.start(agent_pidfd=agent_fd)
     except OSError as exc:
@@ -98,6 +102,60 @@ def _follow(init: int, report_r: int) -> int:
             pid, init_status = os.waitpid(init, os.WNOHANG)
             if pid == init:
                 break
+    return _end_like(report_r, None)
+
+
+def _contain(plan: Plan, agent_fd: int | None, report_r: int, report_w: int) -> int:
+    """Without namespaces: the command in its own process group under this process (a child subreaper), which
+    passes the editor's signals on to the group and, once the command has exited (after the drain grace) or the
+    agent is gone, kills the group and whatever left it carrying the spawn's marker, as the sandbox helper does."""
+    tag = os.urandom(8).hex()
+    plan.env[MARKER_ENV] = tag
+    libc().prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    waited = set(FORWARDED) | {signal.SIGCHLD}
+    signal.pthread_sigmask(signal.SIG_BLOCK, waited)
+    try:
+        pid = plan.start()
+    except OSError as exc:
+        return _refuse(str(exc))
+    finally:
+        plan.close()
+        os.close(report_w)
+    watch = select.poll()
+    if agent_fd is not None:
+        watch.register(agent_fd, select.POLLIN)
+    status: int | None = None
+    deadline: float | None = None
+    while True:
+        if status is not None:
+            busy = group_alive(pid) or adopted_alive(tag)
+            if not busy or (deadline is not None and time.monotonic() >= deadline):
+                break
+        info = signal.sigtimedwait(waited, 0.05 if status is not None else 1.0)
+        if watch.poll(0):  # the agent is gone: nothing it asked for may stay
+            status = status if status is not None else signal.SIGKILL
+            break
+        if info is None:
+            continue
+        if info.si_signo != signal.SIGCHLD:
+            with contextlib.suppress(OSError):
+                os.killpg(pid, info.si_signo)
+            continue
+        with contextlib.suppress(ChildProcessError):
+            while (got := os.waitpid(-1, os.WNOHANG))[0]:
+                if got[0] == pid:
+                    status = got[1]
+                    grace = plan.grace
+                    deadline = None if grace is None else time.monotonic() + grace
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    sweep(tag)
+    return _end_like(report_r, status)
+
+
+def _end_like(report_r: int, status: int | None) -> int:
+    """Report the set-up's failure if there was one, then end the way the command did (its wait status from the
+    report, or `status`)."""
     data = b""
     with contextlib.suppress(OSError):
         while chunk := os.read(report_r, 65536):
@@ -106,9 +164,12 @@ def _follow(init: int, report_r: int) -> int:
     for line in lines:
         if line.startswith(b"E"):
             os.write(2, SETUP_PREFIX + line[1:] + b"\n")
-    status = next((int(line[1:]) for line in lines if line.startswith(b"S")), None)
+    if any(line.startswith(b"E") for line in lines):
+        return SETUP_FAILED
+    if status is None:
+        status = next((int(line[1:]) for line in lines if line.startswith(b"S")), None)
     if status is None:  # killed (the agent went away, or the editor killed the init)
-        return SETUP_FAILED if any(line.startswith(b"E") for line in lines) else 128 + signal.SIGKILL
+        return 128 + signal.SIGKILL
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         signal.signal(sig, signal.SIG_DFL)

@@ -27,6 +27,15 @@ PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
+PR_CAPBSET_READ = 23
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+# What a command run as root keeps when there is no user namespace to take root's privileges away: file access
+# (ownership, permission bits), which Landlock bounds. CAP_CHOWN, CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,
+# CAP_FSETID.
+ROOT_KEEPS = frozenset(range(5))
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
@@ -60,6 +69,8 @@ class Libc:
         self.mount.restype = ctypes.c_int
         self.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_void_p)
         self.get_errno = ctypes.get_errno
+        self.capget = lib.capget
+        self.capset = lib.capset
         nrs = _LANDLOCK_NR.get(os.uname().machine)
         self.landlock_nrs = nrs  # None: an architecture whose numbers we have not checked: no Landlock
         self.clone_nr = _CLONE_NR.get(os.uname().machine)  # None: no namespaces (the fallback)
@@ -85,6 +96,47 @@ class Libc:
         return int(
             self.syscall(ctypes.c_long(self.landlock_nrs[0]), attr, ctypes.c_size_t(size), ctypes.c_uint32(flags))
         )
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = (("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32))
+
+
+def last_capability() -> int:
+    try:
+        with open("/proc/sys/kernel/cap_last_cap", "rb") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 40
+
+
+def drop_root_privileges(lc: Libc, last_cap: int) -> None:
+    """In a child about to exec a command as uid 0 without a user namespace: every capability but `ROOT_KEEPS` leaves
+    the bounding set (exec cannot give it back: uid 0 gets the bounding set), the inheritable and ambient sets are
+    emptied. A capability still in the bounding set after its drop fails the set-up (never a root command with
+    CAP_SYS_ADMIN, CAP_SYS_PTRACE or CAP_SYS_MODULE).
+
+    Raises:
+        OSError: a capability could not be dropped.
+    """
+    lc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    for cap in range(last_cap + 1):
+        if cap in ROOT_KEEPS:
+            continue
+        if lc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and lc.prctl(PR_CAPBSET_READ, cap, 0, 0, 0) != 0:
+            raise OSError(f"capability {cap} could not be dropped: {os.strerror(lc.get_errno())}")
+    hdr = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if lc.capget(ctypes.byref(hdr), data) != 0:
+        raise OSError(f"capget: {os.strerror(lc.get_errno())}")
+    for d in data:
+        d.inheritable = 0
+    if lc.capset(ctypes.byref(hdr), data) != 0:
+        raise OSError(f"capset: {os.strerror(lc.get_errno())}")
 
 
 _LIBC: Libc | None = None

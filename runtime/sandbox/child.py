@@ -63,8 +63,11 @@ from runtime.sandbox._libc import (
     PR_SET_DUMPABLE,
     PR_SET_NO_NEW_PRIVS,
     PR_SET_PDEATHSIG,
+    drop_root_privileges,
+    last_capability,
     libc,
 )
+from runtime.sandbox.seccomp import network_filter
 from runtime.sandbox.spec import SandboxSpec, baseline, carve, within
 
 CLONE_NEWIPC = 0x08000000
@@ -84,12 +87,13 @@ _RESTORED = tuple(getattr(signal, n) for n in ("SIGPIPE", "SIGXFSZ", "SIGXFZ") i
 class Capabilities(Frozen):
     """What the running system lets a spawn use (see `runtime.sandbox.support`)."""
 
-    __slots__ = ("landlock_abi", "namespaces")
+    __slots__ = ("landlock_abi", "namespaces", "netfilter")
     landlock_abi: int
     namespaces: bool  # user + pid + mount + ipc (+ net) namespaces, bind mounts included
+    netfilter: bool  # the seccomp filter that leaves a command without network approval no socket (`seccomp`)
 
-    def __init__(self, landlock_abi: int = 0, namespaces: bool = False) -> None:
-        self._init(landlock_abi=landlock_abi, namespaces=namespaces)
+    def __init__(self, landlock_abi: int = 0, namespaces: bool = False, netfilter: bool = False) -> None:
+        self._init(landlock_abi=landlock_abi, namespaces=namespaces, netfilter=netfilter)
 
 
 def _mount_flags_to_keep(path: str) -> int:
@@ -144,6 +148,14 @@ class Plan:
         self._shm_rule: int = 0
         self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
         self._max_fd = os.sysconf("SC_OPEN_MAX")
+        # Without a net namespace, a call without the network gets no socket but unix and netlink ones (`seccomp`).
+        self._netfilter = (
+            network_filter()
+            if spec is not None and not spec.network and not caps.namespaces and caps.netfilter
+            else None
+        )
+        # uid 0 without a user namespace: the command keeps root's file access only (`_libc.ROOT_KEEPS`).
+        self._last_cap = last_capability() if os.geteuid() == 0 and not caps.namespaces else -1
         # Written by I inside the new user namespace, where its own ids already read as the overflow id.
         self._uid_map = b"%d %d 1" % (os.getuid(), os.getuid())
         self._gid_map = b"%d %d 1" % (os.getgid(), os.getgid())
@@ -286,7 +298,13 @@ class Plan:
     def exec_here(self) -> None:
         """Landlock on this process, then exec the command in it (the launcher without namespaces, and the
         namespace-less spawn). Never returns."""
+        if self._last_cap >= 0:
+            drop_root_privileges(self._lc, self._last_cap)
         self._enforce()
+        if self._netfilter is not None:
+            if self.ruleset is None and self._lc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+                self._fail("prctl(PR_SET_NO_NEW_PRIVS) failed")
+            self._netfilter.install()
         for sig in _RESTORED:
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)

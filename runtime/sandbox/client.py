@@ -23,11 +23,13 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runtime.sandbox.boot import HELPER_BOOT, interpreter
-from runtime.sandbox.child import Capabilities
+from runtime.sandbox.child import MARKER_ENV, Capabilities
+from runtime.sandbox.orphans import group_alive, kill_marked
 from runtime.sandbox.spec import SandboxSpec
 
 # What the helper needs of the agent's environment: where tools and the home are (the baseline), and the switch.
@@ -40,6 +42,7 @@ class SandboxError(OSError):
 
     gone = False
     failed = False
+    unsent = False  # the request never left: nothing ran
 
 
 def exchange(
@@ -47,13 +50,16 @@ def exchange(
 ) -> tuple[dict[str, Any], list[int]]:
     """One request and its answer (with the descriptors it carries) on a SOCK_SEQPACKET socket to the helper or the
     network proxy (`who`). Raises SandboxError: a refusal, or the other side failed or is gone."""
+    sent = False
     try:
         with lock:
             socket.send_fds(sock, [msg], list(fds))
+            sent = True
             data, got, _, _ = socket.recv_fds(sock, 65536, 1)
     except OSError as exc:
-        err = SandboxError(f"the {who} failed ({exc})")
+        err = SandboxError(f"the {who} failed ({exc.strerror or exc})")
         err.gone = err.failed = True
+        err.unsent = not sent
         raise err from None
     if not data:
         err = SandboxError(f"the {who} is gone")
@@ -180,9 +186,11 @@ class Child:
         caps: Capabilities,
         notes: Sequence[str],
         net: NetLimit | None = None,
+        tag: str = "",
     ) -> None:
         self.pid = pid
         self.net = net
+        self.tag = tag  # the marker in its processes' environment (without namespaces)
         self.pidfd = pidfd
         self.report_fd = report_fd
         self.namespaces = caps.namespaces
@@ -201,6 +209,10 @@ class Child:
         lines, self._buf, self.eof = read_lines(self.report_fd, self._buf)
         for line in lines:
             self._line(line)
+        if self.eof and self.status is None and not self.namespaces and self.tag:
+            # The helper died before the command's end (only it writes `S` without namespaces): what it had
+            # adopted went to init; end whatever still carries this spawn's marker.
+            kill_marked({self.tag})
 
     def _line(self, line: bytes) -> None:
         tag, rest = line[:1], line[1:]
@@ -269,6 +281,8 @@ class Child:
         if not self.namespaces and not self.done:
             with contextlib.suppress(OSError):
                 os.killpg(self.pid, sig)
+            if self.tag:  # and what left the group (`setsid`), found by the spawn's marker
+                kill_marked({self.tag}, sig)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
@@ -287,20 +301,31 @@ class Child:
             self.net.close()
 
 
+class HelperGone(SandboxError):
+    """The helper was gone before it read the request: nothing ran, and the request may be sent to a new one."""
+
+
+# When a helper cannot start, the next weaker one is tried: its probe is the step that may have failed.
+WEAKER = {None: "landlock", "landlock": "off", "off": None}
+
+
 class Spawner:
-    """The agent's connection to its sandbox helper (one per process)."""
+    """The agent's connection to its sandbox helper (one per value of GATEWRIGHT_SANDBOX)."""
 
     _instances: dict[str | None, Spawner] = {}
     _instance_lock = threading.Lock()
 
     def __init__(self, switch: str | None = None) -> None:
+        self.dead = False
+        self.note = ""  # why this helper is not the one first asked for (it stopped, or a stronger one did not start)
+        self.note_told = False
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {k: v for k, v in os.environ.items() if k in _HELPER_ENV}
         env.pop("GATEWRIGHT_SANDBOX", None)
         if switch:
             env["GATEWRIGHT_SANDBOX"] = switch
         try:
-            self.proc = subprocess.Popen(
+            self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [*interpreter(HELPER_BOOT), str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
@@ -308,6 +333,9 @@ class Spawner:
                 env=env,
                 close_fds=True,
             )
+        except OSError as exc:
+            ours.close()
+            raise SandboxError(f"the sandbox helper did not start ({exc.strerror or exc})") from None
         finally:
             theirs.close()
         self.sock = ours
@@ -316,26 +344,95 @@ class Spawner:
         # A helper that stops answering must not hang the agent's event loop: its answers take milliseconds.
         self.sock.settimeout(30.0)
         try:
-            hello = json.loads(self.sock.recv(65536) or b"{}")
-        except (OSError, ValueError) as exc:
+            raw = self.sock.recv(65536)
+            if not raw:
+                raise EOFError(self._exit_words())
+            hello = json.loads(raw)
+            abi, ns, *rest = hello["caps"]
+        except (OSError, ValueError, EOFError, KeyError, TypeError) as exc:
             self.proc.kill()
-            raise SandboxError(f"the sandbox helper did not start ({exc})") from None
+            self.sock.close()
+            raise SandboxError(f"the sandbox helper did not start ({str(exc) or type(exc).__name__})") from None
         self.sock.settimeout(10.0)
-        abi, ns = hello.get("caps") or (0, False)
-        self.caps = Capabilities(int(abi), bool(ns))
-        self.why = str(hello.get("why") or "")
-        self.forced = hello.get("forced")
+        self.caps = Capabilities(int(abi), bool(ns), bool(rest and rest[0]))
+        self.landlock_why = str(hello.get("landlock_why") or "")
+        self.namespaces_why = str(hello.get("namespaces_why") or "")
+        self.forced: str | None = hello.get("forced")
+
+    def take_note(self) -> list[str]:
+        """The note, once: for the first command this helper runs (a restart is said where it happened)."""
+        if not self.note or self.note_told:
+            return []
+        self.note_told = True
+        return [self.note]
+
+    def _exit_words(self) -> str:
+        assert self.proc is not None
+        try:
+            code = self.proc.wait(2)
+        except subprocess.TimeoutExpired:
+            return "it closed its socket"
+        return f"it exited with status {code}" if code >= 0 else f"it was killed by signal {-code}"
+
+    @property
+    def alive(self) -> bool:
+        return not self.dead and (self.proc is None or self.proc.poll() is None)
 
     @classmethod
     def get(cls) -> Spawner:
         """The helper for the current value of GATEWRIGHT_SANDBOX (one per value: a test or the benchmark may
-        compare modes in one process), started on first use and again if it died."""
+        compare modes in one process), started on first use and again if it died. A helper that cannot start is
+        replaced by the next weaker one (`WEAKER`), and at last by spawning without a helper (`DirectSpawner`):
+        its `note` says why, and commands never all fail."""
         switch = (os.environ.get("GATEWRIGHT_SANDBOX") or "").strip().lower() or None
         with cls._instance_lock:
             inst = cls._instances.get(switch)
-            if inst is None or inst.proc.poll() is not None:
-                inst = cls._instances[switch] = Spawner(switch)
+            if inst is None or not inst.alive:
+                inst = cls._instances[switch] = cls._start(switch, inst)
             return inst
+
+    @classmethod
+    def _start(cls, switch: str | None, previous: Spawner | None) -> Spawner:
+        why: list[str] = []
+        if previous is not None:
+            previous.close()
+            why.append(f"the sandbox helper had stopped ({previous.stopped_words()}) and was restarted")
+        attempt: str | None = switch
+        tried: set[str | None] = set()
+        while attempt not in tried:
+            tried.add(attempt)
+            try:
+                inst = Spawner(attempt)
+            except SandboxError as exc:
+                why.append(str(exc))
+                nxt = WEAKER.get(attempt)
+                if nxt is None:
+                    break
+                attempt = nxt
+                continue
+            if attempt != switch:
+                why.append(f"running the weaker GATEWRIGHT_SANDBOX={attempt} helper instead")
+            inst.note = "; ".join(why)
+            return inst
+        direct = DirectSpawner("; ".join(why))
+        return direct
+
+    def stopped_words(self) -> str:
+        if self.proc is None:
+            return "no helper"
+        code = self.proc.poll()
+        if code is None:
+            return "its socket failed"
+        return f"exit status {code}" if code >= 0 else f"killed by signal {-code}"
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.close()
+        if self.proc is not None:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+            with contextlib.suppress(Exception):
+                self.proc.wait(timeout=2)
 
     @classmethod
     def stop(cls) -> None:
@@ -349,8 +446,11 @@ class Spawner:
             with contextlib.suppress(OSError):
                 inst.sock.close()
         for inst in insts:
-            with contextlib.suppress(Exception):
-                inst.proc.wait(timeout=2)
+            if inst.proc is not None:
+                with contextlib.suppress(Exception):
+                    inst.proc.wait(timeout=2)
+            elif isinstance(inst, DirectSpawner):  # no helper to end what left the groups: the markers do
+                kill_marked(inst.tags)
 
     def spawn(
         self,
@@ -366,11 +466,14 @@ class Spawner:
         stderr: int | None = None,
         cwd_fd: int | None = None,
         proxy: int | None = None,
+        tag: str = "",
     ) -> tuple[int, int, list[str]]:
-        """Ask the helper for one spawn. Returns (its pid, a pidfd of it, notes for the tool output).
+        """Ask the helper for one spawn. Returns (its pid, a pidfd of it, notes for the tool output). `tag`: the
+        marker its processes carry without namespaces (the agent's, so it can find them if the helper dies).
 
         Raises:
-            SandboxError: the helper refused (a bad spec, a failed fork).
+            HelperGone: the helper was gone before it read the request (nothing ran: ask a new one).
+            SandboxError: the helper refused (a bad spec, a failed fork), or died while it answered.
         """
         names, fds = ["report"], [report_w]
         for name, fd in (("stdin", stdin), ("stdout", stdout), ("stderr", stderr), ("cwd", cwd_fd), ("proxy", proxy)):
@@ -383,19 +486,27 @@ class Spawner:
                 "env": dict(env),
                 "cwd": cwd,
                 "grace": grace,
+                "tag": tag,
                 "fds": names,
                 "spec": spec.to_json() if spec is not None else None,
             }
         ).encode()
-        answer, got = self._request(msg, fds)
+        try:
+            answer, got = self._request(msg, fds)
+        except SandboxError as exc:
+            if exc.unsent:  # never read: nothing ran
+                raise HelperGone(f"the sandbox helper had stopped ({exc})") from None
+            if exc.gone:
+                raise SandboxError(f"{exc} while it started the command; it is restarted for the next one") from None
+            raise
         return int(answer["pid"]), got[0], list(answer.get("notes") or ())
 
     def _request(self, msg: bytes, fds: Sequence[int]) -> tuple[dict[str, Any], list[int]]:
         try:
             return exchange(self.sock, self.lock, msg, fds, "sandbox helper")
         except SandboxError as exc:
-            if exc.failed:  # stuck: the next spawn starts a new helper
-                self.proc.kill()
+            if exc.gone:  # gone or stuck: the next spawn starts a new helper
+                self._gone()
             raise
 
     def proxy(self) -> ProxyControl:
@@ -423,6 +534,92 @@ class Spawner:
             SandboxError: the proxy could not be started or refused (the command must not run).
         """
         return NetLimit(self.proxy(), spec, namespaces=self.caps.namespaces, launcher=launcher)
+
+    def _gone(self) -> None:
+        self.dead = True
+        if self.proc is not None:
+            with contextlib.suppress(OSError):
+                self.proc.kill()
+
+
+class DirectSpawner(Spawner):
+    """No helper could start at all: commands run unconfined, started by the agent itself, each in its own process
+    group that a thread of the agent ends as the helper would (the drain grace, then the group). Nothing is
+    confined, a process that leaves its group is not found, and one that outlives an agent killed with SIGKILL is
+    not ended: the `note` and the support say so."""
+
+    def __init__(self, why: str) -> None:  # no helper: nothing of Spawner's start runs
+        self.dead = False
+        self.proc = None
+        self.lock = threading.Lock()
+        self.note = why
+        self.note_told = False
+        self.caps = Capabilities()
+        self.landlock_why = self.namespaces_why = why or "the sandbox helper could not start"
+        self.forced = None
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)  # closed by `stop` like a helper's
+        self._proxy = None  # no helper to run one: a command limited to named hosts does not run
+        self.tags: set[str] = set()
+
+    def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        spec: SandboxSpec | None,
+        grace: float | None,
+        report_w: int,
+        stdin: int | None = None,
+        stdout: int | None = None,
+        stderr: int | None = None,
+        cwd_fd: int | None = None,
+        proxy: int | None = None,
+        tag: str = "",
+    ) -> tuple[int, int, list[str]]:
+        del spec, cwd_fd, proxy  # nothing can hold a spec here; `cwd` is the verified directory's path
+        env = {**env, MARKER_ENV: tag} if tag else env
+        if tag:
+            self.tags.add(tag)
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd,
+                env=dict(env),
+                stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                stdout=stdout if stdout is not None else subprocess.DEVNULL,
+                stderr=stderr if stderr is not None else subprocess.DEVNULL,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            raise SandboxError(f"{argv[0]}: {exc.strerror or exc}") from None
+        pidfd = os.pidfd_open(proc.pid)
+        report = os.dup(report_w)
+        threading.Thread(target=_follow_direct, args=(proc, report, grace, tag), daemon=True).start()
+        return proc.pid, pidfd, []
+
+
+def _follow_direct(proc: subprocess.Popen[bytes], report_w: int, grace: float | None, tag: str) -> None:
+    """The helper's part of a spawn, for `DirectSpawner`: the command's end, then what it left in its group."""
+    try:
+        proc.wait()
+        status = proc.returncode
+        wait_status = (-status) if status < 0 else status << 8
+        if group_alive(proc.pid):
+            os.write(report_w, b"L\n")
+            deadline = None if grace is None else time.monotonic() + grace
+            while group_alive(proc.pid) and (deadline is None or time.monotonic() < deadline):
+                time.sleep(0.01)
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        if tag:
+            kill_marked({tag})
+        os.write(report_w, b"S%d\n" % wait_status)
+    except OSError:
+        pass
+    finally:
+        os.close(report_w)
 
 
 def prestart() -> None:

@@ -32,7 +32,7 @@ import time
 
 from runtime.sandbox._libc import PR_SET_CHILD_SUBREAPER, PR_SET_DUMPABLE, libc
 from runtime.sandbox.child import MARKER_ENV, Capabilities, Plan
-from runtime.sandbox.orphans import group_alive
+from runtime.sandbox.orphans import adopted_alive, group_alive
 from runtime.sandbox.spec import SandboxSpec
 
 # typing.TYPE_CHECKING, without importing typing: this process starts with `python -S` and typing is ~10 ms of it.
@@ -89,7 +89,7 @@ class Helper:
     def _spawn(self, req: dict[str, Any], fds: dict[str, int]) -> tuple[dict[str, Any], int | None]:
         spec = SandboxSpec.from_json(req["spec"]) if req.get("spec") else None
         env = dict(req.get("env") or {})
-        tag = os.urandom(8).hex()
+        tag = str(req.get("tag") or os.urandom(8).hex())
         if not self.caps.namespaces:
             env[MARKER_ENV] = tag
         report_w = fds["report"]
@@ -175,7 +175,8 @@ class Helper:
         for pid, fb in list(self.fallback.items()):
             if fb.status is None:
                 continue
-            busy = group_alive(pid)
+            # A background spawn (no grace) lives while anything it started does, in its group or not.
+            busy = group_alive(pid) or (fb.grace is None and adopted_alive(fb.tag))
             if busy and not fb.reported_leftovers:
                 _write(fb.report_w, b"L")
                 fb.reported_leftovers = True
@@ -225,24 +226,31 @@ def _forced() -> str | None:
     return (os.environ.get("GATEWRIGHT_SANDBOX") or "").strip().lower() or None
 
 
-def capabilities() -> tuple[Capabilities, str]:
-    """What this system allows (honouring GATEWRIGHT_SANDBOX), and why something is missing."""
+def capabilities() -> tuple[Capabilities, str, str]:
+    """What this system allows (honouring GATEWRIGHT_SANDBOX), and why Landlock and why the namespaces are missing.
+
+    Every step is probed on its own and any failure is a reason and the next weaker layer: a refused `clone`, a
+    refused id map or mount, a Landlock that reports an ABI it cannot enforce, a probe that crashed."""
     from runtime.sandbox import landlock
 
     forced = _forced()
     if forced == "off":
-        return Capabilities(), "GATEWRIGHT_SANDBOX=off"
+        return Capabilities(), "GATEWRIGHT_SANDBOX=off", "GATEWRIGHT_SANDBOX=off"
     try:
         abi = landlock.abi()
-    except OSError:
+    except Exception:  # an unexpected answer of the ABI query is "no Landlock", never the helper's end
         abi = 0
-    why = "" if abi else "the kernel has no Landlock (Linux 5.13+ with landlock among its LSMs)"
-    if forced == "landlock":
-        return Capabilities(abi, False), why or "GATEWRIGHT_SANDBOX=landlock"
-    from runtime.sandbox.probe import probe_namespaces
+    from runtime.sandbox.probe import probe_landlock, probe_namespaces, probe_network_filter
 
+    ll_why = "" if abi else "this kernel has no Landlock (Linux 5.13 or later, with landlock among its LSMs)"
+    if abi:
+        ok, ll_why = probe_landlock(abi)
+        abi = abi if ok else 0
+    netfilter, _ = probe_network_filter()  # what holds the network where no net namespace can
+    if forced == "landlock":
+        return Capabilities(abi, False, netfilter), ll_why, "GATEWRIGHT_SANDBOX=landlock"
     ns, ns_why = probe_namespaces(abi)
-    return Capabilities(abi, ns), why or ns_why
+    return Capabilities(abi, ns, netfilter), ll_why, ns_why
 
 
 def main(fd: int) -> None:
@@ -268,9 +276,15 @@ def _main(fd: int) -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     sock = socket.socket(fileno=fd)
-    caps, why = capabilities()
+    caps, landlock_why, ns_why = capabilities()
     helper = Helper(sock, caps)
-    sock.send(json.dumps({"caps": [caps.landlock_abi, caps.namespaces], "why": why, "forced": _forced()}).encode())
+    hello = {
+        "caps": [caps.landlock_abi, caps.namespaces, caps.netfilter],
+        "landlock_why": landlock_why,
+        "namespaces_why": ns_why,
+        "forced": _forced(),
+    }
+    sock.send(json.dumps(hello).encode())
     poll = select.poll()
     poll.register(sock.fileno(), select.POLLIN)
     poll.register(wake_r, select.POLLIN)

@@ -45,14 +45,14 @@ def launcher_command(spec: SandboxSpec, argv: list[str]) -> tuple[str, list[str]
         "hosts": spec.hosts,
         "proxy_port": spec.proxy_port,
         "proxy_path": spec.proxy_path,
-        "caps": [sup.landlock_abi, sup.namespaces],
+        "caps": [sup.landlock_abi, sup.namespaces, sup.netfilter],
         "agent": [pid, start_time(pid)],
     }
     exe, *args = interpreter(LAUNCHER_BOOT)  # isolated: no workspace file can stand in for the launcher's code
     return exe, [*args, "--spec", json.dumps(payload, separators=(",", ":")), "--", *argv]
 
 
-def parse(text: str) -> tuple[SandboxSpec, tuple[int, bool], tuple[int, str | None] | None]:
+def parse(text: str) -> tuple[SandboxSpec, tuple[int, bool, bool], tuple[int, str | None] | None]:
     """The launcher's side. Raises ValueError on anything malformed."""
     d = json.loads(text)
     if not isinstance(d, dict):
@@ -70,6 +70,6 @@ def parse(text: str) -> tuple[SandboxSpec, tuple[int, bool], tuple[int, str | No
         proxy_port=None if port is None else int(port),
         proxy_path=None if path is None else str(path),
     )
-    abi, ns = d.get("caps") or (0, False)
+    abi, ns, *rest = d.get("caps") or (0, False)
     agent = d.get("agent")
-    return spec, (int(abi), bool(ns)), (int(agent[0]), agent[1]) if agent else None
+    return spec, (int(abi), bool(ns), bool(rest and rest[0])), (int(agent[0]), agent[1]) if agent else None

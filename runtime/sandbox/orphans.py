@@ -5,6 +5,10 @@ sandbox helper (a child subreaper), whose only other children are the spawns the
 carries a random marker (`child.MARKER_ENV`); after the spawn ends, the adopted children that carry it are killed
 with their descendants and reaped. A process that dropped the marker from its environment (`env -i`) and
 double-forked is not found: that is what only the pid namespace guarantees.
+
+When the helper itself dies (killed with SIGKILL), its adopted children go to the system's init instead: the agent
+then ends every process that carries the marker of one of that helper's spawns, wherever it now hangs
+(`kill_marked`), so the helper's death is not a way out either.
 """
 
 from __future__ import annotations
@@ -62,6 +66,15 @@ def _carries(pid: int, marker: bytes) -> bool:
         return False
 
 
+def adopted_alive(tag: str) -> bool:
+    """Whether a live child this process adopted carries `tag` (what a spawn left its group with is still running)."""
+    if not os.path.isdir("/proc/self"):
+        return False
+    me = os.getpid()
+    marker = f"{MARKER_ENV}={tag}".encode()
+    return any(ppid == me and state not in (b"Z", b"X") and _carries(pid, marker) for pid, state, ppid, _ in _stats())
+
+
 def sweep(tag: str, rounds: int = 4) -> bool:
     """Kill and reap this process's adopted children carrying `tag`, with all their descendants. True if any."""
     if not os.path.isdir("/proc/self"):
@@ -101,3 +114,32 @@ def sweep(tag: str, rounds: int = 4) -> bool:
                     break
                 time.sleep(0.002)
     return found
+
+
+def kill_marked(tags: set[str] | frozenset[str], sig: int = signal.SIGKILL) -> int:
+    """Signal every process, whoever its parent, whose environment carries one of these spawns' markers (the agent's
+    side: a stop of a spawn without namespaces, or the helper's death). How many were found. Only SIGKILL is
+    repeated until none is left (a process forking while we look)."""
+    if not tags or not os.path.isdir("/proc/self"):
+        return 0
+    markers = {f"{MARKER_ENV}={t}".encode() for t in tags}
+    me = os.getpid()
+    killed = 0
+    for _ in range(4):  # a process forking while we look: again, until a pass finds none
+        found = 0
+        for pid, state, _, _ in list(_stats()):
+            if pid == me or state in (b"Z", b"X"):
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    env = set(f.read().split(b"\0"))
+            except OSError:
+                continue
+            if env & markers:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, sig)
+                found += 1
+        killed += found
+        if not found or sig != signal.SIGKILL:
+            break
+    return killed

@@ -54,7 +54,9 @@ def test_a_child_writing_into_the_agents_stdin_forges_no_answer_and_no_approval(
     assert agent.prompt(sid, "go")["result"]["stopReason"] == "end_turn"
     attack_out = [u for u in agent.updates(sid) if u.get("toolCallId") == "call_attack" and u.get("rawOutput")][-1]
     stdout = attack_out["rawOutput"]["stdout"]
-    assert "tried" in stdout and "FORGED" not in stdout and "SAW-AGENT" not in stdout
+    assert "tried" in stdout and "FORGED" not in stdout
+    # Only a pid namespace hides the agent; without one it is visible, and still cannot be written to.
+    assert "SAW-AGENT" not in stdout or not sandbox.support().namespaces
     # The protected write asked, the editor rejected it, and it did not run.
     assert [r["params"]["toolCall"]["toolCallId"] for r in agent.agent_requests] == ["call_hook"]
     assert not (workspace / ".git" / "hooks" / "pre-commit").exists()

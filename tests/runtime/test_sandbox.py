@@ -95,12 +95,12 @@ async def test_a_command_writes_the_workspace_and_its_temp_dir_and_nothing_else(
     ws, other, _ = world
     res = await run(
         ws,
-        f'echo w > new.txt; echo t > "$TMPDIR/t"; echo o > {other}/pwned; echo o > /tmp/pwned-$$; '
+        f'echo w > src/new.txt; echo t > "$TMPDIR/t"; echo o > {other}/pwned; echo o > /tmp/pwned-$$; '
         "echo h > .git/hooks/pre-commit; mkdir .git/x; echo c >> .git/config; rm -rf .git; "
         "echo $TMPDIR",
     )
     tmpdir = session_tmpdir("sess_sandbox")
-    assert (ws / "new.txt").read_text() == "w\n" and (Path(tmpdir) / "t").read_text() == "t\n"
+    assert (ws / "src" / "new.txt").read_text() == "w\n" and (Path(tmpdir) / "t").read_text() == "t\n"
     assert res.stdout.strip() == tmpdir
     assert not (other / "pwned").exists()
     assert not (ws / ".git" / "hooks" / "pre-commit").exists() and not (ws / ".git" / "x").exists()
@@ -136,7 +136,7 @@ async def test_a_write_approved_for_a_protected_or_outside_path_reaches_exactly_
     assert (other / "approved").read_text() == "o\n"
     # the approved new file was granted through its directory (Landlock grants existing inodes only)
     assert not (ws / ".git" / "hooks" / "x").exists()
-    assert "Read-only file system" in res.stderr
+    assert ("Read-only file system" if sandbox.support().namespaces else "Permission denied") in res.stderr
 
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
@@ -225,7 +225,8 @@ async def test_a_sandboxed_command_cannot_open_or_signal_the_process_that_starte
         "echo done",
         Confinement(network=True),
     )
-    assert res.stdout.split() == ["done"]
+    # Without a pid namespace the agent is visible in /proc; Landlock still keeps it from being opened or signalled.
+    assert res.stdout.split() == ["done"] if sandbox.support().namespaces else ["visible", "done"]
 
 
 @needs_namespaces
@@ -333,9 +334,9 @@ def _launch(ws: Path, command: str, confinement: Confinement = Confinement()) ->
 def test_the_editor_terminal_launcher_confines_the_command_the_same_way(world):
     ws, other, _ = world
     m = marker()
-    p = _launch(ws, f"cat {other}/.env; echo h > .git/hooks/x; echo w > ok.txt; setsid sleep {m} & exit 5")
+    p = _launch(ws, f"cat {other}/.env; echo h > .git/hooks/x; echo w > src/ok.txt; setsid sleep {m} & exit 5")
     assert p.returncode == 5
-    assert "OTHER_SECRET" not in p.stdout and (ws / "ok.txt").exists()
+    assert "OTHER_SECRET" not in p.stdout and (ws / "src" / "ok.txt").exists()
     assert not (ws / ".git" / "hooks" / "x").exists()
     assert survivors(m) == []
 

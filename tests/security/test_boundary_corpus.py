@@ -52,6 +52,12 @@ def sandbox_active() -> bool:
     return support().active
 
 
+def sandbox_namespaces() -> bool:
+    from runtime.sandbox import support
+
+    return support().namespaces
+
+
 needs_sandbox = pytest.mark.skipif("not sandbox_active()", reason="no Landlock sandbox on this machine")
 
 
@@ -359,7 +365,14 @@ def _wait_gone(needle: str, timeout: float = 5) -> list[int]:
 
 def test_setsid_and_double_forks_do_not_survive_an_exec(spawn, world):
     s1, s2 = _sleeper(world.tag + "a"), _sleeper(world.tag + "b")
-    run = attack(spawn, world, [bash(f"setsid {s1} & (setsid sh -c '{s2} &' &); echo started")], mode="auto")
+    # (Without Landlock an unknown program asks even in auto: the user says yes, containment is the point here.)
+    run = attack(
+        spawn,
+        world,
+        [bash(f"setsid {s1} & (setsid sh -c '{s2} &' &); echo started")],
+        mode="auto",
+        responder=answer_with("allow_once"),
+    )
     assert "started" in run.output(0)
     assert not _wait_gone(s1.split()[1]) and not _wait_gone(s2.split()[1])
 
@@ -375,6 +388,7 @@ def test_background_processes_and_their_setsid_children_die_with_the_agent(spawn
             bash("sleep 0.5"),
         ],
         mode="auto",
+        responder=answer_with("allow_once"),
     )
     assert processes_with(s1.split()[1]), "the test's own sleeper never started"
     if how == "eof":
@@ -457,23 +471,36 @@ def test_ordinary_work_still_works_in_safe_and_auto(spawn, world):
         world,
         [bash("cat README.md"), bash("git status --short"), bash("ls /usr/bin | head -3"), bash("pwd")],
         mode="safe",
+        responder=answer_with("allow_once"),
     )
-    assert not run.questions, [q["params"]["toolCall"]["title"] for q in run.questions]
+    # Without Landlock, programs the repository configures (git's filters) would run unconfined, and nothing holds a
+    # read to what it names: git status and the read of /usr/bin ask.
+    asked = [q["params"]["toolCall"]["title"] for q in run.questions]
+    assert asked == ([] if sandbox_active() else ["Run git status --short", "Run ls /usr/bin | head -3"]), asked
     assert "hello from the workspace" in run.output(0)
     assert str(world.ws) in run.output(3) and "getcwd" not in run.output(3)
+    # Without a mount namespace a new file cannot be made directly in a workspace root (docs/sandbox.md): there,
+    # the write goes to a file that exists.
+    out = "out.txt" if sandbox_namespaces() else "notes.txt"
     run = attack(
         spawn,
         world,
         [
-            bash("echo ok > out.txt && cat out.txt"),
+            bash(f"echo ok > {out} && cat {out}"),
             bash("python3 -c 'print(6*7)'"),
             bash("t=$(mktemp) && echo tmp > $t && cat $t"),
         ],
         mode="auto",
+        responder=answer_with("allow_once"),
     )
-    assert not run.questions
+    asked = [q["params"]["toolCall"]["title"] for q in run.questions]
+    without = [
+        "Run python3 -c 'print(6*7)'",
+        "Run t=$(mktemp) && echo tmp > $t && cat $t",
+    ]  # code, a path only run time knows
+    assert asked == ([] if sandbox_active() else without), asked
     assert "ok" in run.output(0) and "42" in run.output(1) and "tmp" in run.output(2)
-    assert (world.ws / "out.txt").read_text() == "ok\n"
+    assert (world.ws / out).read_text() == "ok\n"
 
 
 # ---- an editor terminal runs confined too ----------------------------------------------------------------------------

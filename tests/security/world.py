@@ -13,7 +13,7 @@ import os
 import signal
 import subprocess
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,10 +133,12 @@ def attack(
     prompt_timeout: float = 60,
     followups: int = 0,
     console_script: bool = False,
+    wrap: Sequence[str] = (),
 ) -> Run:
     """One agent, one session in `world.ws`, one prompt: the model makes `calls` one per step, then says done.
     `followups`: that many more prompts, which the model just answers (each turn starts with the agent's look at
-    the workspace, its `git status` included)."""
+    the workspace, its `git status` included). `wrap`: the environment the agent runs in
+    (`tests/support/environments.py`)."""
     responses = [{"tool_calls": [c]} for c in calls] + [{"text": "done"}] * (1 + followups)
     script = write_script(world.root / f"model-{uuid.uuid4().hex[:6]}.json", responses)
     agent = spawn(
@@ -149,6 +151,7 @@ def attack(
         responder=responder or answer_with("reject_once"),
         env={"HOME": str(world.home), **(env or {})},
         **({"console_script": True} if console_script else {}),
+        wrap=wrap,
     )
     agent.initialize(caps)
     sid = agent.new_session(world.ws)

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -232,7 +232,10 @@ class AgentProcess(RawClient):
         responder: Responder | None = None,
         state_dir: str | Path | None = None,
         console_script: bool = False,
+        wrap: Sequence[str] = (),
     ) -> None:
+        """`wrap`: a command line the agent runs under (`tests/support/environments.py`: a seccomp filter, a
+        chroot), given the agent's own command line as its last arguments."""
         super().__init__(responder)
         full_env = dict(os.environ)
         # Run the code of the checkout these tests belong to (an editable install may point at another worktree).
@@ -245,7 +248,7 @@ class AgentProcess(RawClient):
         script = os.path.join(os.path.dirname(sys.executable), "gatewright")
         program = [script, "acp"] if console_script else [sys.executable, "-m", "acp_server"]
         self.proc = subprocess.Popen(
-            [*program, *args],
+            [*wrap, *program, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

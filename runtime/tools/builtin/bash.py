@@ -51,6 +51,7 @@ TERMINAL_OUTPUT_LIMIT = 64_000
 SHELL = "/bin/bash"
 READ_ACTIONS = frozenset({"status", "logs", "list"})
 OPAQUE_PATHS = "names paths that are only known once it runs, and no sandbox holds it to the workspace"
+OPAQUE_CODE = "runs code that can write anywhere (no analysis follows it), and no sandbox holds it to the workspace"
 
 
 def sandbox_active() -> bool:
@@ -258,14 +259,19 @@ class BashTool(Tool):
             reasons = tuple(needs_approval_reasons(a))
         except Exception:  # an analyser failure proves nothing: its own reasons still ask
             reasons = a.reasons
-        confined = sandbox_active()
+        found = support()
+        confined = found.active
         # Under the sandbox a command that only git's repository-configured programs keep from being read-only is
-        # read-only in effect: it runs where it can write nothing and reach no network.
-        read_only = a.read_only or (a.read_only_when_confined and confined)
+        # read-only in effect: it runs where it can write nothing and reach no network. Without a net namespace
+        # such a program could still send (UDP always, TCP too below Landlock ABI 4): it asks.
+        read_only = a.read_only or (a.read_only_when_confined and confined and found.network_held)
         proven = bool(a.parsed and read_only) and action == "exec"
         if a.opaque_paths and not confined:
             # Without a sandbox nothing holds a path the words do not show: ask, in every mode.
             reasons += (OPAQUE_PATHS,)
+        if a.opaque_code and not confined and not proven:
+            # Nor what an interpreter, a script or an unknown program does: Landlock was what held it in `auto`.
+            reasons += (OPAQUE_CODE,)
         return proven, reasons
 
     def unnamed_reads(self, args: Mapping[str, Any], ws: Workspace) -> list[str]:
