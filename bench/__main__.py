@@ -90,9 +90,9 @@ def sandbox(runs: int) -> list[Row]:
     from runtime.sandbox import support
 
     s = bs.measure(runs)
-    box, off, direct = bs.p50(s["sandboxed"]), bs.p50(s["off"]), bs.p50(s["direct"])
+    box, landlock, off, direct = (bs.p50(s[k]) for k in ("sandboxed", "landlock", "off", "direct"))
     added = box - direct
-    return [
+    rows = [
         Row(
             "bash exec `true`, sandboxed: added p50",
             f"+{added * 1000:.1f} ms",
@@ -100,6 +100,14 @@ def sandbox(runs: int) -> list[Row]:
             f"{ms(box)} in all",
             "≤ 5 ms added",
             verdict(added <= 0.005),
+        ),
+        Row(
+            "  Landlock only (GATEWRIGHT_SANDBOX=landlock)",
+            f"+{(landlock - direct) * 1000:.1f} ms",
+            f"direct spawn: {ms(direct)}",
+            f"{ms(landlock)} in all",
+            "",
+            "",
         ),
         Row(
             "  vs the same path with the sandbox off",
@@ -112,6 +120,24 @@ def sandbox(runs: int) -> list[Row]:
         *git_status_rows(bs, max(10, runs // 4)),
         Row("  what this system offers", support().describe().removeprefix("sandbox: "), "", "", "", ""),
     ]
+    for refuse, name in (("userns", "user namespaces refused (seccomp)"), ("landlock", "no Landlock (seccomp)")):
+        env = bs.in_environment(refuse, max(10, runs // 2))
+        if env is None:
+            rows.append(Row(f"  environment: {name}", "not built here", "", "", "", "n/a"))
+            continue
+        p = env["p50"]
+        assert isinstance(p, dict)
+        rows.append(
+            Row(
+                f"  environment: {name}",
+                f"+{(p['sandboxed'] - p['direct']) * 1000:.1f} ms",
+                f"direct spawn there: {ms(p['direct'])}",
+                f"{ms(p['sandboxed'])} in all",
+                "",
+                "",
+            )
+        )
+    return rows
 
 
 def secrets(runs: int) -> list[Row]:
