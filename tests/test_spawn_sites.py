@@ -64,6 +64,14 @@ ALLOWED: dict[tuple[str, str, str], str] = {
         "itself (Landlock: no files but its own directory) before it serves"
     ),
     ("runtime/sandbox/child.py", "Plan.exec_here", "os.execvpe"): "the sandbox: the command, after Landlock holds",
+    ("runtime/sandbox/client.py", "DirectSpawner.spawn", "subprocess.Popen"): (
+        "the last fallback when no sandbox helper can start at all (not even GATEWRIGHT_SANDBOX=off's): the command "
+        "runs unconfined in its own process group, and the support, /status and the session's notice say so"
+    ),
+    ("runtime/sandbox/probe.py", "probe_network_filter", "os.fork"): (
+        "the sandbox's own probe in the helper: a child that installs the no-network seccomp filter and tries a "
+        "UDP socket, then exits; it runs no command"
+    ),
     ("runtime/sandbox/child.py", "Plan._init", "os.posix_spawnp"): (
         "the sandbox: the namespace's init starts the command, after Landlock holds"
     ),

@@ -191,11 +191,12 @@ class Helper:
 
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
-        if sweep(fb.tag) and not fb.reported_leftovers:
-            _write(fb.report_w, b"L")
         deadline = time.monotonic() + 1.0
         while group_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.002)
+        # Only once the group is gone are what its members had started (`setsid`) adopted here, to be swept.
+        if sweep(fb.tag) and not fb.reported_leftovers:
+            _write(fb.report_w, b"L")
         _write(fb.report_w, b"S%d" % (fb.status or 0))
         os.close(fb.report_w)
         del self.fallback[pid]
@@ -210,6 +211,12 @@ class Helper:
                 os.killpg(pid, signal.SIGKILL)
             fb.status = fb.status if fb.status is not None else signal.SIGKILL
             self._end_fallback(pid, fb)
+        if not self.caps.namespaces:
+            # Whatever this subreaper adopted and no marker names (a process that left its group and cleared its
+            # environment): every child left now came from a spawn, and the agent is gone.
+            from runtime.sandbox.orphans import kill_descendants
+
+            kill_descendants()
         if self.proxy_dir is not None:  # the proxies' one-shot sockets left behind, then the directory
             with contextlib.suppress(OSError):
                 for name in os.listdir(self.proxy_dir):

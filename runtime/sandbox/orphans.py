@@ -169,3 +169,31 @@ def kill_marked(tags: set[str] | frozenset[str], sig: int = signal.SIGKILL) -> i
         if not found or sig != signal.SIGKILL:
             break
     return killed
+
+
+def kill_descendants(rounds: int = 4) -> None:
+    """Kill every descendant of this process and reap its children (the helper's end without namespaces: as a child
+    subreaper, everything its spawns started and left behind is beneath it)."""
+    me = os.getpid()
+    for _ in range(rounds):
+        table = _table()
+        children: dict[int, list[int]] = {}
+        for pid, (ppid, _) in table.items():
+            children.setdefault(ppid, []).append(pid)
+        doomed, todo = [], list(children.get(me, []))
+        while todo:
+            pid = todo.pop()
+            doomed.append(pid)
+            todo += children.get(pid, [])
+        if not doomed:
+            return
+        for pid in doomed:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    time.sleep(0.002)
+            except ChildProcessError:
+                break
