@@ -24,6 +24,7 @@ import pytest
 
 from tests.security.world import World, answer_with, attack, bash, make_world, processes_with
 from tests.support.environments import chroot, refusing, unavailable
+from tests.support.harness import write_script
 
 pytestmark = [pytest.mark.timeout(120)]
 
@@ -181,3 +182,73 @@ def test_without_namespaces_nothing_a_command_starts_outlives_the_agent(spawn, t
 
 def _alive(needle: str) -> bool:
     return bool(processes_with(needle))
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
+
+
+def _helpers_of(pid: int) -> list[int]:
+    """The agent's sandbox helpers: its children running the helper's boot line."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid and b"runtime.sandbox.helper" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def test_a_helper_killed_mid_session_is_restarted_and_the_session_and_the_command_say_so(spawn, tmp_path):
+    world = make_world(tmp_path)
+    script = write_script(
+        world.root / "model.json",
+        [
+            {"tool_calls": [bash("echo one")]},
+            {"text": "done"},
+            {"tool_calls": [bash("echo two")]},
+            {"text": "done"},
+        ],
+    )
+    agent = spawn(
+        "--model",
+        f"scripted:{script}",
+        "--mode",
+        "auto",
+        cwd=world.ws,
+        state_dir=world.state,
+        env={"HOME": str(world.home)},
+    )
+    agent.initialize()
+    sid = agent.new_session(world.ws)
+    agent.prompt(sid, "first")
+    helpers = _helpers_of(agent.proc.pid)
+    assert len(helpers) == 1, helpers
+    os.kill(helpers[0], signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while _running(helpers[0]) and time.monotonic() < deadline:  # dead between two turns, not during the next
+        time.sleep(0.01)
+    before = len(agent.updates(sid))
+    agent.prompt(sid, "second")
+    later = agent.updates(sid)[before:]
+    final = [u for u in later if u.get("sessionUpdate") == "tool_call_update" and u.get("status") == "completed"]
+    text = json.dumps(final)
+    assert "two" in text, text[-2000:]  # it runs: a new helper started (the first spawn after it carries its note)
+    notices = [
+        u["content"]["text"]
+        for u in later
+        if u.get("sessionUpdate") == "agent_message_chunk" and "Sandbox restarted" in u["content"]["text"]
+    ]
+    assert len(notices) == 1 and "killed by signal 9" in notices[0], notices
+    assert _helpers_of(agent.proc.pid) != helpers
