@@ -24,7 +24,7 @@ import pytest
 
 from tests.security.world import World, answer_with, attack, bash, make_world, processes_with
 from tests.support.environments import chroot, refusing, unavailable
-from tests.support.harness import write_script
+from tests.support.harness import AgentProcess, write_script
 
 pytestmark = [pytest.mark.timeout(120)]
 
@@ -78,6 +78,34 @@ def namespaces_of(pid: int | str) -> list[str]:
     return [os.readlink(f"/proc/{pid}/ns/{n}") for n in ("user", "pid")]
 
 
+def told_once(agent: AgentProcess, sid: str, expect: Expect) -> None:
+    """The session's notice: none where everything holds, else exactly one naming what is missing and why."""
+    notices = [
+        u["content"]["text"]
+        for u in agent.updates(sid)
+        if u.get("sessionUpdate") == "agent_message_chunk" and "andbox" in u["content"]["text"][:40]
+    ]
+    if expect.title is None:
+        assert notices == [], notices
+    else:
+        assert len(notices) == 1 and expect.title in notices[0] and expect.why in notices[0], notices
+
+
+def status_names_the_layers(agent: AgentProcess, sid: str, expect: Expect) -> None:
+    before = len(agent.updates(sid))
+    agent.prompt(sid, "/status")
+    status = "".join(
+        u["content"]["text"] for u in agent.updates(sid)[before:] if u.get("sessionUpdate") == "agent_message_chunk"
+    )
+    assert "Sandbox: " in status
+    if expect.landlock:
+        assert "Landlock ABI" in status, status
+    if not expect.namespaces:
+        assert "no pid namespace" in status and expect.why in status, status
+    if not expect.landlock:
+        assert "no Landlock" in status and expect.why in status, status
+
+
 def approving_readlink(m: dict[str, Any]) -> Any:
     """A user who lets the namespace check run and says no to everything else."""
     return answer_with("allow_once" if "readlink" in json.dumps(m["params"]) else "reject_continue")(m)
@@ -106,7 +134,7 @@ def test_each_environment_runs_commands_under_the_strongest_sandbox_it_allows_an
     run = attack(
         spawn, world, calls, mode="auto", responder=approving_readlink, wrap=wrapper(env, world), prompt_timeout=90
     )
-    agent, sid = run.agent, run.session
+    agent = run.agent
     try:
         assert run.answer["result"]["stopReason"] == "end_turn"
         out = [run.output(i) for i in range(len(run.results()))]
@@ -127,27 +155,8 @@ def test_each_environment_runs_commands_under_the_strongest_sandbox_it_allows_an
         else:  # nothing would hold it: the code asks even in auto, and the user said no
             assert asked == [calls[0]["arguments"]["command"], calls[1]["arguments"]["command"]], asked
         assert "made" in out[2] and (world.ws / "sub" / "out.txt").read_text() == "made\n"
-        notices = [
-            u["content"]["text"]
-            for u in agent.updates(sid)
-            if u.get("sessionUpdate") == "agent_message_chunk" and "andbox" in u["content"]["text"][:40]
-        ]
-        if expect.title is None:
-            assert notices == [], notices
-        else:
-            assert len(notices) == 1 and expect.title in notices[0] and expect.why in notices[0], notices
-        before = len(agent.updates(sid))
-        agent.prompt(sid, "/status")
-        status = "".join(
-            u["content"]["text"] for u in agent.updates(sid)[before:] if u.get("sessionUpdate") == "agent_message_chunk"
-        )
-        assert "Sandbox: " in status
-        if expect.landlock:
-            assert "Landlock ABI" in status
-        if not expect.namespaces:
-            assert "no pid namespace" in status and expect.why in status, status
-        if not expect.landlock:
-            assert "no Landlock" in status and expect.why in status, status
+        told_once(agent, run.session, expect)
+        status_names_the_layers(agent, run.session, expect)
         assert "Broken pipe" not in agent.stderr and "Traceback" not in agent.stderr, agent.stderr[-2000:]
     finally:
         agent.close()
