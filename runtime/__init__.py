@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from runtime.assembly import SessionRuntime, build_runtime
     from runtime.chat.app import run_chat
     from runtime.cli_host import missing_key, run_prompt
+    from runtime.context import look_early
     from runtime.events import (
         CompactionEvent,
         EventSink,
@@ -94,6 +95,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "PromptPlan": ("runtime.session", "PromptPlan"),
     "Session": ("runtime.session", "Session"),
     "new_session_id": ("runtime.session", "new_session_id"),
+    "look_early": ("runtime.context", "look_early"),
     "plan_prompt": ("runtime.session", "plan_prompt"),
     "NOTICE_META": ("runtime.updates", "NOTICE_META"),
     "asked_tool_call": ("runtime.updates", "asked_tool_call"),
@@ -171,6 +173,7 @@ __all__ = [
     "event_to_update",
     "info_update",
     "kill_all_process_groups",
+    "look_early",
     "missing_key",
     "new_session_id",
     "open_store",

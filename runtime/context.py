@@ -9,9 +9,10 @@ When things are looked at (measured: see docs/agent.md, "What the model is told"
 - before every model call: the instruction files are `stat`ed (re-read only when one changed), and the mode and the
   sandbox description are asked for; an unchanged prompt is the cached string;
 - once per turn (`enter_turn`, in a worker thread): the date, `git status` and the listing of nested instruction
-  files. A subagent's turn inside the session's turn reuses them. A host may start that look early (`prefetch`,
-  when a session is created): a turn starting within `PREFETCH_FRESH_S` of it uses it instead of looking again, so
-  a new session's first prompt does not wait for two processes before its first model call.
+  files. A subagent's turn inside the session's turn reuses them. A host may start that look early (`look_early`
+  before the session exists, `prefetch` once it does): a turn starting within `PREFETCH_FRESH_S` of it uses it
+  instead of looking again, so a new session's first prompt does not wait for two processes before its first model
+  call.
 
 `attachments(paths, seen)` gives the text of the nested instruction files covering paths a tool call touched that
 this conversation has not seen yet (the loop adds it to the tool result the model reads).
@@ -206,6 +207,29 @@ class _Look:
             t.join()
 
 
+_early: dict[str, _Look] = {}
+_early_lock = threading.Lock()
+
+
+def look_early(root: str) -> None:
+    """Start the first turn's look at a workspace whose session is about to be made, so that it runs beside the
+    session's assembly (ACP's `session/new` calls this before it builds the session: 2 ms for a process's later
+    sessions, ~200 ms for its first) instead of after it; the session's `prefetch` adopts it. Nothing of the
+    workspace can have changed meanwhile: no call of that session has run yet."""
+    real = os.path.realpath(root)
+    look = _Look(real, lambda: git_state(real))
+    with _early_lock:
+        _early[real] = look  # an older one nobody adopted finishes on its own
+
+
+def _adopt_early(root: str) -> _Look | None:
+    with _early_lock:
+        look = _early.pop(root, None)
+    if look is None or time.monotonic() - look.started > PREFETCH_FRESH_S:
+        return None
+    return look
+
+
 class SessionContext:
     """The context of one session. `mode` is read at every model call; `sandbox` is the sandbox state's one-line
     description (a string, or a callable asked at every model call; None: not reported by this host)."""
@@ -270,10 +294,20 @@ class SessionContext:
         self._refreshed = True
 
     def prefetch(self) -> None:
-        """Start the next turn's look at the workspace now, on threads (see the module docstring)."""
-        if self._prefetched is None:
-            after = self.repositories.start if self.repositories is not None else None
+        """Start the next turn's look at the workspace now, on threads (see the module docstring), or adopt the one
+        the host started before this session existed (`look_early`)."""
+        if self._prefetched is not None:
+            return
+        after = self.repositories.start if self.repositories is not None else None
+        look = _adopt_early(self.root)
+        if look is None:
             self._prefetched = _Look(self.root, lambda: self._git_state(self.root), after)
+            return
+        self._prefetched = look
+        if after is not None:
+            look.after = after
+            if look.git is not None:  # git was done before `after` was set: start it here (it runs once)
+                after()
 
     def close(self) -> None:
         """The session ends: a prefetched look still running is waited for (its processes are bounded by their

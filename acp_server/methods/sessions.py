@@ -39,6 +39,7 @@ from runtime import (
     commands,
     connect_servers,
     info_update,
+    look_early,
     new_session_id,
     replay_records,
     revive,
@@ -72,6 +73,9 @@ async def new_session(agent: GatewrightAgent, req: NewSessionRequest) -> Answer:
     # CPU): started first, it boots on the other core while this session is assembled. (Once per process; the idle
     # warm-up may have started it already.)
     sandbox.prestart()
+    # The first turn's look at the workspace (`git status`, the nested instructions: two sandboxed processes) runs
+    # beside the session's assembly, so that a prompt sent the moment this is answered need not wait for it.
+    look_early(cwd)
     assert agent.conn is not None
     factory = agent.config.model_factory
     model = factory.create() if factory else None

@@ -234,6 +234,39 @@ async def test_git_and_the_nested_listing_are_looked_at_once_per_turn_not_per_mo
 
 
 @pytest.mark.anyio
+async def test_a_look_started_before_the_session_existed_is_the_one_its_first_turn_uses(tmp_path, monkeypatch):
+    """`look_early` (ACP's session/new, before it assembles the session) starts the look; the session's `prefetch`
+    adopts it instead of looking again, and it starts the repository watch once git is done; a look for another
+    workspace, or one too old, is not adopted."""
+    import runtime.context as context_mod
+    from runtime.repositories import RepositoryWatch
+
+    calls = []
+    monkeypatch.setattr(context_mod, "git_state", lambda root: calls.append(root) or context_mod.GitState("early"))
+    other = tmp_path / "other"
+    other.mkdir()
+    context_mod.look_early(str(other))
+    context_mod.look_early(str(tmp_path))
+    watch = RepositoryWatch([str(tmp_path)])
+    ctx = SessionContext(str(tmp_path), lambda: "safe", "sandbox: test", repositories=watch)
+    ctx.prefetch()
+    await ctx.enter_turn()
+    ctx.exit_turn()
+    assert sorted(calls) == sorted([str(other.resolve()), str(tmp_path.resolve())])  # one look each, no second
+    assert ctx.git.line == "early"
+    watch.ready()
+    assert watch.is_ready
+    clock = [0.0]
+    monkeypatch.setattr(context_mod.time, "monotonic", lambda: clock[0])
+    context_mod.look_early(str(tmp_path))
+    clock[0] = context_mod.PREFETCH_FRESH_S + 0.5
+    later = _context(tmp_path)
+    later.prefetch()
+    later._prefetched.join()  # type: ignore[union-attr]
+    assert len(calls) == 4  # too old to adopt: the session looked again
+
+
+@pytest.mark.anyio
 async def test_a_turn_right_after_the_prefetch_uses_it_and_a_later_one_looks_again(tmp_path, monkeypatch):
     """`prefetch` (a new ACP session's follow-up) looks at git and the nested instructions on threads; the first turn
     uses that look if it started at most PREFETCH_FRESH_S before the turn, so what the model is told is still the
