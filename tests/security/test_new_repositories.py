@@ -130,7 +130,8 @@ def test_a_repository_made_outside_and_moved_in_is_found_too(spawn, tmp_path):
 def test_a_repository_a_background_process_makes_between_calls_is_found_too(spawn, tmp_path):
     world = make_world(tmp_path, git=False)
     calls = [
-        bash(f"{GIT_INIT} bg && touch made && sleep 60", action="start"),
+        # (made aside and moved in whole: a check between two steps of `git init` would see half a repository)
+        bash(f'{GIT_INIT} "$TMPDIR/r" && mv "$TMPDIR/r" bg && touch made && sleep 60', action="start"),
         bash("for i in $(seq 200); do [ -e made ] && break; sleep 0.05; done; echo waited"),
         bash("echo last"),
     ]
