@@ -1,6 +1,6 @@
 """`python -m bench`: every figure in one table, each a median over repeated, interleaved runs, next to a baseline
 measured in the same run. `--quick` for a fast smoke run; `--only NAME[,NAME]` for some figures
-(startup, session_new, first_prompt, streaming, approval, search, memory, load, sandbox, secrets)."""
+(startup, session_new, first_prompt, streaming, approval, search, memory, load, sandbox, proxy, secrets)."""
 
 from __future__ import annotations
 
@@ -140,6 +140,27 @@ def sandbox(runs: int) -> list[Row]:
     return rows
 
 
+def proxy(rounds: int) -> list[Row]:
+    from bench import bench_proxy as bp
+
+    s = bp.measure(rounds)
+    direct = bp.p50(s["direct"])
+    rows = []
+    for mode, what in (("forward", "HTTP request"), ("connect", "CONNECT tunnel + request")):
+        added = bp.p50(s[mode]) - direct
+        rows.append(
+            Row(
+                f"[sandbox] network proxy, {what}: added p50 per connection",
+                f"+{added * 1000:.2f} ms",
+                f"direct: {ms(direct)}",
+                f"{ms(bp.p50(s[mode]))} in all",
+                "≤ 2 ms added",
+                verdict(added <= 0.002),
+            )
+        )
+    return rows
+
+
 def secrets(runs: int) -> list[Row]:
     from bench import bench_secrets as bsec
 
@@ -256,6 +277,7 @@ def main() -> None:
         "load": lambda: figures.bench_load(2 if q else 5, (20, 200) if q else (100, 1000)),
         "sandbox": lambda: sandbox(30 if q else 200),
         "repositories": lambda: repositories(10_000, 10 if q else 50),
+        "proxy": lambda: proxy(3 if q else 15),
         "secrets": lambda: secrets(5 if q else 15),
     }
     only = [x.strip() for x in opts.only.split(",") if x.strip()]

@@ -63,8 +63,10 @@ def make_describer(registry: ToolRegistry) -> Callable[[ToolCall, ToolContext], 
         clear_call_scratch(ctx.state, ctx.call_id)
         await tool.precheck(call.arguments, ctx)
         content = await tool.preview(call.arguments, ctx)
+        # ACP's question carries no reason: the editor shows the call's content, so the reasons go there.
+        if unheld and not proven_read_only:
+            content = (_notice(f"This command gets the network, and {unheld}. Allow it if you trust it."), *content)
         if held:
-            # ACP's question carries no reason: the editor shows the call's content, so the reason goes there.
             content = (_secret_notice(held), *content)
         return ApprovalSubject(
             facts=facts,
@@ -82,10 +84,13 @@ def make_describer(registry: ToolRegistry) -> Callable[[ToolCall, ToolContext], 
 
 
 def _secret_notice(held: list[str]) -> dict[str, Any]:
-    text = (
+    return _notice(
         f"{'; '.join(held)}. Once the model has read a secret, no redaction can follow it through a transform "
         "(tr, base64, pieces), so this asks in every mode."
     )
+
+
+def _notice(text: str) -> dict[str, Any]:
     return {"type": "content", "content": {"type": "text", "text": visible(text)}}
 
 

@@ -23,7 +23,7 @@ from permissions.modes import MODES
 from permissions.rules import SCOPE_WORDS
 from permissions.store import RulesUnreadable, known_state_dir_problem
 from runtime.events import CompactionEvent
-from runtime.sandbox import grants, support
+from runtime.sandbox import describe_network, grants, support
 from runtime.updates import new_compaction_id
 
 if TYPE_CHECKING:
@@ -299,6 +299,9 @@ def _status(session: Session) -> str:
     widened = grants.describe(session.workspace.roots)
     if widened is not None:
         lines.append(widened[0].upper() + widened[1:])
+    network = describe_network()
+    if network is not None:
+        lines.append(network)
     lines += state_lines(session)
     if journal is not None:
         lines.append(f"Saved in: `{journal.store.path}`" + (" (saving failed)" if journal.broken else ""))

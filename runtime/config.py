@@ -19,9 +19,12 @@ allow.
     [sandbox]
     read = ["~/.m2"]                     # every command may also read these (absolute or ~/ paths)
     write = ["~/.gradle"]                # every command that may write may also write these (created 0700 if missing)
+    network = ["pypi.org", "*.pythonhosted.org"]   # commands with the network reach only these hosts (a proxy)
 
 `[sandbox]` paths must be absolute or start with `~/` (a relative path would mean a different place in every
 project); they are kept as written, `~` expanded, and resolved when a command starts (`runtime.sandbox.grants`).
+`network` entries are host names, `*.domain` for every name below it, addresses, each with an optional `:PORT`
+(`runtime.sandbox.netnames`); a list that is present, even empty, limits every command that has the network.
 
 Checking `bash:` entries needs the shell parser and the bash tool (about 0.1 s to import), so they are lazy
 attributes (`permissions.shell`, `lazy.bash_tool`), only imported when the file has such entries.
@@ -56,6 +59,7 @@ class SandboxSettings:
 
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
+    network: tuple[str, ...] | None = None  # the only hosts commands with the network reach (None: every host)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +126,9 @@ def parse_sandbox(table: Any, where: str) -> SandboxSettings:
 
 
 def _sandbox(table: Mapping[str, Any]) -> SandboxSettings:
-    return SandboxSettings(_paths(table.get("read") or ()), _paths(table.get("write") or ()))
+    network = table.get("network")  # checked entries, written back the way patterns print (`runtime.sandbox.netnames`)
+    hosts = None if network is None else tuple(dict.fromkeys(network))
+    return SandboxSettings(_paths(table.get("read") or ()), _paths(table.get("write") or ()), hosts)
 
 
 def _paths(value: Any) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ Two kinds, each with its reason:
 - what `gatewright acp` must not load before it answers `initialize` (tests/acp_server/test_startup_path.py): anyio
   and the event loop, tomllib (only when a config file exists), and the runtime's own modules that start-up modules
   (`runtime.config`, `runtime.models`) use for later calls: the model clients, the conversation records, the bash
-  tool's rule keys.
+  tool's rule keys, the host patterns of `[sandbox] network` (only when the file has that key).
 
 Nothing here is imported at run time until it is used: type checkers read the imports below, the interpreter reads
 the table.
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import runtime.models.base as model_base
     import runtime.models.openai_compat as openai_compat
     import runtime.models.scripted as scripted
+    import runtime.sandbox.netnames as netnames
     import runtime.settings_models as settings_models
     import runtime.tools.builtin.bash as bash_tool
 
@@ -77,6 +78,7 @@ _LAZY: dict[str, str | tuple[str, str]] = {
     "openai_compat": "runtime.models.openai_compat",
     "scripted": "runtime.models.scripted",
     "settings_models": "runtime.settings_models",
+    "netnames": "runtime.sandbox.netnames",
     "bash_tool": "runtime.tools.builtin.bash",
 }
 
@@ -100,6 +102,7 @@ __all__ = [
     "mcp_subscriptions",
     "mcp_types",
     "model_base",
+    "netnames",
     "openai_compat",
     "rich_console",
     "rich_markdown",

@@ -43,6 +43,19 @@ def _config_path(raw: str) -> str:
 ConfigPath = Annotated[str, AfterValidator(_config_path)]
 
 
+def _host_entry(raw: str) -> str:
+    try:
+        return str(lazy.netnames.parse_pattern(raw))
+    except ValueError as exc:
+        raise ValueError(
+            f'a host name ("pypi.org"), "*.example.org" for every name below it, or an address, each optionally with '
+            f'":PORT" ({exc})'
+        ) from None
+
+
+HostEntry = Annotated[str, AfterValidator(_host_entry)]
+
+
 class ProviderTable(_Table):
     """`[providers.NAME]`: a model provider (the built-in `openai` and `anthropic`, or any server of a kind)."""
 
@@ -96,6 +109,7 @@ class SandboxTable(_Table):
 
     read: list[ConfigPath] | None = None
     write: list[ConfigPath] | None = None
+    network: list[HostEntry] | None = None
 
 
 class ConfigFile(_Table):

@@ -8,8 +8,8 @@
 - `baseline_readable(path)`: reads the sandbox always allows (the policy need not ask for them).
 - `grants`: what the user's `[sandbox]` table lets every command also read and write, and the toolchains'
   per-project caches.
-- `configure_network(hosts)` / `network_hosts()`: the user's `[sandbox] network` (None: every host), set once at
-  start-up; `network_unheld()`: why this system cannot hold it ("" when a network namespace can).
+- `network_hosts()`: the user's `[sandbox] network` (None: every host); `network_unheld()`: why this system cannot
+  hold it ("" when a network namespace can).
 - `session_tmpdir(session_id)` / `remove_session_tmpdir`: the per-session private temp dir (`TMPDIR`).
 - `client.Spawner`: the agent's connection to the sandbox helper (`helper`), which forks every sandboxed child
   (`child`); `runtime.processes` is its only user.
@@ -51,8 +51,8 @@ __all__ = [
     "baseline_readable",
     "build_spec",
     "child_env",
-    "configure_network",
     "harden_agent",
+    "describe_network",
     "network_hosts",
     "network_unheld",
     "prestart",
@@ -236,16 +236,25 @@ def support() -> Support:
 _last: dict[object, Support] = {}
 
 
-_network: list[tuple[str, ...] | None] = [None]
-
-
-def configure_network(hosts: tuple[str, ...] | None) -> None:
-    """Once at start-up: the config file's `[sandbox] network` (None: commands with the network reach every host)."""
-    _network[0] = None if hosts is None else tuple(hosts)
-
-
 def network_hosts() -> tuple[str, ...] | None:
-    return _network[0]
+    """The user's `[sandbox] network` in force (`runtime.config.use_sandbox`; None: commands with the network reach
+    every host). Unlike the table's read and write grants it applies whatever file it came from: it only narrows."""
+    from runtime import config  # the agent's side only: the helper never asks
+
+    return config.sandbox_in_force().settings.network
+
+
+def describe_network() -> str | None:
+    """One line for `/status` about `[sandbox] network`, or None when it is not set."""
+    hosts = network_hosts()
+    if hosts is None:
+        return None
+    names = ", ".join(hosts) or "no host"
+    unheld = network_unheld()
+    held = "held by a network namespace"
+    if unheld:
+        held = unheld.removeprefix("[sandbox] network is ") + "; such commands ask first"
+    return f"Network: commands reach only {names} ([sandbox] network), through the sandbox's proxy; {held}"
 
 
 def network_unheld() -> str:

@@ -83,8 +83,8 @@ def ignored_in(grants: UserGrants, roots: Sequence[str]) -> str | None:
     for root in roots:
         if _within(source, os.path.realpath(root)):
             return (
-                f"the [sandbox] table of {grants.source} is ignored: that config file lies inside the workspace, "
-                "and a file inside the workspace never widens the sandbox"
+                f"the [sandbox] read and write grants of {grants.source} are ignored: that config file lies inside "
+                "the workspace, and a file inside the workspace never widens the sandbox"
             )
     return None
 

@@ -229,4 +229,4 @@ def test_a_config_file_inside_the_workspace_widens_nothing_and_status_says_so(sp
     inside.write_text('[sandbox]\nwrite = ["~/.gradle/caches"]\n')
     stdout, status = _grant_turn(spawn, tmp_path, workspace, {**_env(home), "GATEWRIGHT_CONFIG": str(inside)}, home)
     assert "wrote" not in stdout and not (home / ".gradle").exists()
-    assert f"The [sandbox] table of {inside} is ignored: that config file lies inside the workspace" in status
+    assert f"The [sandbox] read and write grants of {inside} are ignored: that config file lies inside" in status

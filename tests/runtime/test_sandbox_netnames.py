@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from runtime.config import parse_sandbox
+from runtime.models.config import ConfigError
 from runtime.sandbox.netnames import (
     HostPattern,
     allowed,
@@ -138,3 +140,30 @@ def test_duplicates_are_dropped_and_entries_print_as_written():
 )
 def test_an_entry_naming_the_loopback_is_told_apart(entries, named):
     assert loopback_named(parse_patterns(entries)) is named
+
+
+# ---- the config file's key -----------------------------------------------------------------------------------------
+def test_the_config_key_is_read_as_the_entries_normalised_and_absent_means_every_host():
+    assert parse_sandbox({}, "config file c.toml").network is None
+    assert parse_sandbox({"network": []}, "config file c.toml").network == ()
+    got = parse_sandbox({"network": ["PyPI.org", "*.pythonhosted.org", "pypi.org", "[::1]:80"]}, "c")
+    assert got.network == ("pypi.org", "*.pythonhosted.org", "[::1]:80")
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (True, "sandbox.network = true: expected a list"),
+        ("pypi.org", "sandbox.network = 'pypi.org': expected a list"),
+        (["pypi.org", 3], "sandbox.network[1] = 3: expected a string"),
+        (
+            ["pypi.org", "https://files.pythonhosted.org/"],
+            "sandbox.network[1] = 'https://files.pythonhosted.org/': expected a host name",
+        ),
+        (["*"], "sandbox.network[0] = '*': expected a host name"),
+    ],
+)
+def test_a_network_entry_it_cannot_read_exactly_stops_the_start_naming_it(value, message):
+    with pytest.raises(ConfigError) as info:
+        parse_sandbox({"network": value}, "config file c.toml")
+    assert str(info.value).startswith("config file c.toml: " + message), str(info.value)

@@ -23,8 +23,8 @@ from runtime import processes, sandbox
 from runtime.sandbox import build_spec, session_tmpdir
 from runtime.sandbox.client import Spawner
 from runtime.sandbox.launcher_env import launcher_command
-from tests.support.net_helpers import RecordingServer, http_servers, received, udp_listener
-from tests.support.sandbox_helpers import wait_for
+from tests.support.net_helpers import RecordingServer, client_scripts, http_servers, received, udp_listener
+from tests.support.sandbox_helpers import alive, wait_for
 
 pytestmark = [
     pytest.mark.timeout(60),
@@ -32,27 +32,6 @@ pytestmark = [
 ]
 ROOT = Path(__file__).resolve().parents[2]
 needs_namespaces = pytest.mark.skipif(not sandbox.support().namespaces, reason="no user namespaces here")
-
-# What a command runs to fetch a URL the way most tools do: through the proxy variables (urllib reads them).
-FETCH = (
-    "import sys, urllib.request, urllib.error\n"
-    "try:\n"
-    "    print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode(), end='')\n"
-    "except urllib.error.HTTPError as e:\n"
-    "    print(e.code, e.read().decode(), end='')\n"
-)
-# ... and what a command runs that ignores them: a plain socket to an address and port.
-DIRECT = (
-    "import socket, sys\n"
-    "try:\n"
-    "    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).close(); print('DIRECT-OK')\n"
-    "except OSError as e:\n"
-    "    print('DIRECT-FAILED', type(e).__name__)\n"
-)
-UDP = (
-    "import socket, sys\n"
-    "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'LEAK', ('127.0.0.1', int(sys.argv[1])))\n"
-)
 
 
 @pytest.fixture
@@ -65,9 +44,7 @@ def servers():
 def ws(tmp_path):
     d = tmp_path / "ws"
     d.mkdir()
-    (d / "fetch.py").write_text(FETCH)
-    (d / "direct.py").write_text(DIRECT)
-    (d / "udp.py").write_text(UDP)
+    client_scripts(d)
     return d.resolve()
 
 
@@ -196,19 +173,10 @@ def test_the_proxy_ends_with_the_helper_and_starts_again_for_the_next_command(ws
     Spawner.stop()
     assert spawner.proc.poll() is not None
     # the helper is gone; the proxy was killed with it (a fact of another process: polled, bounded)
-    assert wait_for(lambda: not _alive(pid), 10)
+    assert wait_for(lambda: not alive(pid), 10)
     net = Spawner.get().net_limit(spec)
     net.close()
     assert Spawner.get().proxy().pid != pid
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
 
 
 # ---- the editor-terminal launcher ----------------------------------------------------------------------------------
@@ -223,7 +191,10 @@ def test_the_editor_terminal_launcher_holds_the_same_limit(ws, servers):
             f'"$PY" direct.py {b.port}'
         )
         exe, args = launcher_command(net.spec, ["/bin/bash", "-c", command])
-        env = sandbox.child_env(dict(os.environ, PYTHONPATH=str(ROOT), PY=sys.executable), net.spec)
+        # The interpreter's directory on PATH, as in an agent started from its venv: the launcher's baseline comes
+        # from the terminal's environment, not from the agent's interpreter.
+        path = os.pathsep.join((os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)))
+        env = sandbox.child_env(dict(os.environ, PYTHONPATH=str(ROOT), PY=sys.executable, PATH=path), net.spec)
         p = subprocess.run([exe, *args], cwd=ws, env=env, capture_output=True, text=True, timeout=30)
         assert p.stdout.splitlines() == [
             "A answered /term",
@@ -251,3 +222,30 @@ def test_the_launcher_refuses_to_run_when_the_proxy_cannot_be_reached(ws, tmp_pa
     )
     assert p.returncode == 126 and "network proxy cannot be reached" in p.stderr
     assert not (ws / "ran").exists()
+
+
+@pytest.mark.anyio
+async def test_a_background_process_is_held_the_same_way_and_its_refusals_are_in_its_status(ws, servers):
+    a, b = servers
+    spec = build_spec(named(a), [str(ws)], tmpdir=session_tmpdir("sess_net_bg"), grace=None)
+    table = processes.session_table("sess_net_bg")
+    try:
+        proc = table.start(
+            [
+                "/bin/bash",
+                "-c",
+                f'"$PY" fetch.py http://localhost:{a.port}/bg; "$PY" fetch.py http://127.0.0.1:{b.port}/',
+            ],
+            command="fetch twice",
+            cwd=str(ws),
+            env=dict(os.environ, PY=sys.executable),
+            spec=spec,
+        )
+        assert proc.child.wait_sync(30) == 0
+        for t in proc.threads:
+            t.join(10)
+        assert "A answered /bg" in proc.log.read(0, 10_000)[0]
+        assert proc.info()["refusedConnections"] == ["gatewright: 127.0.0.1 is not in [sandbox] network"]
+        assert b.accepted == 0
+    finally:
+        processes.close_session("sess_net_bg")

@@ -83,6 +83,36 @@ def received(sock: socket.socket) -> list[bytes]:
     return out
 
 
+# What a command runs to fetch a URL the way most tools do: through the proxy variables (urllib reads them).
+FETCH = (
+    "import sys, urllib.request, urllib.error\n"
+    "try:\n"
+    "    print(urllib.request.urlopen(sys.argv[1], timeout=10).read().decode(), end='')\n"
+    "except urllib.error.HTTPError as e:\n"
+    "    print(e.code, e.read().decode(), end='')\n"
+)
+# ... and what a command runs that ignores them: a plain socket to an address and port.
+DIRECT = (
+    "import socket, sys\n"
+    "try:\n"
+    "    socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).close(); print('DIRECT-OK')\n"
+    "except OSError as e:\n"
+    "    print('DIRECT-FAILED', type(e).__name__)\n"
+)
+UDP = (
+    "import socket, sys\n"
+    "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'LEAK', ('127.0.0.1', int(sys.argv[1])))\n"
+)
+
+
+def client_scripts(ws: Path) -> None:
+    """`fetch.py URL` (as most tools fetch: through the proxy variables), `direct.py PORT` (a plain TCP connection
+    to 127.0.0.1, ignoring them) and `udp.py PORT` (one datagram to 127.0.0.1) in a workspace."""
+    (ws / "fetch.py").write_text(FETCH)
+    (ws / "direct.py").write_text(DIRECT)
+    (ws / "udp.py").write_text(UDP)
+
+
 def network_config(path: Path, hosts: list[str], extra: str = "") -> Path:
     entries = ", ".join(f'"{h}"' for h in hosts)
     path.write_text(f"[sandbox]\nnetwork = [{entries}]\n{extra}", encoding="utf-8")

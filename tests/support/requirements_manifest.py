@@ -516,6 +516,15 @@ REQUIREMENTS: tuple[Requirement, ...] = (
             "e2e/test_ts_sdk_e2e.py::test_the_typescript_sdk_client_gets_two_roots_the_newer_updates_and_logout",
         ),
     ),
+    R(
+        "gw:sandbox:network-by-name",
+        "docs/sandbox.md: Network by name",
+        "With [sandbox] network in the user's config file, a command that has the network reaches only the named "
+        "hosts, through the sandbox's proxy; another host is refused with one line the tool result repeats; where "
+        "namespaces exist nothing else gets out (TCP or UDP), where they do not, what leaks is exactly the "
+        "documented part and such commands ask first in every mode; without the key nothing of it runs.",
+        (),
+    ),
 )
 
 GAPS: tuple[Gap, ...] = (

@@ -50,3 +50,29 @@ async def eventually(predicate: Callable[[], bool], seconds: float = 10.0) -> bo
         while not predicate():  # noqa: ASYNC110 - the fact lives in another process
             await anyio.sleep(0.02)
     return predicate()
+
+
+def children(pid: int) -> list[int]:
+    """The pids of `pid`'s children (every thread's)."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+    return out
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process (not gone, not a zombie)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :][:1] not in (b"Z", b"X")
