@@ -61,7 +61,7 @@ def test_the_sandbox_table_takes_absolute_and_home_paths_and_expands_the_home(ho
         ({"read": ["~other/x"]}, "sandbox.read[0] = '~other/x': expected an absolute path or one that starts with ~/"),
         ({"write": "~/.npm"}, "sandbox.write = '~/.npm': expected a list"),
         ({"read": [3]}, "sandbox.read[0] = 3: expected a string"),
-        ({"writes": []}, "sandbox.writes: unknown key (expected one of: read, write, network)"),
+        ({"writes": []}, "sandbox.writes: unknown key (expected one of: network, read, write)"),
         ("~/.npm", "sandbox = '~/.npm': expected a table"),
     ],
 )

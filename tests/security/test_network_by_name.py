@@ -6,10 +6,12 @@ refusal line, the note in the tool result, the question and why), the processes 
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import signal
 import sys
+import tempfile
 
 import pytest
 
@@ -77,6 +79,20 @@ def _expected(direct: str) -> list[str]:
     return ["A answered /ok", "", f"403 {REFUSED}", f"DIRECT-FAILED {direct}", "end"]
 
 
+def _proxies(helper: int) -> list[int]:
+    """The helper's children in its own pid namespace: its network proxies (every spawn's init, the agent's own git
+    and rg included, is pid 1 of a namespace of its own)."""
+    own = os.readlink(f"/proc/{helper}/ns/pid")
+    out = []
+    for pid in children(helper):
+        try:
+            if os.readlink(f"/proc/{pid}/ns/pid") == own:
+                out.append(pid)
+        except OSError:
+            continue
+    return out
+
+
 def _status(run: Run) -> str:
     assert run.agent.prompt(run.session, "/status")["result"]["stopReason"] == "end_turn"
     return "".join(
@@ -127,6 +143,7 @@ def test_without_namespaces_the_command_asks_first_saying_what_leaks_and_exactly
 
 
 @pytest.mark.req("gw:sandbox:network-by-name")
+@needs_namespaces
 def test_without_the_setting_nothing_changes_and_no_proxy_runs(spawn, world, servers):
     a, b = servers
     with udp_listener() as udp:
@@ -138,7 +155,8 @@ def test_without_the_setting_nothing_changes_and_no_proxy_runs(spawn, world, ser
             env=_env(world, None),
         )
         helpers = children(run.agent.proc.pid)
-        assert helpers and all(children(h) == [] for h in helpers)  # the sandbox helper runs no proxy
+        assert helpers and [p for h in helpers for p in _proxies(h)] == []  # the sandbox helper runs no proxy
+        assert glob.glob(os.path.join(tempfile.gettempdir(), f"gatewright-proxy-{helpers[0]}-*")) == []
         assert received(udp) == []
     assert run.questions == []
     assert run.results()[0]["rawOutput"]["stdout"].split() == ["0", "DIRECT-OK"]
@@ -157,8 +175,8 @@ def test_the_proxy_dies_with_the_agent(spawn, world, servers):
         env=_env(world, [f"localhost:{a.port}"]),
     )
     helpers = children(run.agent.proc.pid)
-    proxies = [p for h in helpers for p in children(h)]
-    assert len(proxies) == 1  # the proxy: the helper's only child once the command is gone
+    proxies = [p for h in helpers for p in _proxies(h)]
+    assert len(proxies) == 1
     os.kill(run.agent.proc.pid, signal.SIGKILL)
     assert wait_for(lambda: not any(alive(p) for p in [*helpers, *proxies]), 20)
 
