@@ -31,6 +31,7 @@ pytestmark = [
     pytest.mark.skipif(not sandbox.support().active, reason="no Landlock on this system"),
 ]
 ROOT = Path(__file__).resolve().parents[2]
+BASE_PYTHON = os.path.join(sys.base_prefix, "bin", f"python{sys.version_info[0]}.{sys.version_info[1]}")
 needs_namespaces = pytest.mark.skipif(not sandbox.support().namespaces, reason="no user namespaces here")
 
 
@@ -191,10 +192,9 @@ def test_the_editor_terminal_launcher_holds_the_same_limit(ws, servers):
             f'"$PY" direct.py {b.port}'
         )
         exe, args = launcher_command(net.spec, ["/bin/bash", "-c", command])
-        # The interpreter's directory on PATH, as in an agent started from its venv: the launcher's baseline comes
-        # from the terminal's environment, not from the agent's interpreter.
-        path = os.pathsep.join((os.path.dirname(sys.executable), os.environ.get("PATH", os.defpath)))
-        env = sandbox.child_env(dict(os.environ, PYTHONPATH=str(ROOT), PY=sys.executable, PATH=path), net.spec)
+        # The base interpreter (the scripts need only the standard library): the launcher's baseline is that of the
+        # terminal's environment, where the tests' venv may not be readable.
+        env = sandbox.child_env(dict(os.environ, PYTHONPATH=str(ROOT), PY=BASE_PYTHON), net.spec)
         p = subprocess.run([exe, *args], cwd=ws, env=env, capture_output=True, text=True, timeout=30)
         assert p.stdout.splitlines() == [
             "A answered /term",

@@ -81,16 +81,17 @@ def _expected(direct: str) -> list[str]:
 
 def _proxies(helper: int) -> list[int]:
     """The helper's children in its own pid namespace: its network proxies (every spawn's init, the agent's own git
-    and rg included, is pid 1 of a namespace of its own)."""
-    own = os.readlink(f"/proc/{helper}/ns/pid")
-    out = []
-    for pid in children(helper):
-        try:
-            if os.readlink(f"/proc/{pid}/ns/pid") == own:
-                out.append(pid)
-        except OSError:
-            continue
-    return out
+    and rg included, is pid 1 of a namespace of its own: one more `NSpid` entry; `status` stays readable although
+    the helper is not dumpable)."""
+    return [pid for pid in children(helper) if _depth(pid) == _depth(helper)]
+
+
+def _depth(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(len(line.split()) - 1 for line in f if line.startswith("NSpid:"))
+    except (OSError, StopIteration):
+        return -1
 
 
 def _status(run: Run) -> str:
