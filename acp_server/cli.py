@@ -294,12 +294,6 @@ def cmd_chat(args: argparse.Namespace) -> int:
     if checked is None:
         return EXIT_USAGE
     _setup_logging(_log_level(args))
-    if args.record:
-        sys.stderr.write(
-            "gatewright: chat does not record transcripts yet; use `gatewright acp --record` or "
-            "`gatewright run --record`\n"
-        )
-        return EXIT_USAGE
     more = _more_roots(args)
     if more is None:
         return EXIT_USAGE
@@ -314,6 +308,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         rules=checked.rules,
         model_given=args.model is not None,
         mode_given=args.mode is not None,
+        record=args.record,
         additional_directories=more,
     )
 

@@ -41,7 +41,6 @@ from pathlib import Path
 from typing import Any
 
 from acp_server.transcript import (
-    RUN_HOST,
     STATE,
     WORKSPACE,
     Normalised,
@@ -62,14 +61,12 @@ from acp_server.transcript import (
 )
 from permissions.gateway import EDITOR_COULD_NOT_ASK, NO_TERMINAL_TO_ASK
 from runtime import secrets as secret_registry
-from runtime.recording import redact
+from runtime.recording import EDITOR_ONLY_UPDATES, redact
 
 DEFAULT_IDLE_S = 10.0
 """How long the check waits for an agent that has gone quiet before it calls the rest of the recording missing."""
 SETTLE_S = 0.05  # after the last expected frame: time for a frame the recording does not have to show up
-RUN_HOST_OMITS = frozenset(
-    {"available_commands_update", "session_info_update", "current_mode_update", "config_option_update"}
-)
+RUN_HOST_OMITS = EDITOR_ONLY_UPDATES
 MODES = ("manual", "safe", "auto", "read-only")
 SESSION_OPENERS = ("session/new", "session/load", "session/resume", "session/fork")
 PROCESS_FREE_BASH = ("status", "logs", "list", "stop")
@@ -321,7 +318,7 @@ def _editor_runs_commands(seg: Segment) -> bool:
         and e.msg["method"] == "initialize"
         and isinstance(e.msg.get("params"), dict)
     ]
-    return seg.host != RUN_HOST and bool(caps) and all(isinstance(c, dict) and c.get("terminal") is True for c in caps)
+    return not seg.terminal_host and bool(caps) and all(isinstance(c, dict) and c.get("terminal") is True for c in caps)
 
 
 def _call_risk(call: dict[str, Any], roots: list[str], has_mcp: bool, in_editor: bool) -> str | None:
@@ -569,7 +566,7 @@ def check(
             stalled = stalled or stall
             stderr.append(agent.stderr)
             all_frames.extend(agent.frames)
-            keep = _run_host_keeps if seg.host == RUN_HOST else _keeps
+            keep = _run_host_keeps if seg.terminal_host else _keeps
             expected_frames += [(e.msg, e.line) for e in seg.entries if e.dir == "out"]
             actual_frames += [(_as_run(f) if seg.host == RUN_HOST else f, 0) for f in agent.frames[base:] if keep(f)]
             if len(transcript.segments) > 1:  # the boundary is part of what must match
@@ -671,9 +668,9 @@ def _drive(seg: Segment, agent: _Agent, live: _Live, idle: float, requests: dict
     """Play the segment's client side. Returns where the compared frames start and why driving stopped early."""
     recorded_out = [e.msg for e in seg.entries if e.dir == "out"]
     agent_methods = {id_key(m["id"]): m["method"] for m in recorded_out if is_request(m)}
-    keep = _run_host_keeps if seg.host == RUN_HOST else _keeps
+    keep = _run_host_keeps if seg.terminal_host else _keeps
     base = 0
-    if seg.host == RUN_HOST:
+    if seg.terminal_host:
         base, stall = _open_run_session(seg, agent, live, idle)
         if stall:
             return base, stall

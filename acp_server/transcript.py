@@ -19,6 +19,8 @@ CHUNKS = ("agent_message_chunk", "agent_thought_chunk", "user_message_chunk")
 WORKSPACE = "<WORKSPACE>"
 STATE = "<STATE>"
 RUN_HOST = "run"  # `meta.host` of a `gatewright run --record` transcript: no initialize or session/new in it
+# The terminal hosts (`run`, `chat`) record what an editor would have exchanged after its session/new.
+TERMINAL_HOSTS = frozenset({RUN_HOST, "chat"})
 
 _TIME_KEYS = {"updatedAt", "createdAt", "timestamp"}
 _DURATION_KEYS = {"durationMs", "elapsedMs", "duration_ms"}
@@ -48,6 +50,11 @@ class Segment:
     @property
     def host(self) -> str:
         return str(self.meta.get("host") or "acp")
+
+    @property
+    def terminal_host(self) -> bool:
+        """Recorded by `run` or `chat`: no initialize or session/new in it."""
+        return self.host in TERMINAL_HOSTS
 
 
 @dataclass(slots=True)

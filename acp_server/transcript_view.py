@@ -21,7 +21,6 @@ from typing import Any
 
 from acp_server.transcript import (
     CHUNKS,
-    RUN_HOST,
     Entry,
     Segment,
     Transcript,
@@ -139,8 +138,8 @@ class _View:
         facts = []
         if m.get("gatewright"):
             facts.append(f"gatewright {m['gatewright']}")
-        if seg.host == RUN_HOST:
-            facts.append("`gatewright run`" + (f" in {m['cwd']}" if m.get("cwd") else ""))
+        if seg.terminal_host:
+            facts.append(f"`gatewright {seg.host}`" + (f" in {m['cwd']}" if m.get("cwd") else ""))
         model = m.get("model")
         if m.get("scripted_model") is not None:
             n = _count_responses(m["scripted_model"])

@@ -58,8 +58,13 @@ _FIELDS = (
 )
 
 
+WHOLE = ("command",)  # what decides a command's effect is kept whole, however long (redacted like the rest)
+WHOLE_MAX = 100_000  # a bound for the pathological case, said in the row
+
+
 def summarize_arguments(raw_input: Any, limit: int = 300) -> str:
-    """A short, redacted view of a call's arguments: long strings (file contents, patches) are shown by length."""
+    """A redacted view of a call's arguments: a command whole (what was approved is what is audited), long other
+    strings (file contents, patches) by their length, and the rest cut at `limit` characters."""
 
     def short(v: Any) -> Any:
         if isinstance(v, str):
@@ -70,19 +75,25 @@ def summarize_arguments(raw_input: Any, limit: int = 300) -> str:
             return [short(x) for x in v[:20]]
         return v
 
+    def whole(v: str) -> str:
+        return v if len(v) <= WHOLE_MAX else v[:WHOLE_MAX] + f"… <{len(v) - WHOLE_MAX} more characters>"
+
     # File content is not needed to audit a decision and may itself hold secrets.
+    kept = 0
     if isinstance(raw_input, dict):
-        shown = {
-            k: (
-                f"<{len(v)} characters>"
-                if k in ("content", "new_string", "old_string", "patch", "input") and isinstance(v, str)
-                else short(v)
-            )
-            for k, v in raw_input.items()
-        }
+        shown = {}
+        for k, v in raw_input.items():
+            if k in WHOLE and isinstance(v, str):
+                shown[k] = whole(v)
+                kept += len(shown[k])
+            elif k in ("content", "new_string", "old_string", "patch", "input") and isinstance(v, str):
+                shown[k] = f"<{len(v)} characters>"
+            else:
+                shown[k] = short(v)
     else:
         shown = short(raw_input)
     text = redact(json.dumps(shown, ensure_ascii=False, sort_keys=True))
+    limit += kept * 2  # a command's escapes (quotes, newlines) may double it in JSON
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -22,14 +22,14 @@ import os
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from permissions.gateway import NO_TERMINAL_TO_ASK, PermissionOutcome, PermissionRequest
+from permissions.gateway import NO_TERMINAL_TO_ASK, PermissionGateway, PermissionOutcome, PermissionRequest
 from permissions.rules import Rule
 from permissions.store import state_dir as resolve_state_dir
-from runtime.assembly import build_runtime
 from runtime.events import (
     EventSink,
     NoticeEvent,
@@ -39,6 +39,7 @@ from runtime.events import (
     ThoughtChunk,
     ToolCallProgress,
     ToolCallStarted,
+    UsageReported,
 )
 from runtime.loop import MODEL_FAILED, AuthRequired
 from runtime.models import NO_MODEL_MESSAGE
@@ -46,7 +47,9 @@ from runtime.models.base import TextPart
 from runtime.models.config import missing_key as missing_key_var
 from runtime.models.config import missing_key_message
 from runtime.processes import kill_all_process_groups
-from runtime.recording import TranscriptRecorder, transcript_meta
+from runtime.recording import EDITOR_ONLY_UPDATES, TranscriptRecorder, transcript_meta
+from runtime.session import Session, new_session_id, title_from
+from runtime.store.live import open_store, store_new
 from runtime.tools.base import content_text
 from runtime.updates import MessageIds, asked_tool_call, event_to_update
 
@@ -55,9 +58,22 @@ if TYPE_CHECKING:
     from runtime.models import ModelFactory
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REJECTED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-SESSION_ID = "cli"
 # Where the built-in providers send requests when no base URL is set (shown in errors; the clients own the real value).
 DEFAULT_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+
+
+@dataclass(kw_only=True, eq=False)
+class RunSession(Session):
+    """The session of one `gatewright run`: stored like any other (listed, resumed by `chat --resume`, audited under
+    its id). The terminal is its gateway, and what it shows goes through the run's own sink."""
+
+    gateway: TerminalGateway
+
+    def _gateway(self) -> PermissionGateway:
+        return self.gateway
+
+    async def deliver(self, update: dict[str, Any]) -> None:
+        pass  # `run` prints the runtime's events itself (`TerminalPrinter`, `JsonPrinter`)
 
 
 class TerminalGateway:
@@ -174,9 +190,19 @@ class TerminalPrinter:
         self.waiting = None
         self._erase()
 
-    def finished(self, stop_reason: str | None, code: int) -> None:
+    def end_line(self) -> None:
+        if not self._line_start:
+            self.out.write("\n")
+            self._line_start = True
+        self.out.flush()
+
+    def finished(self, stop_reason: str | None, code: int, session_id: str) -> None:
         self.waiting = None
         self._erase()
+        if self.live:  # on a terminal: how to come back to it (a script has the id in --json's last event)
+            self.err.write(
+                f"\x1b[2msession {session_id}: `gatewright chat --resume {session_id}` continues it\x1b[0m\n"
+            )
         self.err.flush()
 
     # ---- events ----------------------------------------------------------------------------------------------------
@@ -286,30 +312,48 @@ class JsonPrinter:
     def failed(self, message: str, url: str | None) -> None:
         self._write({"type": "error", "message": message, "url": url})
 
-    def finished(self, stop_reason: str | None, code: int) -> None:
-        self._write({"type": "end", "stopReason": stop_reason, "exitCode": code})
+    def end_line(self) -> None:
+        pass
+
+    def finished(self, stop_reason: str | None, code: int, session_id: str) -> None:
+        self._write({"type": "end", "stopReason": stop_reason, "exitCode": code, "sessionId": session_id})
 
 
 class RunRecorder:
-    """`--record FILE` / `GATEWRIGHT_RECORD` in `run`: the transcript (docs/transcripts.md) of the frames an
-    editor would have exchanged with `gatewright acp` for this prompt: the `session/prompt` request, every
-    `session/update`, each `session/request_permission` with its answer, and the prompt's response."""
+    """`--record FILE` / `GATEWRIGHT_RECORD` in `run` and `chat`: the transcript (docs/transcripts.md) of the frames
+    an editor would have exchanged with `gatewright acp` for these prompts: each `session/prompt` request, every
+    `session/update`, each `session/request_permission` with its answer, and each prompt's response."""
 
-    def __init__(self, path: str, meta: dict[str, Any]) -> None:
+    def __init__(self, path: str, meta: dict[str, Any], session_id: str) -> None:
         self.rec = TranscriptRecorder(path, meta)  # OSError: the caller reports it, before anything runs
+        self.session_id = session_id
         self.messages = MessageIds()
         self._next_id = 0
         self._asking = 0  # the id of the open question (one at a time)
+        self._prompts = 0
+        self._prompt_id = "prompt"
 
     def prompt(self, text: str) -> None:
+        self._prompts += 1
+        self.messages.end()
+        self._prompt_id = "prompt" if self._prompts == 1 else f"prompt-{self._prompts}"
         self.rec.record(
             "in",
             {
                 "jsonrpc": "2.0",
-                "id": "prompt",
+                "id": self._prompt_id,
                 "method": "session/prompt",
-                "params": {"sessionId": SESSION_ID, "prompt": [{"type": "text", "text": text}]},
+                "params": {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]},
             },
+        )
+
+    def update(self, update: dict[str, Any]) -> None:
+        """A record the session sent without a runtime event (a command's answer)."""
+        if update.get("sessionUpdate") in EDITOR_ONLY_UPDATES:
+            return
+        self.rec.record(
+            "out",
+            {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": self.session_id, "update": update}},
         )
 
     async def __call__(self, ev: RuntimeEvent) -> None:
@@ -318,7 +362,7 @@ class RunRecorder:
             {
                 "jsonrpc": "2.0",
                 "method": "session/update",
-                "params": {"sessionId": SESSION_ID, "update": self.messages.tag(event_to_update(ev))},
+                "params": {"sessionId": self.session_id, "update": self.messages.tag(event_to_update(ev))},
             },
         )
 
@@ -333,7 +377,7 @@ class RunRecorder:
                 "id": request_id,
                 "method": "session/request_permission",
                 "params": {
-                    "sessionId": SESSION_ID,
+                    "sessionId": self.session_id,
                     "toolCall": asked_tool_call(request),
                     "options": [{"optionId": o.option_id, "name": o.name, "kind": o.kind} for o in request.options],
                 },
@@ -353,21 +397,37 @@ class RunRecorder:
     def failed(self, message: str, url: str | None) -> None:
         pass  # the failure is in the conversation already (the notice the ACP host would show)
 
-    def finished(self, stop_reason: str | None, code: int, auth_error: str | None = None) -> None:
+    def answered(self, stop_reason: str | None, auth_error: str | None = None) -> None:
+        """The prompt's response."""
         if auth_error is not None:
-            self.rec.record(
-                "out",
-                {
-                    "jsonrpc": "2.0",
-                    "id": "prompt",
-                    "error": {"code": -32000, "message": f"Authentication required: {auth_error}"},
-                },
-            )
+            error = {"code": -32000, "message": f"Authentication required: {auth_error}"}
+            self.rec.record("out", {"jsonrpc": "2.0", "id": self._prompt_id, "error": error})
         else:
-            self.rec.record(
-                "out", {"jsonrpc": "2.0", "id": "prompt", "result": {"stopReason": stop_reason or "cancelled"}}
-            )
+            result = {"stopReason": stop_reason or "cancelled"}
+            self.rec.record("out", {"jsonrpc": "2.0", "id": self._prompt_id, "result": result})
+
+    def finished(self, stop_reason: str | None, code: int, auth_error: str | None = None) -> None:
+        self.answered(stop_reason, auth_error)
         self.rec.close()
+
+    def close(self) -> None:
+        self.rec.close()
+
+
+class RecordingGateway:
+    """A gateway that records each question and its answer (`RunRecorder`) around another gateway."""
+
+    def __init__(self, inner: PermissionGateway, recorder: RunRecorder) -> None:
+        self.inner, self.recorder = inner, recorder
+
+    async def request(self, request: PermissionRequest) -> PermissionOutcome:
+        self.recorder.question(request)
+        outcome: PermissionOutcome | None = None
+        try:
+            outcome = await self.inner.request(request)
+        finally:
+            self.recorder.answer(request, outcome)
+        return outcome
 
 
 def _answer_id(outcome: PermissionOutcome | None) -> str | None:
@@ -442,32 +502,50 @@ def run_prompt(
     if model is None:
         sys.stderr.write(NO_MODEL_MESSAGE + "\n")
         return EXIT_USAGE
+    sid = new_session_id()
     recorder = None
     if record:
         try:
-            recorder = RunRecorder(record, transcript_meta(factory, mode, host="run", cwd=cwd, state_dir=state_dir))
+            meta = transcript_meta(factory, mode, host="run", cwd=cwd, state_dir=state_dir)
+            recorder = RunRecorder(record, meta, sid)
         except OSError as exc:
             sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}\n")
             return EXIT_USAGE
     printer: Any = JsonPrinter() if json_events else TerminalPrinter()
     observers = tuple(o for o in (printer, recorder) if o is not None)
-    # The one composition root, as in the ACP host; only the gateway (and the sink, per turn) are this host's.
-    runtime = build_runtime(
-        session_id=SESSION_ID,
+    # The one composition root, as in the ACP host (through a stored `Session`, listed by `session/list` and
+    # resumed by `chat --resume`); only the gateway and the sink are this host's.
+    session = RunSession(
+        id=sid,
         cwd=cwd,
-        additional_directories=additional_directories,
+        additional_directories=list(additional_directories),
+        mode=mode,
         model=model,
-        gateway=TerminalGateway(observers=observers),
-        mode=lambda: mode,
+        factory=factory,
+        model_id=factory.default_id,
+        model_choices=factory.choices(),
         state_dir=resolve_state_dir(state_dir),
         configured_rules=rules,
-    ).runtime
+        gateway=TerminalGateway(observers=observers),
+    )
+    runtime = session.runtime
+    store = open_store(state_dir)
+    store_new(store, session)
+    journal = session.journal
+    assert journal is not None
+    blocks = [{"type": "text", "text": prompt}]
+    journal.record_prompt(blocks)
+    session.title = title_from(blocks)
+    store.save(sid, title=session.title, touch=False)
     sink = _fanout(printer, recorder) if recorder is not None else printer
     if recorder is not None:
         recorder.prompt(prompt)
     result: dict[str, Any] = {}
 
     async def emit(ev: RuntimeEvent) -> None:
+        if isinstance(ev, UsageReported):
+            ev = session.account(ev)
+        journal.record(event_to_update(ev))
         try:
             await sink(ev)
         except BrokenPipeError:
@@ -498,6 +576,10 @@ def run_prompt(
                 result["outcome"] = await runtime.run_turn([TextPart(prompt)], emit)
             except AuthRequired as exc:
                 result["auth"] = str(exc)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    journal.sync()
+                    await session.close()  # what the turn left (background processes, MCP servers) ends with it
             tg.cancel_scope.cancel()
 
     try:
@@ -505,11 +587,12 @@ def run_prompt(
     except KeyboardInterrupt:
         result["interrupted"] = True
     finally:
+        journal.sync()
+        store.close()
         kill_all_process_groups()
     if not json_events:
         try:
-            sys.stdout.write("\n")
-            sys.stdout.flush()
+            printer.end_line()  # the reply's last line, ended (nothing when nothing was said: no stray empty line)
         except BrokenPipeError:
             _stdout_to_devnull()
     outcome = result.get("outcome")
@@ -532,7 +615,7 @@ def run_prompt(
         code = EXIT_OK
     sys.stderr.flush()
     try:
-        printer.finished(stop, code)
+        printer.finished(stop, code, sid)
     except BrokenPipeError:
         _stdout_to_devnull()
     if recorder is not None:

@@ -36,6 +36,12 @@ if TYPE_CHECKING:
 REDACTED = "<redacted>"
 
 
+# What an editor is sent about the session rather than the conversation: the terminal hosts record none of it.
+EDITOR_ONLY_UPDATES = frozenset(
+    {"available_commands_update", "session_info_update", "current_mode_update", "config_option_update"}
+)
+
+
 def transcript_meta(
     factory: ModelFactory, mode: str, *, host: str = "acp", cwd: str | None = None, state_dir: str | None = None
 ) -> dict[str, Any]:

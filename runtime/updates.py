@@ -87,6 +87,10 @@ class MessageIds:
             self._kind, self._id = kind, new_message_id()
         return self._id
 
+    def end(self) -> None:
+        """The message being streamed is over (a new prompt came): the next chunk starts another."""
+        self._kind = None
+
     def tag(self, update: dict[str, Any]) -> dict[str, Any]:
         """A record with its `messageId`, if it is a text chunk; any other record of the conversation ends the
         message being streamed."""

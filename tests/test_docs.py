@@ -69,3 +69,30 @@ def test_every_relative_link_leads_to_a_file_and_heading_of_the_repository(doc: 
         elif anchor and dest.suffix == ".md" and anchor not in _anchors(dest):
             broken.append(f"{target}: no heading #{anchor} in {dest.relative_to(REPO)}")
     assert not broken, "\n".join(broken)
+
+
+def test_the_docs_list_every_option_of_every_command_as_its_help_shows_it():
+    from tests.support.cli_options import option_rows
+
+    text = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
+    documented = [line for line in text.splitlines() if re.match(r"^\| `gatewright[^`]*` \| `-", line)]
+    assert documented == option_rows()
+
+
+def test_every_option_the_docs_mention_is_in_some_commands_help():
+    """Before, `--log-level` was documented and in no `--help`."""
+    from tests.support.cli_options import options
+
+    known = options() | {"--help"}
+    mentioned: dict[str, str] = {}
+    for doc in DOCS:
+        text = doc.read_text(encoding="utf-8")
+        # A gatewright command line (in a code span or a shell block), or an option on its own where only
+        # gatewright's are named (the README, the configuration reference; docs/models.md quotes other servers').
+        commands = re.findall(r"(?m)(?:`|^)gatewright [^`\n]*", text)
+        alone = re.findall(r"`(--[a-z][a-z-]+)", text) if doc.name in ("README.md", "configuration.md") else []
+        unquoted = [re.sub(r"\"[^\"]*\"|'[^']*'", "", c) for c in commands]  # a prompt's words are no options
+        for option in [o for c in unquoted for o in re.findall(r"(?<![\w-])--[a-z][a-z-]+", c)] + alone:
+            mentioned.setdefault(option, doc.name)
+    unknown = {o: where for o, where in mentioned.items() if o not in known}
+    assert not unknown, unknown

@@ -27,12 +27,13 @@ from permissions.store import state_dir as resolve_state_dir
 from runtime.chat.ask import TerminalChooser
 from runtime.chat.prompt import EXIT, ChatPrompt
 from runtime.chat.view import ChatView
-from runtime.cli_host import missing_key
+from runtime.cli_host import RecordingGateway, RunRecorder, missing_key
 from runtime.events import RuntimeEvent, TextChunk, ThoughtChunk, UsageReported
 from runtime.loop import AuthRequired
 from runtime.models import NO_MODEL_MESSAGE
 from runtime.models.base import TextPart, Usage
 from runtime.processes import kill_all_process_groups
+from runtime.recording import transcript_meta
 from runtime.session import Session, new_session_id, plan_prompt
 from runtime.store.live import latest, open_store, replay_records, revive, store_new
 from runtime.updates import event_to_update
@@ -40,6 +41,7 @@ from runtime.updates import event_to_update
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from permissions.gateway import PermissionGateway
     from permissions.rules import Rule
     from runtime.loop import TurnOutcome
     from runtime.models import ModelFactory
@@ -55,11 +57,15 @@ class ChatSession(Session):
     view: ChatView
     read_key: Callable[..., Any] | None = None  # tests answer questions without a terminal
     on_question_cancel: Callable[[], None] = field(default=lambda: None)
+    recorder: RunRecorder | None = None  # `--record FILE`: the frames an editor would have exchanged
 
-    def _gateway(self) -> TerminalChooser:
-        return TerminalChooser(self.view, lambda: self.on_question_cancel(), self.read_key)
+    def _gateway(self) -> PermissionGateway:
+        chooser = TerminalChooser(self.view, lambda: self.on_question_cancel(), self.read_key)
+        return chooser if self.recorder is None else RecordingGateway(chooser, self.recorder)
 
     async def emit(self, ev: RuntimeEvent) -> None:
+        if self.recorder is not None:
+            await self.recorder(ev)
         if isinstance(ev, TextChunk | ThoughtChunk):
             if self.journal is not None:
                 self.journal.record_text(
@@ -74,6 +80,8 @@ class ChatSession(Session):
         self.view.event(ev)
 
     async def deliver(self, update: dict[str, Any]) -> None:
+        if self.recorder is not None:
+            self.recorder.update(update)
         content = update.get("content")
         if update.get("sessionUpdate") == "agent_message_chunk" and isinstance(content, dict):
             self.view.reply(str(content.get("text", "")))
@@ -119,14 +127,20 @@ class Chat:
         self.in_turn, self.cancelling = True, False
         outcome: TurnOutcome | None = None
         before = session.runtime.total_usage
+        recorder = session.recorder
+        if recorder is not None:
+            recorder.prompt(text)
+        answered: tuple[str | None, str | None] = ("cancelled", None)  # for the recording: stop reason, auth error
         try:
             with anyio.CancelScope() as scope:
                 self._turn_scope = scope
                 plan = await plan_prompt(session, [{"type": "text", "text": text}], [TextPart(text)])
                 if plan.stop is not None:
+                    answered = (plan.stop, None)
                     return None
                 if session.model is None:
                     await session.say(NO_MODEL_MESSAGE)
+                    answered = ("end_turn", None)
                     return None
                 if self.cancelling:
                     return None
@@ -135,11 +149,15 @@ class Chat:
                     tg.start_soon(self._tick)
                     try:
                         outcome = await session.runtime.run_turn(plan.parts, session.emit)
+                        answered = (outcome.stop_reason, None)
                     except AuthRequired as exc:
                         self.view.reply(f"**Authentication failed:** {exc}")
+                        answered = (None, str(exc))
                     finally:
                         tg.cancel_scope.cancel()
         finally:
+            if recorder is not None:
+                recorder.answered(*answered)
             self._turn_scope = None
             self.in_turn = False
             if session.journal is not None:
@@ -204,6 +222,8 @@ class Chat:
             await session.close()
             if session.journal is not None:
                 session.journal.sync()
+        if session.recorder is not None:
+            session.recorder.close()
         kill_all_process_groups()
 
 
@@ -232,6 +252,7 @@ def run_chat(
     rules: tuple[Rule, ...] = (),
     model_given: bool = False,
     mode_given: bool = False,
+    record: str | None = None,
     additional_directories: tuple[str, ...] = (),
 ) -> int:
     """The `chat` command. Configuration problems are one line on stderr and exit 2, before anything is shown.
@@ -244,7 +265,7 @@ def run_chat(
     store = open_store(state_dir)
     resolved = resolve_state_dir(state_dir)
     view = ChatView()
-    make = functools.partial(ChatSession, view=view, configured_rules=rules)
+    recorder = None
     rec = None
     if resume is not None:
         rec = store.get(resume)
@@ -265,6 +286,16 @@ def run_chat(
         store.close()
         sys.stderr.write(problem + "\n" if problem is NO_MODEL_MESSAGE else f"gatewright: {problem}\n")
         return EXIT_USAGE
+    sid = rec.id if rec is not None else new_session_id()
+    if record:
+        try:
+            meta = transcript_meta(factory, mode, host="chat", cwd=cwd, state_dir=state_dir)
+            recorder = RunRecorder(record, meta, sid)
+        except OSError as exc:
+            store.close()
+            sys.stderr.write(f"gatewright: cannot write the transcript {record}: {exc.strerror or exc}\n")
+            return EXIT_USAGE
+    make = functools.partial(ChatSession, view=view, configured_rules=rules, recorder=recorder)
     if rec is not None:
         session = revive(
             store,
@@ -293,7 +324,7 @@ def run_chat(
     else:
         model = factory.create()
         session = make(
-            id=new_session_id(),
+            id=sid,
             cwd=cwd,
             additional_directories=list(additional_directories),
             mode=parse_mode(mode),

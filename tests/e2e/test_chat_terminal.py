@@ -514,3 +514,80 @@ def test_a_model_and_mode_given_on_resume_switch_the_session_and_say_so(tmp_path
             back.kill()
         models = [r.body["model"] for r in fp.requests_to(OPENAI_PATH)]
     assert models == ["model-a", "model-b"]
+
+
+def test_a_run_session_is_continued_in_the_chat(tmp_path):
+    ws = workspace(tmp_path)
+    model = script(tmp_path / "model.json", [{"text": "Answered by run."}, {"text": "Answered in the chat."}])
+    env = dict(os.environ, PYTHONPATH=REPO, GATEWRIGHT_STATE_DIR=str(tmp_path / "state"))
+    env.pop("GATEWRIGHT_MODEL", None)
+    done = subprocess.run(
+        [sys.executable, "-c", "from acp_server.cli import main; raise SystemExit(main())"]
+        + ["run", "--json", "--model", model, "from a script"],
+        cwd=ws,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    sid = json.loads(done.stdout.splitlines()[-1])["sessionId"]
+    back = Term("--resume", sid, cwd=ws, state=tmp_path / "state")
+    try:
+        back.expect(f"continuing {sid}")
+        back.expect(r"› from a script")
+        back.expect(r"Answered by run\.")
+        back.say("and now?")
+        back.expect(r"Answered in the chat\.")
+        back.prompt()
+        back.child.sendcontrol("d")
+        assert back.wait_exit() == 0
+    finally:
+        back.kill()
+
+
+def test_chat_record_writes_a_transcript_that_replays(tmp_path):
+    """`chat --help` offered --record, and chat refused it; now it records as `acp --record` does."""
+    ws = workspace(tmp_path)
+    write = {"name": "write_file", "arguments": {"path": "hello.txt", "content": "hi\n"}}
+    model = script(tmp_path / "model.json", [{"tool_calls": [write]}, {"text": "Wrote hello.txt."}, {"text": "Bye."}])
+    record = tmp_path / "chat.jsonl"
+    term = Term("--model", model, "--record", str(record), cwd=ws, state=tmp_path / "state")
+    try:
+        term.say("write hello")
+        term.expect(r"Allow Write hello\.txt")
+        term.expect(r"cancels the turn\) ›")
+        term.child.send("y")
+        term.expect(r"Wrote hello\.txt\.")
+        term.say("and say bye")
+        term.expect(r"Bye\.")
+        term.prompt()
+        term.child.sendcontrol("d")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    assert lines[0]["meta"]["host"] == "chat" and "scripted_model" in lines[0]["meta"]
+    methods = [e["msg"].get("method") for e in lines[1:]]
+    assert methods.count("session/prompt") == 2 and methods.count("session/request_permission") == 1
+    answers = [e["msg"] for e in lines[1:] if e["dir"] == "out" and "result" in e["msg"]]
+    assert [a["result"]["stopReason"] for a in answers] == ["end_turn", "end_turn"]
+    env = dict(os.environ, PYTHONPATH=REPO)
+    env.pop("GATEWRIGHT_MODEL", None)
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from acp_server.cli import main; raise SystemExit(main())",
+            "replay",
+            "--check",
+            str(record),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.returncode == 0, check.stdout + check.stderr

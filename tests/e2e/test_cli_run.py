@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_providers import OPENAI_PATH, FakeProviders, Reply, error_body, openai_stream
-from tests.support.harness import REPO
+from tests.support.harness import REPO, AgentProcess
 from tests.support.sdk_client import check_recorded_frames
 
 pytestmark = pytest.mark.timeout(60)
@@ -282,7 +282,9 @@ def test_json_writes_one_object_per_event_and_ends_with_the_exit_code(tmp_path):
     permission = next(e for e in events if e["type"] == "permission")
     assert permission["title"] == "Write out.txt" and permission["answer"] is None
     assert permission["unasked"] == "there was no terminal to ask you"
-    assert events[-1] == {"type": "end", "stopReason": "end_turn", "exitCode": 3}
+    end = events[-1]
+    assert end == {"type": "end", "stopReason": "end_turn", "exitCode": 3, "sessionId": end["sessionId"]}
+    assert end["sessionId"].startswith("sess_")
 
 
 def test_json_reports_a_model_failure_as_an_error_event(tmp_path):
@@ -294,7 +296,11 @@ def test_json_reports_a_model_failure_as_an_error_event(tmp_path):
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     error = next(e for e in events if e["type"] == "error")
     assert "upstream exploded" in error["message"] and error["url"].startswith(fp.url)
-    assert events[-1] == {"type": "end", "stopReason": "end_turn", "exitCode": 1}
+    assert {k: v for k, v in events[-1].items() if k != "sessionId"} == {
+        "type": "end",
+        "stopReason": "end_turn",
+        "exitCode": 1,
+    }
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])
@@ -545,3 +551,38 @@ def test_run_reads_a_line_longer_than_a_page_in_pieces_with_start_column(tmp_pat
     ]
     # The editor is shown the start of each piece (its display of a tool's output is capped).
     assert texts[0].startswith("     1\t00000,00001,") and texts[1].startswith("     1\t" + line[49_992:50_100])
+
+
+# ---- run sessions: stored, listed, resumable, audited under their id -------------------------------------------
+LONG = "echo " + " ".join(f"word{i:03d}" for i in range(45))  # a 284-character command, as the issue's
+
+
+def test_a_run_is_a_stored_session_listed_resumable_and_audited_whole_under_its_id(tmp_path):
+    model = _script(tmp_path, [{"tool_calls": [{"name": "bash", "arguments": {"command": LONG}}]}, {"text": "Ran it."}])
+    proc = gw(tmp_path, "run", "--json", "--mode", "auto", "--model", model, "run the long echo")
+    assert proc.returncode == 0, proc.stderr
+    sid = json.loads(proc.stdout.splitlines()[-1])["sessionId"]
+    assert sid.startswith("sess_")
+    audit = gw(tmp_path, "audit", "--json", "--session", sid)
+    (row,) = [json.loads(line) for line in audit.stdout.splitlines()]
+    assert row["session_id"] == sid and json.loads(row["summary"])["command"] == LONG  # not "<284 characters>"
+    agent = AgentProcess("--model", model, cwd=tmp_path / "ws", state_dir=tmp_path / "state")
+    try:
+        agent.initialize()
+        listed = agent.result("session/list", {"cwd": str(tmp_path / "ws")})["sessions"]
+        assert [(s["sessionId"], s["title"]) for s in listed] == [(sid, "run the long echo")]
+        agent.result("session/load", {"sessionId": sid, "cwd": str(tmp_path / "ws"), "mcpServers": []})
+        said = [u["content"]["text"] for u in agent.updates(sid) if u["sessionUpdate"] == "agent_message_chunk"]
+        assert said == ["Ran it."]
+        assert agent.close() == 0
+    finally:
+        if agent.proc.poll() is None:
+            agent.kill()
+
+
+def test_a_failed_run_prints_nothing_on_stdout(tmp_path):
+    with FakeProviders() as fp:
+        fp.openai(Reply(500, body=error_body("openai", 500, "upstream exploded")))
+        env = _env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1", OPENAI_API_KEY="sk-test")
+        proc = gw(tmp_path, "run", "--model", "openai:gpt-x", "hi", env=env)
+    assert proc.returncode == 1 and proc.stdout == ""  # before: a stray empty line

@@ -43,7 +43,20 @@ def test_ordinary_commands_are_left_alone():
 def test_argument_summaries_show_file_contents_only_by_length():
     s = summarize_arguments({"path": "a.txt", "content": "my secret diary"})
     assert "my secret diary" not in s and "15 characters" in s and "a.txt" in s
-    assert len(summarize_arguments({"command": "x" * 5000})) <= 300
+    assert len(summarize_arguments({"pattern": "x" * 5000})) <= 300
+
+
+def test_a_command_is_audited_whole_and_redacted():
+    """Before, a 284-character command was audited as '<284 characters>': the log could not say what ran."""
+    command = (
+        "echo start && "
+        + " && ".join(f"step{i} --flag" for i in range(40))
+        + " ; curl -H 'Authorization: Bearer sk-abcdef1234567890abcdef' x"
+    )
+    s = json.loads(summarize_arguments({"command": command, "cwd": "sub", "timeoutMs": 1000}))
+    assert s["command"].startswith("echo start && step0 --flag") and "step39 --flag" in s["command"]
+    assert "sk-abcdef1234567890abcdef" not in s["command"] and "<redacted>" in s["command"]
+    assert s["cwd"] == "sub"
 
 
 def test_entries_are_recorded_completed_and_filtered(tmp_path):
