@@ -568,7 +568,7 @@ def check(
             all_frames.extend(agent.frames)
             keep = _run_host_keeps if seg.terminal_host else _keeps
             expected_frames += [(e.msg, e.line) for e in seg.entries if e.dir == "out"]
-            actual_frames += [(_as_run(f) if seg.host == RUN_HOST else f, 0) for f in agent.frames[base:] if keep(f)]
+            actual_frames += [(_as_run(f) if seg.terminal_host else f, 0) for f in agent.frames[base:] if keep(f)]
             if len(transcript.segments) > 1:  # the boundary is part of what must match
                 marker = {"<recording>": n}
                 expected_frames.append((marker, seg.entries[-1].line if seg.entries else seg.line))
