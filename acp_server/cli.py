@@ -340,7 +340,8 @@ def _permissions(args: argparse.Namespace) -> int:
     db = permissions.store.rule_database(args.state_dir)
     try:
         if args.perm_command == "list":
-            rules = db.rules_for(os.path.realpath(args.project)) if args.project else db.all()
+            here = os.path.realpath(args.project) if args.project else None
+            rules = db.rules_for(here) if here else db.all()
             if args.json:
                 for r in rules:
                     sys.stdout.write(
@@ -359,7 +360,7 @@ def _permissions(args: argparse.Namespace) -> int:
                         + "\n"
                     )
             else:
-                sys.stdout.write(permissions.report.format_rules(rules) + "\n")
+                sys.stdout.write(permissions.report.format_rules(rules, here) + "\n")
             return EXIT_OK
         if args.perm_command == "revoke":
             if db.revoke(args.rule_id):

@@ -975,9 +975,27 @@ def _git(args: Sequence[Word], v: Verdict) -> None:
     use = READS if inspects or v.read_only else WRITES
     v.paths += [(p, use) for p in place.named]
     _git_operand_paths(sub, rest, place.base, use, v)
-    if not inspects:
+    scope = _git_config_scope(rest) if sub == "config" else None
+    if scope is not None:
+        # `git config --global/--system/--file F` writes that file, not the repository (whose path would be the
+        # wrong reason to give: "…/.git is a protected path" for a change to ~/.gitconfig).
+        v.paths += [(p, use) for p in scope]
+    elif not inspects:
         # Whatever else it touches, a git command that may write the repository writes under `.git`.
         v.paths.append((_join(place.base, ".git"), WRITES))
+
+
+def _git_config_scope(rest: Sequence[Word]) -> list[str] | None:
+    """The files `git config`'s scope option makes it write, when it names one outside the repository: `--global`
+    (both places git may use), `--system`, `--file F` (F is named already, as an operand); None otherwise."""
+    texts = [a.text for a in rest]
+    if "--global" in texts:
+        return ["~/.gitconfig", "~/.config/git/config"]
+    if "--system" in texts:
+        return ["/etc/gitconfig"]
+    if any(t in ("-f", "--file") or t.startswith("--file=") for t in texts):
+        return []
+    return None
 
 
 def _git_operand_paths(sub: str, rest: Sequence[Word], base: str, use: str, v: Verdict) -> None:

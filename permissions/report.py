@@ -10,17 +10,29 @@ from permissions.audit import AuditEntry
 from permissions.rules import SCOPE_WORDS, Rule
 
 
-def rule_line(rule: Rule) -> str:
-    """e.g. `p-3fa9c2  allow  `npm test`  in this project (/home/me/app)`."""
-    where = SCOPE_WORDS[rule.scope] + (f" ({rule.project})" if rule.scope == "project" and rule.project else "")
-    return f"{rule.id}  {rule.action:<5}  {rule.label}  {where}"
+def rule_scope(rule: Rule, here: str | None = None) -> str:
+    """Where a rule applies, said from `here` (the project the reader is in, if any): "in this project" only there,
+    else the project's path."""
+    if rule.scope != "project":
+        return SCOPE_WORDS[rule.scope]
+    if here is not None and rule.project == here:
+        return f"in this project ({rule.project})"
+    return f"in the project {rule.project}" if rule.project else "in a project"
 
 
-def format_rules(rules: Iterable[Rule]) -> str:
-    lines = [rule_line(r) for r in rules]
-    if not lines:
+def format_rules(rules: Iterable[Rule], here: str | None = None) -> str:
+    """A table of rules, its columns aligned, e.g.
+
+    ID        ACTION  COVERS        SCOPE
+    p-3fa9c2  allow   `npm test`    in the project /home/me/app
+    """
+    rows = [("ID", "ACTION", "COVERS", "SCOPE")] + [(r.id, r.action, r.label, rule_scope(r, here)) for r in rules]
+    if len(rows) == 1:
         return "No remembered rules."
-    return "\n".join(["ID  ACTION  COVERS  SCOPE", *lines])
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return "\n".join(
+        "  ".join(v.ljust(w) for v, w in zip(row[:3], widths, strict=True)) + "  " + row[3] for row in rows
+    )
 
 
 def _when(ts: float) -> str:

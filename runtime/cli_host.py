@@ -142,6 +142,9 @@ def _short_diff(old: str | None, new: str, path: str, limit: int = 40) -> str:
     return "".join(f"  {ln}\n" for ln in shown) + more
 
 
+WAITING_FOR_MODEL = "waiting for the model"
+
+
 class TerminalPrinter:
     """What `gatewright run` shows: the reply on stdout; tool calls, plans, notices and a command's output as it runs
     on stderr; and, when stderr is a terminal, a status line while the turn waits (for the model, or for a command),
@@ -154,7 +157,8 @@ class TerminalPrinter:
         self.out, self.err = out, err
         self.titles: dict[str, str] = {}
         self.live = _isatty(err) if live is None else live
-        self.waiting: tuple[str, float] | None = ("thinking", time.monotonic())
+        # Until the model's first output the wait is for it (its reply, or a provider's first byte), not its thought.
+        self.waiting: tuple[str, float] | None = (WAITING_FOR_MODEL, time.monotonic())
         self.asking = False
         self._drawn = False
         self._line_start = True  # the reply's last character was a newline (or nothing was written yet)
@@ -216,7 +220,9 @@ class TerminalPrinter:
                 self._line_start = ev.text.endswith("\n")
             return
         if isinstance(ev, ThoughtChunk):
-            return  # thoughts are not printed on the terminal
+            if self.waiting is not None and self.waiting[0] == WAITING_FOR_MODEL:
+                self.waiting = ("thinking", self.waiting[1])  # the model is thinking (not printed on the terminal)
+            return
         if not self._line_start:
             self.out.write("\n")  # what follows starts on a line of its own
             self.out.flush()
@@ -244,7 +250,7 @@ class TerminalPrinter:
                 for c in ev.content:
                     if text := content_text(c):
                         self.err.write(f"    {text.splitlines()[0][:300]}\n")
-            self.waiting = ("thinking", time.monotonic())
+            self.waiting = (WAITING_FOR_MODEL, time.monotonic())
         elif (
             isinstance(ev, ToolCallProgress)
             and ev.content

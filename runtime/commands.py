@@ -157,7 +157,7 @@ def expand(template: str, args: str) -> str:
 async def run_builtin(session: Session, name: str, args: str) -> str:
     """Run a built-in command; the text is the answer shown to the user."""
     if name == "help":
-        return "**Commands**\n\n" + command_list(available(session.cwd))
+        return "**Commands**\n\n" + command_list([*available(session.cwd), *session.host_commands()])
     if name == "mode":
         if not args:
             return f"Approval mode: {session.mode}. Available: {', '.join(m.id for m in MODES)}."

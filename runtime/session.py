@@ -235,6 +235,10 @@ class Session:
             raise ValueError(value)
         self.rules.remember = value
 
+    def host_commands(self) -> tuple[commands.Command, ...]:
+        """Commands only this host answers (the chat's `/exit`), listed by `/help` after the shared ones."""
+        return ()
+
     def save_settings(self) -> None:
         if self.journal is not None:
             self.journal.save_settings()

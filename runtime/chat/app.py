@@ -17,7 +17,7 @@ import functools
 import signal
 import sys
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 from rich.text import Text
@@ -26,8 +26,9 @@ from permissions.modes import parse_mode
 from permissions.store import state_dir as resolve_state_dir
 from runtime.chat.ask import TerminalChooser
 from runtime.chat.prompt import EXIT, ChatPrompt
-from runtime.chat.view import ChatView
+from runtime.chat.view import ChatView, inline_code
 from runtime.cli_host import RecordingGateway, RunRecorder, missing_key
+from runtime.commands import Command
 from runtime.events import RuntimeEvent, TextChunk, ThoughtChunk, UsageReported
 from runtime.loop import AuthRequired
 from runtime.models import NO_MODEL_MESSAGE
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from runtime.loop import TurnOutcome
     from runtime.models import ModelFactory
     from runtime.store import SessionStore
+    from runtime.store.sessions import SessionRecord
 
 EXIT_OK, EXIT_USAGE = 0, 2
 TICK_S = 0.125  # how often the live region moves while a turn waits
@@ -58,6 +60,9 @@ class ChatSession(Session):
     read_key: Callable[..., Any] | None = None  # tests answer questions without a terminal
     on_question_cancel: Callable[[], None] = field(default=lambda: None)
     recorder: RunRecorder | None = None  # `--record FILE`: the frames an editor would have exchanged
+
+    def host_commands(self) -> tuple[Command, ...]:
+        return (Command("exit", "Leave the chat (also /quit, Ctrl-D); the session is saved"),)
 
     def _gateway(self) -> PermissionGateway:
         chooser = TerminalChooser(self.view, lambda: self.on_question_cancel(), self.read_key)
@@ -241,6 +246,48 @@ def _banner(view: ChatView, session: ChatSession, continued: bool) -> None:
     )
 
 
+def _stored(
+    store: SessionStore, view: ChatView, cwd: str, resume: str | None, continue_latest: bool
+) -> SessionRecord | None | Literal[False]:
+    """The stored session to continue (None: a new one), or False after saying that `resume` names none."""
+    if resume is not None:
+        rec = store.get(resume)
+        if rec is None:
+            sys.stderr.write(
+                f"gatewright: no stored session {resume[:100]!r} (`gatewright chat --continue` resumes "
+                "the latest one of this directory)\n"
+            )
+            return False
+        return rec
+    if continue_latest:
+        rec = latest(store, cwd)
+        if rec is None:
+            view.console.print("[dim]No earlier session in this directory: starting a new one.[/dim]")
+        return rec
+    return None
+
+
+def _resumed(
+    view: ChatView,
+    session: ChatSession,
+    rec: SessionRecord,
+    cwd: str,
+    model_given: bool,
+    mode: str | None,
+) -> None:
+    """Say what a resumed session comes back with where it differs from what it stored; `mode`: switch to it."""
+    if rec.model_id and session.model_id != rec.model_id:
+        why = "" if model_given else f" ({rec.model_id} cannot be used here)"
+        view.console.print(Text.assemble((f"model: {session.model_id}, was {rec.model_id}", "bold"), why))
+    if mode is not None and session.mode != mode:
+        was = session.mode
+        session.set_mode(mode)
+        session.save_settings()
+        view.console.print(Text(f"mode: {mode}, was {was}", style="bold"))
+    if rec.cwd != cwd:
+        view.console.print(f"[dim]This session was started in {rec.cwd}; it continues here, in {cwd}.[/dim]")
+
+
 def run_chat(
     *,
     cwd: str,
@@ -266,19 +313,9 @@ def run_chat(
     resolved = resolve_state_dir(state_dir)
     view = ChatView()
     recorder = None
-    rec = None
-    if resume is not None:
-        rec = store.get(resume)
-        if rec is None:
-            sys.stderr.write(
-                f"gatewright: no stored session {resume[:100]!r} (`gatewright chat --continue` resumes "
-                "the latest one of this directory)\n"
-            )
-            return EXIT_USAGE
-    elif continue_latest:
-        rec = latest(store, cwd)
-        if rec is None:
-            view.console.print("[dim]No earlier session in this directory: starting a new one.[/dim]")
+    rec = _stored(store, view, cwd, resume, continue_latest)
+    if rec is False:
+        return EXIT_USAGE
     stored = factory.adopt(rec.model_id) if rec is not None else None
     model_id = factory.default_id if model_given or stored is None else stored
     problem = missing_key(factory, model_id) if model_id is not None else NO_MODEL_MESSAGE
@@ -309,15 +346,7 @@ def run_chat(
             additional_directories=additional_directories,
         )
         _banner(view, session, True)
-        if rec.model_id and session.model_id != rec.model_id:
-            why = "" if model_given else f" ({rec.model_id} cannot be used here)"
-            view.console.print(Text.assemble((f"model: {session.model_id}, was {rec.model_id}", "bold"), why))
-        if mode_given and session.mode != mode:
-            was = session.mode
-            session.set_mode(mode)
-            view.console.print(Text(f"mode: {mode}, was {was}", style="bold"))
-        if rec.cwd != cwd:
-            view.console.print(f"[dim]This session was started in {rec.cwd}; it continues here, in {cwd}.[/dim]")
+        _resumed(view, session, rec, cwd, model_given, mode if mode_given else None)
         view.console.rule("[dim]earlier in this session[/dim]", style="dim")
         view.history(replay_records(store.events(rec.id)))
         view.console.rule(style="dim")
@@ -350,6 +379,8 @@ def run_chat(
     finally:
         kill_all_process_groups()
     if chat.stored:
-        view.console.print(f"[dim]Session {session.id} is saved: `gatewright chat --continue` comes back to it.[/dim]")
+        view.console.print(
+            inline_code(f"Session {session.id} is saved: `gatewright chat --continue` comes back to it.", "dim")
+        )
     store.close()
     return code

@@ -54,12 +54,17 @@ class CommandCompleter(Completer):
 
 
 def history_for(state_dir: str | None) -> History:
+    """The history file in the state dir, private like everything else there (0600; an older release made it
+    0644, and it is made 0600 here); an unwritable state dir keeps the history for this chat only."""
     if state_dir:
         try:
-            os.makedirs(state_dir, exist_ok=True)
-            return RedactedHistory(os.path.join(state_dir, HISTORY_FILE))
+            os.makedirs(state_dir, mode=0o700, exist_ok=True)
+            path = os.path.join(state_dir, HISTORY_FILE)
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600))
+            os.chmod(path, 0o600)
+            return RedactedHistory(path)
         except OSError:
-            pass  # an unwritable state dir: the history lasts for this chat
+            pass
     return InMemoryHistory()
 
 

@@ -118,6 +118,18 @@ def tokens(n: int) -> str:
     return f"{n / 1000:.1f}k" if n >= 10_000 else f"{n:,}"
 
 
+def inline_code(text: str, style: str = "") -> Text:
+    """`text` with its Markdown code spans shown as code (bold, without the backticks), the rest in `style`: how
+    gatewright's own one-line messages (notices, tool errors) read on a terminal."""
+    out = Text(style=style)
+    parts = text.split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: not Markdown, shown as written
+        return Text(text, style=style)
+    for i, part in enumerate(parts):
+        out.append(part, style="bold" if i % 2 else None)
+    return out
+
+
 @dataclass
 class _Call:
     title: str
@@ -263,6 +275,7 @@ class ChatView:
         self._flush_text(final=True)
         self._calls.clear()
         self._stop_live()
+        took = time.monotonic() - self._turn_started if self._turn_started else None
         self._turn_started = 0.0
         if outcome is not None and outcome.stop_reason == "cancelled":
             self.console.print(Text("■ Cancelled.", style="yellow"))
@@ -270,13 +283,16 @@ class ChatView:
             self.console.print(Text("■ Stopped: a tool call was not approved.", style="yellow"))
         elif outcome is not None and outcome.stop_reason in ("max_tokens", "max_turn_requests", "refusal"):
             self.console.print(Text(f"■ Stopped: {outcome.stop_reason.replace('_', ' ')}.", style="yellow"))
-        self.console.print(self.usage_line(turn_usage, session_usage, cost))
+        self.console.print(self.usage_line(turn_usage, session_usage, cost, took))
 
-    def usage_line(self, turn: Usage | None, total: Usage, cost: float) -> Text:
-        bits = []
-        if turn is not None:
+    def usage_line(self, turn: Usage | None, total: Usage, cost: float, took: float | None = None) -> Text:
+        """How long the turn took, the tokens of the turn and the session, context and cost: only what the model
+        reported (the scripted model without `usage` reports none, and "0 in · 0 out" would say something false)."""
+        bits = [f"{took:.1f} s"] if took is not None else []
+        if turn is not None and (turn.input_tokens or turn.output_tokens):
             bits.append(f"{tokens(turn.input_tokens)} in · {tokens(turn.output_tokens)} out")
-        bits.append(f"session {tokens(total.input_tokens)} in · {tokens(total.output_tokens)} out")
+        if total.input_tokens or total.output_tokens:
+            bits.append(f"session {tokens(total.input_tokens)} in · {tokens(total.output_tokens)} out")
         u = self.last_usage
         if u is not None and u.context_size:
             bits.append(f"context {round(100 * u.context_used / u.context_size)}% of {tokens(u.context_size)}")
@@ -314,7 +330,7 @@ class ChatView:
             self._flush_text(final=True)
             style = "dim" if ev.severity == "info" else "yellow" if ev.severity == "warning" else "red"
             mark = "" if ev.severity == "info" else "⚠ "
-            self._print(Text(f"{mark}{ev.title}" + (f": {ev.description}" if ev.description else ""), style=style))
+            self._print(inline_code(f"{mark}{ev.title}" + (f": {ev.description}" if ev.description else ""), style))
         elif isinstance(ev, UsageReported):
             self.last_usage = ev
         self._waiting_since = time.monotonic() if not self._calls else self._waiting_since
@@ -343,11 +359,14 @@ class ChatView:
             for d in diffs_of(ev.content):
                 self._print(d)
         if not ok:
+            # gatewright's own messages (a tool error) write names in Markdown code spans; a program's output is
+            # shown as it is.
+            ours = isinstance(ev.raw_output, dict) and "errorType" in ev.raw_output
             for text in texts_of(ev.content)[:1]:
                 lines = text.strip().splitlines()
                 shown = "\n".join(f"{indent}    {ln[:300]}" for ln in lines[:OUTPUT_LINES])
                 more = f"\n{indent}    … {len(lines) - OUTPUT_LINES} more lines" if len(lines) > OUTPUT_LINES else ""
-                self._print(Text(shown + more, style="red dim"))
+                self._print(inline_code(shown + more, "red dim") if ours else Text(shown + more, style="red dim"))
 
     def diff_shown(self, call_id: str) -> None:
         """The question about this call showed its diff: the finished call does not show it again."""

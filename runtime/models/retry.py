@@ -372,9 +372,8 @@ async def resilient(
                 retryable=False,
             )
         delay = backoff_delay(tries, policy, failure.retry_after)
-        log.warning(
-            "%s: %s; retrying in %.2f s (attempt %d of %d)",
-            label,
+        log.warning(  # describe() names the provider already: "openai failed (HTTP 503) …; retrying …"
+            "%s; retrying in %.2f s (attempt %d of %d)",
             describe(failure, label, 1, url=url),
             delay,
             tries + 1,

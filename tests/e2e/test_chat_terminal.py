@@ -151,7 +151,7 @@ def test_a_conversation_in_the_terminal_with_an_always_answer_is_saved_continued
             {"thinking": "Nothing to look up.", "text": "First answer: **hello**.\n\n- alpha\n- beta\n"},
             {"tool_calls": [write]},
             {"tool_calls": [write]},  # the identical call again: "always" covers it, nothing is asked
-            {"text": "Wrote a.txt twice."},
+            {"text": "Wrote a.txt twice.", "usage": {"input_tokens": 120, "output_tokens": 7}},
             {"text": "Third answer, after coming back."},
         ],
     )
@@ -172,7 +172,7 @@ def test_a_conversation_in_the_terminal_with_an_always_answer_is_saved_continued
         term.expect(r"cancels the turn\) ›")
         term.child.send("a")
         term.expect(r"Wrote a\.txt twice\.")
-        term.expect(r"session \d+ in · \d+ out")  # usage after the turn
+        term.expect(r"120 in · 7 out · session 120 in · 7 out")  # usage after the turn
         term.say("/permissions")
         rule = term.expect(r"• (\S+) allow write_file: writing this content to a\.txt \(session\)").group(1)
         term.say(f"/permissions revoke {rule}")
@@ -330,6 +330,23 @@ def test_the_prompt_history_never_holds_a_secret_value(tmp_path):
     history = (state / "chat_history").read_text(encoding="utf-8")
     assert "my key is <redacted>" in history and secret not in history
     assert all(secret.encode() not in f.read_bytes() for f in state.iterdir() if f.is_file())
+    assert oct((state / "chat_history").stat().st_mode & 0o777) == "0o600"  # before: 0644, readable by all
+
+
+def test_an_old_history_file_becomes_private(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    (state / "chat_history").write_text("\n# 2026-01-01\n+an old prompt\n")
+    (state / "chat_history").chmod(0o644)  # as 0.1.0 left it
+    term = Term("--model", script(tmp_path / "m.json", [{"text": "x"}]), cwd=workspace(tmp_path), state=state)
+    try:
+        term.prompt()
+        term.child.sendcontrol("d")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()
+    assert oct((state / "chat_history").stat().st_mode & 0o777) == "0o600"
+    assert "an old prompt" in (state / "chat_history").read_text()
 
 
 def test_a_twenty_thousand_chunk_paragraph_streams_through_the_terminal_in_seconds(tmp_path):
@@ -343,7 +360,7 @@ def test_a_twenty_thousand_chunk_paragraph_streams_through_the_terminal_in_secon
         term.say("go")
         t0 = time.monotonic()
         term.expect(r"word19999", timeout=60)
-        term.expect(r"session \d+ in", timeout=60)
+        term.expect(r"  \d+\.\d s(?=\r?\n)", timeout=60)  # the turn's closing line
         took = time.monotonic() - t0
         term.prompt()
         term.child.sendcontrol("d")
@@ -591,3 +608,16 @@ def test_chat_record_writes_a_transcript_that_replays(tmp_path):
         timeout=60,
     )
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_help_in_the_chat_lists_exit(tmp_path):
+    term = Term("--model", script(tmp_path / "m.json", [{"text": "x"}]), cwd=workspace(tmp_path), state=tmp_path / "s")
+    try:
+        term.say("/help")
+        term.expect(r"/compact")
+        term.expect(r"/exit: Leave the chat")  # before: /help did not say how to leave
+        term.prompt()
+        term.child.sendcontrol("d")
+        assert term.wait_exit() == 0
+    finally:
+        term.kill()

@@ -501,7 +501,7 @@ def test_run_on_a_terminal_shows_a_status_line_while_waiting_and_a_commands_outp
         ],
     )
     term = Pty(tmp_path, "run", "--model", model, "--mode", "auto", "go", env=_env(tmp_path))
-    term.read_until(b"thinking")
+    term.read_until(b"waiting for the model")  # before: "thinking 15.9 s" while no byte had come yet
     term.read_until(b"\xe2\x94\x82 first-line")  # "│ first-line", shown while the command still sleeps
     assert b"\xe2\x94\x82 second-line" not in term.out
     term.read_until(b"running Run echo")
@@ -517,7 +517,7 @@ def test_run_without_a_terminal_prints_no_status_line(tmp_path):
     )
     proc = gw(tmp_path, "run", "--model", model, "--mode", "auto", "go")
     assert proc.returncode == 0, proc.stderr
-    assert "\x1b[K" not in proc.stderr and "thinking" not in proc.stderr
+    assert "\x1b[K" not in proc.stderr and "waiting for the model" not in proc.stderr
 
 
 def test_run_reads_a_line_longer_than_a_page_in_pieces_with_start_column(tmp_path):
@@ -586,3 +586,24 @@ def test_a_failed_run_prints_nothing_on_stdout(tmp_path):
         env = _env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1", OPENAI_API_KEY="sk-test")
         proc = gw(tmp_path, "run", "--model", "openai:gpt-x", "hi", env=env)
     assert proc.returncode == 1 and proc.stdout == ""  # before: a stray empty line
+
+
+def test_a_retry_is_said_once_naming_the_provider_once(tmp_path):
+    with FakeProviders() as fp:
+        fp.openai(Reply(503, body=error_body("openai", 503, "overloaded")), Reply(frames=openai_stream("second try")))
+        (tmp_path / "config.toml").write_text("[providers.openai]\nmax_retries = 1\nretry_base_delay = 0.01\n")
+        env = _env(tmp_path, OPENAI_BASE_URL=fp.url + "/v1", OPENAI_API_KEY="sk-test")
+        proc = gw(tmp_path, "run", "--model", "openai:gpt-x", "hi", env=env)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [ln for ln in proc.stderr.splitlines() if "retrying" in ln]
+    assert "openai failed (HTTP 503)" in line and "openai: openai" not in line  # before: "openai: openai failed"
+
+
+def test_git_config_global_is_asked_about_with_the_file_it_writes(tmp_path):
+    """Before, the question's reason was "…/ws/.git is a protected path": the wrong file."""
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / ".git").mkdir()
+    call = {"name": "bash", "arguments": {"command": "git config --global user.name 'A B'"}}
+    proc = gw(tmp_path, "run", "--json", "--model", _script(tmp_path, [{"tool_calls": [call]}, {"text": "x"}]), "go")
+    (asked,) = [e for e in map(json.loads, proc.stdout.splitlines()) if e["type"] == "permission"]
+    assert ".gitconfig" in asked["reason"] and "/.git " not in asked["reason"] + " ", asked["reason"]

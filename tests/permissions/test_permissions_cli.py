@@ -19,8 +19,10 @@ def test_rules_are_listed_and_revoked_from_the_terminal(tmp_path):
 
     out = run_gatewright("permissions", "list", state=str(tmp_path))
     assert out.returncode == 0, out.stderr
-    assert f"{p.id}  allow  `npm test`  in this project ({proj})" in out.stdout
-    assert f"{g.id}  deny   `git push`  everywhere" in out.stdout
+    assert f"{p.id}  allow   `npm test`  in the project {proj}" in out.stdout  # listed from no project
+    assert f"{g.id}  deny    `git push`  everywhere" in out.stdout
+    here = run_gatewright("permissions", "list", "--project", str(proj), state=str(tmp_path)).stdout
+    assert f"{p.id}  allow   `npm test`  in this project ({proj})" in here
     listed = [
         json.loads(line)
         for line in run_gatewright("permissions", "list", "--json", state=str(tmp_path)).stdout.splitlines()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from rich.console import Console
@@ -79,6 +80,15 @@ def test_a_turn_leaves_its_reply_collapsed_thought_tool_lines_plan_notice_and_us
     assert "✓ Read a.py" in screen and "✗ Run make" in screen and "make: *** no rule" in screen
     assert "▶ Fix it" in screen and "⚠ Heads up: something" in screen
     assert "12 in · 3 out · session 40 in · 9 out" in screen
+
+
+def test_a_model_that_reports_no_usage_gets_no_usage_line():
+    """Before, the scripted model's turns ended with "0 in · 0 out · session 0 in · 0 out"."""
+    v, out = view()
+    v.start_turn()
+    v.event(TextChunk("Done."))
+    v.end_turn(None, Usage(), Usage(), 0.0)
+    assert " in · " not in out.getvalue() and re.search(r"\d+\.\d s", out.getvalue())
 
 
 def test_an_edit_shows_its_diff_after_it_ran_unless_its_question_showed_it():
@@ -171,3 +181,32 @@ def test_the_live_region_redraws_only_the_end_of_a_long_unfinished_block():
     tail = live_tail(text)
     assert len(tail) <= LIVE_CHARS + 10 and tail.startswith("```\n") and tail.endswith("line_1999 = 1999\n")
     assert live_tail("short") == "short"
+
+
+def test_our_messages_show_code_spans_without_backticks_and_a_programs_output_as_it_is():
+    """Before, a tool error read "✗ … `hello.py` exists and you have not read it" with the backticks."""
+    v, out = view()
+    v.start_turn()
+    v.event(ToolCallStarted("c1", "write_file", "Write hello.py", "edit", {}))
+    error = "`hello.py` exists and you have not read it"
+    v.event(
+        ToolCallProgress(
+            "c1",
+            status="failed",
+            content=({"type": "content", "content": {"type": "text", "text": error}},),
+            raw_output={"error": error, "errorType": "StaleFile"},
+        )
+    )
+    v.event(ToolCallStarted("c2", "bash", "Run ls", "execute", {}))
+    shell = "ls: cannot access `x': No such file"
+    v.event(
+        ToolCallProgress(
+            "c2", status="failed", content=({"type": "content", "content": {"type": "text", "text": shell}},)
+        )
+    )
+    v.event(NoticeEvent("warning", "MCP server `docs` failed to start", "see `/status`"))
+    v.end_turn(None, Usage(), Usage(), 0.0)
+    screen = out.getvalue()
+    assert "hello.py exists and you have not read it" in screen and "`hello.py`" not in screen
+    assert shell in screen  # not ours: as the program wrote it
+    assert "MCP server docs failed to start: see /status" in screen
