@@ -118,7 +118,8 @@ def build_runtime(
         asker: how tools and MCP servers ask the user (None: nothing is asked, and `ask_user` is not offered).
     """
     opts = options or RuntimeOptions()
-    workspace = Workspace(cwd, list(additional_directories))
+    private = [*settings.agent_private_paths(), *([str(state_dir)] if state_dir is not None else [])]
+    workspace = Workspace(cwd, list(additional_directories), private)
     registry = ToolRegistry(list(tools) if tools is not None else builtin_tools())
     if tools is None and asker is not None and asker.form:
         registry.add(AskUserTool())  # a tool the host cannot serve is never offered to the model

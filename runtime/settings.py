@@ -207,6 +207,19 @@ def state_dir(env: Mapping[str, str] | None = None) -> Path:
     return base / "gatewright"
 
 
+def agent_private_paths(env: Mapping[str, str] | None = None, *, files: bool = True) -> list[str]:
+    """The agent's own files, resolved: the state dir, the config dir (the default config file and the stored
+    sign-in, `credentials.json`) and a config file `GATEWRIGHT_CONFIG` names elsewhere (the file, not the directory
+    holding it, which may be a project; `files=False` leaves it out). No command and no file tool changes them
+    unasked, wherever they lie (a user may open their home, or `~/.config`, as a workspace root)."""
+    env = os.environ if env is None else env
+    default = config_path({k: v for k, v in env.items() if k != "GATEWRIGHT_CONFIG"})
+    paths = [state_dir(env), default.parent]
+    if files and env.get("GATEWRIGHT_CONFIG"):
+        paths.append(config_path(env))
+    return list(dict.fromkeys(os.path.realpath(os.path.expanduser(p)) for p in paths))
+
+
 def _to_check(env: Mapping[str, str]) -> dict[str, str]:
     """The set variables whose values need a check (text and paths accept anything)."""
     return {v.name: env[v.name] for v in VARIABLES if v.kind not in ("text", "path") and env.get(v.name, "") != ""}

@@ -53,7 +53,10 @@ def _is_within(path: str, root: str) -> bool:
 
 
 class Workspace:
-    def __init__(self, cwd: str, additional: Iterable[str] = ()) -> None:
+    """`private`: the agent's own files and directories (its state and config dirs, a config file named elsewhere):
+    protected too when a root holds them, as `.git` is (a user may open their home or `~/.config` as a root)."""
+
+    def __init__(self, cwd: str, additional: Iterable[str] = (), private: Iterable[str] = ()) -> None:
         roots: list[str] = []
         for r in (cwd, *additional):
             if not os.path.isabs(r):
@@ -63,6 +66,7 @@ class Workspace:
                 roots.append(real)
         self.cwd = roots[0]
         self.roots = tuple(roots)
+        self.private = tuple(dict.fromkeys(os.path.realpath(p) for p in private))
 
     # ---- resolution --------------------------------------------------------------------------------------------
     def resolve(self, path: str | None, base: str | None = None) -> ResolvedPath:
@@ -93,7 +97,7 @@ class Workspace:
             if _is_within(real, root):
                 rel = os.path.relpath(real, root)
                 parts = [] if rel == "." else rel.split(os.sep)
-                if any(p in PROTECTED_DIRS for p in parts):
+                if any(p in PROTECTED_DIRS for p in parts) or any(_is_within(real, p) for p in self.private):
                     return "protected", root
                 return "inside", root
         return "outside", None

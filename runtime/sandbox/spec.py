@@ -24,6 +24,7 @@ Pure data with a JSON form: the editor-terminal launcher (`python -m runtime.san
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import glob
 import json
@@ -390,22 +391,26 @@ def _rmtree(path: str) -> None:
 
 
 # ---- the builder --------------------------------------------------------------------------------------------------
-def agent_private_dirs() -> list[str]:
-    """The agent's own state and config directories (protected wherever they lie in a writable tree)."""
-    out = []
-    try:
-        from permissions.store import state_dir
+def agent_private_dirs(*, files: bool = True) -> list[str]:
+    """The agent's own state and config directories, and a config file named elsewhere (protected wherever they lie
+    in a writable tree: `runtime.settings.agent_private_paths`)."""
+    from runtime.settings import agent_private_paths
 
-        out.append(state_dir())
-    except Exception:  # noqa: S110 - without it there is nothing to protect
-        pass
     try:
-        from runtime.models.config import config_path
+        return agent_private_paths(files=files)
+    except RuntimeError:  # no home directory can be found: there is no default state or config dir either
+        return []
 
-        out.append(str(config_path().parent))
-    except Exception:  # noqa: S110
-        pass
-    return [os.path.realpath(p) for p in out]
+
+def _hold_missing(private: Sequence[str], write_trees: Sequence[str]) -> None:
+    """Make the agent's missing private directories that a command could create (a root holds where they go: the
+    user's home, `~/.config`), so that the sandbox can hold them read-only like the others: a bind mount or a
+    Landlock rule protects only what exists, and a config dir a command made would be read by the next agent."""
+    for p in private:
+        if os.path.lexists(p) or not any(within(p, w) for w in write_trees):
+            continue
+        with contextlib.suppress(OSError):
+            os.makedirs(p, mode=0o700, exist_ok=True)
 
 
 def git_dirs(root: str) -> list[str]:
@@ -467,6 +472,8 @@ def build_spec(
         write += [d for r, dirs in repos.items() if os.path.join(r, ".git") in approved for d in dirs]
     write_trees = list(dict.fromkeys(write))
     candidates = [os.path.join(r, n) for r in roots for n in PROTECTED_NAMES]
+    if confinement.write:
+        _hold_missing(agent_private_dirs(files=False), write_trees)
     candidates += agent_private_dirs() + [os.path.realpath(p) for p in extra_protected]
     protected = []
     for p in dict.fromkeys(candidates):
