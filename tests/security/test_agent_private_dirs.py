@@ -20,8 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.security.world import Responder, Run, World, answer_with, bash, make_world
-from tests.support.harness import AgentProcess, write_script
+from tests.security.world import Run, World, attack, bash, make_world
 
 pytestmark = [pytest.mark.timeout(120)]
 
@@ -51,33 +50,9 @@ STEAL = (
 )
 
 
-def in_roots(
-    spawn: Any,
-    world: World,
-    calls: list[dict[str, Any]],
-    extra: list[Path],
-    *,
-    mode: str = "auto",
-    env: dict[str, str] | None = None,
-    responder: Responder | None = None,
-) -> Run:
-    """One prompt in a session whose roots are the workspace and `extra`; the model makes `calls`, one a step."""
-    script = write_script(world.root / "model.json", [{"tool_calls": [c]} for c in calls] + [{"text": "done"}])
-    agent: AgentProcess = spawn(
-        "--model",
-        f"scripted:{script}",
-        "--mode",
-        mode,
-        cwd=world.ws,
-        state_dir=world.state,
-        responder=responder or answer_with("reject_once"),
-        env={"HOME": str(world.home), **(env or {})},
-    )
-    agent.initialize(None)
-    sid = agent.result(
-        "session/new", {"cwd": str(world.ws), "mcpServers": [], "additionalDirectories": [str(p) for p in extra]}
-    )["sessionId"]
-    return Run(agent, sid, agent.prompt(sid, "go", timeout=90))
+def in_roots(spawn: Any, world: World, calls: list[dict[str, Any]], extra: list[Path], **kw: Any) -> Run:
+    """One prompt in `auto` in a session whose roots are the workspace and `extra`."""
+    return attack(spawn, world, calls, mode="auto", additional=extra, prompt_timeout=90, **kw)
 
 
 def home_config(world: World) -> Path:

@@ -134,8 +134,10 @@ def attack(
     followups: int = 0,
     console_script: bool = False,
     wrap: Sequence[str] = (),
+    additional: Sequence[Path] = (),
 ) -> Run:
-    """One agent, one session in `world.ws`, one prompt: the model makes `calls` one per step, then says done.
+    """One agent, one session in `world.ws` (and the roots `additional`), one prompt: the model makes `calls` one
+    per step, then says done.
     `followups`: that many more prompts, which the model just answers (each turn starts with the agent's look at
     the workspace, its `git status` included). `wrap`: the environment the agent runs in
     (`tests/support/environments.py`)."""
@@ -154,7 +156,11 @@ def attack(
         wrap=wrap,
     )
     agent.initialize(caps)
-    sid = agent.new_session(world.ws)
+    if additional:
+        params = {"cwd": str(world.ws), "mcpServers": [], "additionalDirectories": [str(p) for p in additional]}
+        sid = agent.result("session/new", params)["sessionId"]
+    else:
+        sid = agent.new_session(world.ws)
     answer = agent.prompt(sid, "go", timeout=prompt_timeout)
     for _ in range(followups):
         answer = agent.prompt(sid, "and now?", timeout=prompt_timeout)
