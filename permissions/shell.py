@@ -82,6 +82,9 @@ class ShellAnalysis:
     canonical: str
     paths: tuple[NamedPath, ...] = ()
     opaque_paths: bool = True
+    # The source text of redirection targets nobody can know here (`< $'\x2eenv'`, `> ~+/x`), for the checks that
+    # expand what needs no state (`permissions.shell_words`).
+    unseen_targets: tuple[str, ...] = ()
     # Not proven read-only only because git may run programs its repository configures (fsmonitor, textconv,
     # filters): read-only once it runs in a sandbox that writes nothing and reaches no network.
     read_only_when_confined: bool = False
@@ -191,6 +194,7 @@ class _Walk:
     trees: list[Any] = field(default_factory=list)
     paths: dict[str, bool | None] = field(default_factory=dict)  # text -> writes (None: unless the line is read-only)
     opaque: bool = False
+    unseen_targets: list[str] = field(default_factory=list)  # redirection targets' source text it cannot see through
     evaluates: bool = False
     stdin: str | None = None  # the literal text a heredoc or herestring feeds the command being walked
 
@@ -501,10 +505,13 @@ class _Walk:
         """Name the file a redirection opens."""
         if not word.exact:
             self.opaque = self.opaque or not word.fd_path
+            if not word.fd_path:
+                self.unseen_targets.append(word.text)
         elif word.text not in _UNNAMED_TARGETS and not word.text.startswith(("/dev/fd/", "/dev/tcp/", "/dev/udp/")):
             place = programs.path_text(word)
             if place is None:
                 self.opaque = True
+                self.unseen_targets.append(word.text)
             elif place:
                 self.name(place, programs.WRITES if writes else programs.READS)
 
@@ -878,6 +885,7 @@ def _analyze(command: str) -> ShellAnalysis:
         canonical=canonical,
         paths=tuple(NamedPath(t, not read_only if w is None else w) for t, w in walk.paths.items()),
         opaque_paths=walk.opaque or not walk.parsed,
+        unseen_targets=tuple(walk.unseen_targets),
         opaque_code=not walk.parsed or walk.evaluates or any(f.opaque_code for f in walk.facts),
         read_only_when_confined=not read_only
         and walk.parsed

@@ -15,12 +15,14 @@ path alone (`python -m bench --only secrets`). A larger file is checked in its f
 
 from __future__ import annotations
 
+import fnmatch
 import glob
 import os
 import stat
 from collections.abc import Sequence
 
 from permissions.secret_files import is_secret_file_name, is_secret_name, why_secret_name
+from permissions.shell_words import expand
 from runtime import secrets
 
 SCAN_LIMIT = 16 << 20
@@ -107,8 +109,8 @@ def _recursive_dirs(argv: Sequence[str], cwd: str) -> list[str] | None:
     return [os.path.normpath(os.path.join(cwd, a)) for a in operands if os.path.isdir(os.path.join(cwd, a))]
 
 
-def _secret_names_under(top: str, skip_hidden: bool) -> tuple[list[str], bool]:
-    """Up to three well-known secret files under `top` (relative to it), and whether the walk was cut short."""
+def _secret_names_under(top: str, skip_hidden: bool, limit: int = 3) -> tuple[list[str], bool]:
+    """Up to `limit` well-known secret files under `top` (relative to it), and whether the walk was cut short."""
     found: list[str] = []
     seen = 0
     for dirpath, dirs, files in os.walk(top):
@@ -119,20 +121,46 @@ def _secret_names_under(top: str, skip_hidden: bool) -> tuple[list[str], bool]:
             if is_secret_name(f, parent) and not (skip_hidden and f.startswith(".")):
                 rel = os.path.relpath(dirpath, top)
                 found.append(f if rel == "." else os.path.join(rel, f))
-                if len(found) == 3:
+                if len(found) == limit:
                     return found, False
         if seen > WALK_LIMIT:
             return found, True
     return found, False
 
 
+def _expands_to_secret(word: str, cwd: str) -> str | None:
+    """Why the source text `word` may expand to a well-known secret file in `cwd` (as bash would expand it: braces,
+    quotes, `~+`, then globs), or None."""
+    for text in expand(word) or ():
+        if text.startswith("~+") and (len(text) == 2 or text[2] == "/"):
+            text = cwd + text[2:]  # `~+` is the shell's working directory
+        matches = _glob(text, cwd) if _GLOB_CHARS & set(text) else [text]
+        for m in matches:
+            full = os.path.join(cwd, m)
+            if not os.path.isfile(full):
+                continue
+            shown = os.path.relpath(full, cwd) if not os.path.isabs(m) else m
+            if is_secret_file_name(m) or is_secret_file_name(os.path.realpath(full)):
+                return f"{why_secret_name(shown)} (`{word}` may expand to it)"
+    return None
+
+
+def _glob(pattern: str, cwd: str) -> list[str]:
+    try:
+        return glob.glob(pattern, root_dir=cwd)[:200]
+    except (OSError, ValueError):
+        return []
+
+
 _GIT_READERS = frozenset({"show", "log", "diff", "blame", "annotate", "cat-file", "grep", "whatchanged"})
 _GIT_VALUED = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace"})
 
 
-def _git_reads(argv: Sequence[str]) -> list[str]:
+def _git_reads(argv: Sequence[str], cwd: str) -> list[str]:
     """Well-known secret files a git command reads from the repository by pathspec or `REV:PATH` (`git show
-    HEAD:.env`, `git log -p -- .env`): they need not exist in the working tree, so only their names are checked."""
+    HEAD:.env`, `git log -p -- .env`): they need not exist in the working tree, so names are checked; a pathspec
+    pattern (`'*env'`, `':(icase).ENV'`, an exclusion `':!README.md'`) is matched against the secret files of the
+    working tree, as git would match the tracked ones."""
     words = list(argv[1:])
     k = 0
     while k < len(words) and words[k].startswith("-"):
@@ -140,34 +168,55 @@ def _git_reads(argv: Sequence[str]) -> list[str]:
     if k >= len(words) or words[k] not in _GIT_READERS:
         return []
     out = []
+    present: list[str] | None = None
     for word in words[k + 1 :]:
         if word.startswith("-"):
             continue
-        spec = word.split(":", 1)[1] if ":" in word else word
+        spec = word.split(":", 1)[1] if ":" in word and not word.startswith(":") else word
         if spec and is_secret_file_name(spec):
             out.append(f"{why_secret_name(spec)} (`git {words[k]}` reads it from the repository)")
+        elif spec.startswith(":") or _GLOB_CHARS & set(spec):
+            if present is None:
+                present, _ = _secret_names_under(cwd, skip_hidden=False, limit=200)
+            hit = next((f for f in present if _pathspec_matches(spec, f)), None)
+            if hit is not None:
+                out.append(f"{why_secret_name(hit)} (`git {words[k]}` reads what `{word}` matches)")
     return out
 
 
+def _pathspec_matches(spec: str, path: str) -> bool:
+    """Whether a git pathspec may match `path` (relative, `/`-separated): a pattern as git's default wildcard
+    matching reads it (`*` crosses `/`), case-insensitively under `:(icase)`; any other magic, or an exclusion,
+    may match anything."""
+    if spec.startswith(":"):
+        if not spec.startswith(":("):
+            return True  # `:!x`, `:^x`, `:/x`: an exclusion or a top-relative spec may take in any file
+        magic, _, rest = spec[2:].partition(")")
+        words = {m.strip() for m in magic.split(",")}
+        if words - {"icase", "glob", "literal", "top"}:
+            return True
+        if "icase" in words:
+            spec, path = rest.lower(), path.lower()
+        else:
+            spec = rest
+        if "literal" in words:
+            return spec == path
+    return fnmatch.fnmatchcase(path, spec) or fnmatch.fnmatchcase(os.path.basename(path), spec)
+
+
 def unnamed_reads(commands: Sequence[Sequence[str]], cwd: str, opaque: bool) -> list[str]:
-    """Reasons a command line may read a well-known secret file it does not name: a glob that expands to one (only
-    when the analysis found words it cannot see through, `opaque`), a recursive reader whose tree holds one, or git
-    reading one from the repository."""
+    """Reasons a command line may read a well-known secret file it does not name: a word that expands to one (only
+    when the analysis found words it cannot see through, `opaque`: a glob, braces, `$'...'` quoting, `~+`), a
+    recursive reader whose tree holds one, or git reading one from the repository."""
     out: list[str] = []
     for argv in commands:
         if opaque:
             for word in argv[1:]:
-                if _GLOB_CHARS & set(word) and "$" not in word and "`" not in word:
-                    try:
-                        matches = glob.glob(word, root_dir=cwd)[:200]
-                    except (OSError, ValueError):
-                        continue
-                    for m in matches:
-                        if is_secret_file_name(m) and os.path.isfile(os.path.join(cwd, m)):
-                            out.append(f"{why_secret_name(m)} (`{word}` may expand to it)")
-                            break
+                reason = _expands_to_secret(word, cwd)
+                if reason is not None:
+                    out.append(reason)
         if argv and os.path.basename(argv[0]) == "git":
-            out += _git_reads(argv)
+            out += _git_reads(argv, cwd)
         dirs = _recursive_dirs(argv, cwd)
         for top in dirs or ():
             hidden_too = os.path.basename(argv[0]) not in _SEARCHERS or bool(_RG_HIDDEN & set(argv))

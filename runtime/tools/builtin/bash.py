@@ -285,7 +285,8 @@ class BashTool(Tool):
             cwd = ws.resolve(args.get("cwd") or ".").path
         except PathError:
             return []
-        return secret_files.unnamed_reads([c.argv for c in a.commands], cwd, a.opaque_paths)
+        redirected = [("<", *a.unseen_targets)] if a.unseen_targets else []
+        return secret_files.unnamed_reads([*(c.argv for c in a.commands), *redirected], cwd, a.opaque_paths)
 
     def timeout_seconds(self, args: Mapping[str, Any]) -> float | None:
         if self._action(args) == "exec":
