@@ -80,7 +80,7 @@ _IN_DIR = frozenset(
         ("gh", "hosts.yml"),
         (".aws", "credentials"),
         (".aws", "config"),
-        (".azure", "accessTokens.json"),
+        (".azure", "accesstokens.json"),
         (".azure", "msal_token_cache.json"),
         (".kube", "config"),
     }
@@ -95,20 +95,21 @@ def is_secret_file_name(path: str) -> bool:
 
 
 def is_secret_name(name: str, parent: str = "") -> bool:
-    """`is_secret_file_name` of a file `name` in a directory named `parent` (cheap enough for a tree walk)."""
+    """`is_secret_file_name` of a file `name` in a directory named `parent` (cheap enough for a tree walk). Names
+    compare without case: on a file system that ignores case (macOS, a Windows drive under WSL) `.ENV` is `.env`."""
+    name, parent = name.lower(), parent.lower()
     if name.startswith(".env"):
         if name == ".env":
             return True
         if name.startswith(".env."):
-            return name.rsplit(".", 1)[-1].lower() not in _ENV_TEMPLATES
+            return name.rsplit(".", 1)[-1] not in _ENV_TEMPLATES
     if name in _NAMES:
         return True
     if name.startswith("id_"):
         return not name.endswith(".pub")
-    lowered = name.lower()
-    if lowered.endswith(_SUFFIXES) and lowered not in _SUFFIXES or (parent, name) in _IN_DIR:
+    if name.endswith(_SUFFIXES) and name not in _SUFFIXES or (parent, name) in _IN_DIR:
         return True
-    return name[:1] in "csS" and _PREFIXED.match(name) is not None
+    return name[:1] in "cs" and _PREFIXED.match(name) is not None
 
 
 def why_secret_name(shown: str) -> str:
