@@ -215,9 +215,14 @@ def agent_private_paths(env: Mapping[str, str] | None = None, *, files: bool = T
     env = os.environ if env is None else env
     default = config_path({k: v for k, v in env.items() if k != "GATEWRIGHT_CONFIG"})
     paths = [state_dir(env), default.parent]
-    if files and env.get("GATEWRIGHT_CONFIG"):
-        paths.append(config_path(env))
-    return list(dict.fromkeys(os.path.realpath(os.path.expanduser(p)) for p in paths))
+    if files:
+        # Each file too, for where it resolves: a config file linked from a dotfiles repository (GNU stow) is that
+        # repository's file, which a workspace root may hold.
+        paths += [default, default.parent / "credentials.json"]
+        if env.get("GATEWRIGHT_CONFIG"):
+            paths.append(config_path(env))
+    resolved = (os.path.realpath(os.path.expanduser(p)) for p in paths)
+    return list(dict.fromkeys(resolved))
 
 
 def _to_check(env: Mapping[str, str]) -> dict[str, str]:

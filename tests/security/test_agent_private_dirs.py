@@ -154,3 +154,29 @@ def test_a_command_cannot_read_the_stored_key_when_a_root_holds_the_config_dir(s
     )
     wire = run.wire()
     assert key[::-1] not in wire and key[::-1][:12] not in wire, run.output(1)
+
+
+def test_a_config_file_linked_from_a_dotfiles_root_is_the_agent_config_there_too(spawn, tmp_path):
+    """GNU stow links `~/.config/gatewright/config.toml` to the user's dotfiles repository; with that repository
+    as a root, the file the link leads to is the agent's config: neither a file tool nor a command rewrites it."""
+    world = make_world(tmp_path)
+    dotfiles = world.home / "dotfiles" / "gatewright"
+    dotfiles.mkdir(parents=True)
+    real = dotfiles / "config.toml"
+    real.write_text(MINE, encoding="utf-8")
+    cfg = home_config(world)
+    cfg.mkdir(mode=0o700)
+    os.symlink(real, cfg / "config.toml")
+    rewrite = "import sys; open('gatewright/config' + '.toml', 'w').write(sys.argv[1])"
+    run = attack(
+        spawn,
+        world,
+        [
+            {"name": "read_file", "arguments": {"path": str(real)}},
+            {"name": "write_file", "arguments": {"path": str(real), "content": HOSTILE}},
+            bash(f'cd {world.home / "dotfiles"} && python3 -c "{rewrite}" x'),
+        ],
+        mode="auto",
+        additional=[world.home / "dotfiles"],
+    )
+    assert real.read_text(encoding="utf-8") == MINE, run.output(1) + run.output(2)
