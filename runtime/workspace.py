@@ -21,7 +21,9 @@ from typing import Literal
 PathClass = Literal["inside", "outside", "protected"]
 
 PROTECTED_DIRS = frozenset({".git", ".gatewright"})
-"""Components that make a path protected: writes there ask even in `auto` (git hooks, the agent's own settings)."""
+"""Components that make a path protected: writes there ask even in `auto` (git hooks, the agent's own settings). They
+compare without case: on a file system that ignores case (macOS, a Windows drive under WSL) `.GIT/hooks` is
+`.git/hooks`."""
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW
 
@@ -97,7 +99,7 @@ class Workspace:
             if _is_within(real, root):
                 rel = os.path.relpath(real, root)
                 parts = [] if rel == "." else rel.split(os.sep)
-                if any(p in PROTECTED_DIRS for p in parts) or any(_is_within(real, p) for p in self.private):
+                if any(p.lower() in PROTECTED_DIRS for p in parts) or any(_is_within(real, p) for p in self.private):
                     return "protected", root
                 return "inside", root
         return "outside", None
