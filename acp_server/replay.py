@@ -916,6 +916,13 @@ def run_check(
             "note: the check started from an empty workspace (the transcript carries no files); if the "
             "recording read or changed files, give a copy of them with --workspace DIR\n"
         )
+    lacks: dict[str, Any] = {}
+    for seg in transcript.segments:
+        missing = seg.meta.get("workspace_files_missing")
+        lacks.update(missing if isinstance(missing, dict) else {})
+    if lacks and workspace is None:
+        listed = "; ".join(f"{path} ({why})" for path, why in list(lacks.items())[:10])
+        out.write(f"note: the transcript does not carry {len(lacks)} file(s) the recording used: {listed}\n")
     tail = [ln for ln in result.stderr.splitlines() if ln.strip()][-15:]
     if tail:
         out.write("agent stderr (last lines):\n" + "\n".join("  " + ln for ln in tail) + "\n")

@@ -62,6 +62,8 @@ def serve_stdio(
         pass
     finally:
         _kill_leftover_children()
+        if recorder is not None:
+            recorder.close()  # writes the files the recording needs into its meta line (see runtime.recording)
     sys.stderr.flush()
     # A worker thread may still sit in a blocking read of the editor's pipe; do not wait for it.
     os._exit(0)

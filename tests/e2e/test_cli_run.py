@@ -9,6 +9,7 @@ import json
 import os
 import pty
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -607,3 +608,72 @@ def test_git_config_global_is_asked_about_with_the_file_it_writes(tmp_path):
     proc = gw(tmp_path, "run", "--json", "--model", _script(tmp_path, [{"tool_calls": [call]}, {"text": "x"}]), "go")
     (asked,) = [e for e in map(json.loads, proc.stdout.splitlines()) if e["type"] == "permission"]
     assert ".gitconfig" in asked["reason"] and "/.git " not in asked["reason"] + " ", asked["reason"]
+
+
+# ---- transcripts that replay on their own -----------------------------------------------------------------------
+def _check(record: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GATEWRIGHT_")}
+    env.update(PYTHONPATH=REPO)
+    return subprocess.run(
+        [sys.executable, "-c", CLI, "replay", "--check", str(record)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+
+
+def test_a_run_record_replays_from_any_directory_with_nothing_else(tmp_path):
+    """Before: "diverged at frame 4 … README.md does not exist" unless the old workspace was restored by hand."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "README.md").write_text("# demo\n\nhello\n")
+    (ws / "src").mkdir()
+    (ws / "src" / "app.py").write_text("def main():\n    return 'hello'\n")
+    calls = [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "README.md"}}]},
+        {"tool_calls": [{"name": "grep", "arguments": {"pattern": "hello"}}]},
+        {
+            "tool_calls": [
+                {"name": "edit", "arguments": {"path": "README.md", "old_string": "hello", "new_string": "hi"}}
+            ]
+        },
+        {"tool_calls": [{"name": "write_file", "arguments": {"path": "hello.py", "content": "print('hi')\n"}}]},
+        {"text": "Done."},
+    ]
+    record = tmp_path / "run.jsonl"
+    proc = gw(tmp_path, "run", "--mode", "auto", "--record", str(record), "--model", _script(tmp_path, calls), "go")
+    assert proc.returncode == 0, proc.stderr
+    meta = json.loads(record.read_text().splitlines()[0])["meta"]
+    assert meta["workspace_files"] == {
+        "README.md": "# demo\n\nhello\n",
+        "src/app.py": "def main():\n    return 'hello'\n",
+    }
+    shutil.rmtree(ws)  # the workspace is gone, the recording moved: it replays anyway
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    moved = elsewhere / "bug.jsonl"
+    record.rename(moved)
+    check = _check(moved, elsewhere)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_secret_file_the_recording_read_is_never_embedded_and_the_replay_says_it_lacks_it(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".env").write_text("DB_PASSWORD=hunter2-not-in-the-record\n")
+    (ws / "notes.txt").write_text("notes\n")
+    calls = [
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": "notes.txt"}}]},
+        {"tool_calls": [{"name": "read_file", "arguments": {"path": ".env"}}]},
+        {"text": "Done."},
+    ]
+    record = tmp_path / "run.jsonl"
+    proc = gw(tmp_path, "run", "--mode", "auto", "--record", str(record), "--model", _script(tmp_path, calls), "go")
+    assert proc.returncode in (0, 3), proc.stderr  # reading .env may ask; without a terminal it is refused
+    text = record.read_text()
+    assert "hunter2-not-in-the-record" not in text
+    meta = json.loads(text.splitlines()[0])["meta"]
+    assert meta["workspace_files"] == {"notes.txt": "notes\n"}
+    assert meta["workspace_files_missing"] == {".env": "a secret file (never embedded)"}
