@@ -263,10 +263,13 @@ def network_unheld() -> str:
     found = support()
     if found.namespaces:
         return ""
+    port = "TCP is allowed to the proxy's port on every address"
+    if found.landlock_abi >= 4 and found.netfilter:  # the seccomp filter refuses every socket but TCP (`seccomp`)
+        return f"[sandbox] network is not fully held here (no network namespace): {port}"
     if found.landlock_abi >= 4:
         return (
-            "[sandbox] network is not fully held here (no network namespace): UDP, DNS included, is not blocked, "
-            "and TCP is allowed to the proxy's port on every address"
+            f"[sandbox] network is not fully held here (no network namespace): UDP, DNS included, is not blocked, "
+            f"and {port}"
         )
     why = f"Landlock ABI {found.landlock_abi} has no TCP rules" if found.active else "no sandbox"
     return (

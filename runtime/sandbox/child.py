@@ -148,10 +148,11 @@ class Plan:
         self._shm_rule: int = 0
         self._mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
         self._max_fd = os.sysconf("SC_OPEN_MAX")
-        # Without a net namespace, a call without the network gets no socket but unix and netlink ones (`seccomp`).
+        # Without a net namespace, a call without the network gets no socket but unix and netlink ones, and one
+        # limited by [sandbox] network TCP ones besides, held to the proxy's port by Landlock (`seccomp`).
         self._netfilter = (
-            network_filter()
-            if spec is not None and not spec.network and not caps.namespaces and caps.netfilter
+            network_filter(tcp=spec.network)
+            if spec is not None and (not spec.network or spec.limited) and not caps.namespaces and caps.netfilter
             else None
         )
         # uid 0 without a user namespace: the command keeps root's file access only (`_libc.ROOT_KEEPS`).

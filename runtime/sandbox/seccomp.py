@@ -8,6 +8,10 @@ the network gets this filter instead: `socket()` of any family but unix and netl
 (`int 0x80` on x86_64, x32: their socket calls have other numbers). The filter is classic BPF, built once in the
 helper (`program`) and installed by the child right before `exec` (`install`, after no-new-privs), which the
 command and everything it starts inherit and cannot remove.
+
+Its `tcp` variant is for a command limited by `[sandbox] network` where there is no network namespace: it also
+allows a TCP socket (`AF_INET`/`AF_INET6`, `SOCK_STREAM`, protocol 0 or TCP), which Landlock then lets connect to the
+proxy's port only; datagram, raw and SCTP sockets are refused as above, so UDP (DNS included) cannot get out.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 RET_ALLOW = 0x7FFF0000
 RET_ERRNO = 0x00050000
-LD_ABS, JEQ, JGE, RET = 0x20, 0x15, 0x35, 0x06  # ld|w|abs, jmp|jeq|k, jmp|jge|k, ret|k
-OFF_NR, OFF_ARCH, OFF_ARG0 = 0, 4, 16  # struct seccomp_data (args[0]'s low word on little-endian machines)
-AF_UNIX, AF_NETLINK = 1, 16
+LD_ABS, JEQ, JGE, RET, AND = 0x20, 0x15, 0x35, 0x06, 0x54  # ld|w|abs, jmp|jeq|k, jmp|jge|k, ret|k, alu|and|k
+# struct seccomp_data: the arguments' low words on little-endian machines
+OFF_NR, OFF_ARCH, OFF_ARG0, OFF_ARG1, OFF_ARG2 = 0, 4, 16, 24, 32
+AF_UNIX, AF_INET, AF_INET6, AF_NETLINK = 1, 2, 10, 16
+SOCK_STREAM, SOCK_TYPE_MASK, IPPROTO_TCP = 1, 0xF, 6  # the type without SOCK_NONBLOCK / SOCK_CLOEXEC
 X32_BIT = 0x40000000
 
 # machine → (AUDIT_ARCH, socket, io_uring_setup, whether x32 numbers exist)
@@ -38,8 +44,9 @@ def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
     return struct.pack("=HBBI", code, jt, jf, k)
 
 
-def program(machine: str | None = None) -> bytes | None:
-    """The filter's instructions for this machine, or None where its system call numbers are not known here."""
+def program(machine: str | None = None, *, tcp: bool = False) -> bytes | None:
+    """The filter's instructions for this machine, or None where its system call numbers are not known here.
+    `tcp`: TCP sockets are allowed too (see the module docstring)."""
     arch_info = ARCHES.get(machine or os.uname().machine)
     if arch_info is None:
         return None
@@ -52,7 +59,24 @@ def program(machine: str | None = None) -> bytes | None:
         code += [_insn(JGE, X32_BIT, 0, 1), nosys]
     code += [_insn(JEQ, nr_uring, 0, 1), nosys]
     code += [_insn(JEQ, nr_socket, 1, 0), allow]
-    code += [_insn(LD_ABS, OFF_ARG0), _insn(JEQ, AF_UNIX, 2, 0), _insn(JEQ, AF_NETLINK, 1, 0), refuse, allow]
+    if not tcp:
+        code += [_insn(LD_ABS, OFF_ARG0), _insn(JEQ, AF_UNIX, 2, 0), _insn(JEQ, AF_NETLINK, 1, 0), refuse, allow]
+        return b"".join(code)
+    code += [
+        _insn(LD_ABS, OFF_ARG0),
+        _insn(JEQ, AF_UNIX, 10, 0),  # → allow
+        _insn(JEQ, AF_NETLINK, 9, 0),  # → allow
+        _insn(JEQ, AF_INET, 1, 0),  # → the type
+        _insn(JEQ, AF_INET6, 0, 6),  # the type, or → refuse
+        _insn(LD_ABS, OFF_ARG1),
+        _insn(AND, SOCK_TYPE_MASK),
+        _insn(JEQ, SOCK_STREAM, 0, 3),  # the protocol, or → refuse
+        _insn(LD_ABS, OFF_ARG2),
+        _insn(JEQ, 0, 2, 0),  # → allow
+        _insn(JEQ, IPPROTO_TCP, 1, 0),  # → allow, or → refuse
+        refuse,
+        allow,
+    ]
     return b"".join(code)
 
 
@@ -82,12 +106,13 @@ class Filter:
             raise OSError(err, f"seccomp filter: {os.strerror(err)}")
 
 
-_FILTER: list[Filter | None] = []
+_FILTERS: dict[bool, Filter | None] = {}
 
 
-def network_filter() -> Filter | None:
-    """The no-network filter of this machine (built once per process), or None where none can be built."""
-    if not _FILTER:
-        code = program()
-        _FILTER.append(Filter(code) if code is not None else None)
-    return _FILTER[0]
+def network_filter(*, tcp: bool = False) -> Filter | None:
+    """The no-network filter of this machine (`tcp`: the one that also allows TCP sockets), built once per process;
+    None where none can be built."""
+    if tcp not in _FILTERS:
+        code = program(tcp=tcp)
+        _FILTERS[tcp] = Filter(code) if code is not None else None
+    return _FILTERS[tcp]

@@ -101,16 +101,33 @@ DIRECT = (
 )
 UDP = (
     "import socket, sys\n"
-    "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'LEAK', ('127.0.0.1', int(sys.argv[1])))\n"
+    "try:\n"
+    "    socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'LEAK', ('127.0.0.1', int(sys.argv[1])))\n"
+    "    print('UDP-SENT')\n"
+    "except OSError as e:\n"
+    "    print('UDP-FAILED', type(e).__name__)\n"
+)
+# ... and one that listens on the proxy's port number at another loopback address and connects to it there: what
+# Landlock's port rule cannot tell apart from the proxy, where there is no network namespace.
+OTHER_ADDRESS = (
+    "import os, socket\n"
+    "port = int(os.environ['HTTP_PROXY'].rsplit(':', 1)[1])\n"
+    "try:\n"
+    "    s = socket.create_server(('127.0.0.2', port)); socket.create_connection(('127.0.0.2', port)).close()\n"
+    "    print('OTHER-ADDRESS-OK')\n"
+    "except OSError as e:\n"
+    "    print('OTHER-ADDRESS-FAILED', type(e).__name__)\n"
 )
 
 
 def client_scripts(ws: Path) -> None:
     """`fetch.py URL` (as most tools fetch: through the proxy variables), `direct.py PORT` (a plain TCP connection
-    to 127.0.0.1, ignoring them) and `udp.py PORT` (one datagram to 127.0.0.1) in a workspace."""
+    to 127.0.0.1, ignoring them), `udp.py PORT` (one datagram to 127.0.0.1) and `other.py` (the proxy's port on
+    127.0.0.2) in a workspace."""
     (ws / "fetch.py").write_text(FETCH)
     (ws / "direct.py").write_text(DIRECT)
     (ws / "udp.py").write_text(UDP)
+    (ws / "other.py").write_text(OTHER_ADDRESS)
 
 
 def network_config(path: Path, hosts: list[str], extra: str = "") -> Path:
