@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 MAX_MESSAGE = 1 << 20
+MAX_SOCKET_BASE = 48  # + "/gatewright-proxy-PID-HEX/" + the proxy's one-shot socket name: within sun_path
 MAX_FDS = 8
 
 
@@ -132,6 +133,8 @@ class Helper:
         """Fork a network proxy; the agent gets its control socket (the proxy ends when the agent closes it)."""
         if self.proxy_dir is None:
             base = os.environ.get("TMPDIR") or "/tmp"  # noqa: S108 - a 0700 directory of our own in it
+            if len(base) > MAX_SOCKET_BASE:  # a unix socket's path holds at most 107 bytes
+                base = "/tmp"  # noqa: S108
             path = os.path.join(base, f"gatewright-proxy-{os.getpid()}-{os.urandom(6).hex()}")
             os.mkdir(path, 0o700)
             self.proxy_dir = path

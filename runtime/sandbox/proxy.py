@@ -193,7 +193,8 @@ class Proxy:
             elif kind == "path":
                 if self.private_dir is None:
                     raise OSError("the proxy has no private directory")
-                ep.path = os.path.join(self.private_dir, os.urandom(16).hex() + ".sock")
+                # 64 random bits in a directory no sandboxed command can list: short enough for sun_path.
+                ep.path = os.path.join(self.private_dir, os.urandom(8).hex())
                 ep.oneshot = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
                 ep.oneshot.bind(ep.path)
                 ep.oneshot.listen(1)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import shutil
 import socket
+import tempfile
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -52,8 +54,16 @@ class Control:
 
 
 @pytest.fixture
-def control(tmp_path) -> Iterator[Control]:
-    c = Control(str(tmp_path))
+def private_dir() -> Iterator[str]:
+    """The proxy's private directory, short as the helper makes it (a unix socket's path is at most 107 bytes)."""
+    path = tempfile.mkdtemp(prefix="gw-proxy-")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def control(private_dir) -> Iterator[Control]:
+    c = Control(private_dir)
     yield c
     c.close()
     assert not c.thread.is_alive()  # the proxy ends when its control socket closes
@@ -206,10 +216,10 @@ def test_closing_an_endpoint_ends_its_live_tunnels(control, servers):
         c.close()
 
 
-def test_a_path_endpoint_takes_one_connection_and_removes_its_socket(control, tmp_path):
+def test_a_path_endpoint_takes_one_connection_and_removes_its_socket(control, private_dir):
     reply, _, _ = control.open("path", ["pypi.org"])
     path = reply["path"]
-    assert os.path.dirname(path) == str(tmp_path) and os.path.exists(path)
+    assert os.path.dirname(path) == private_dir and os.path.exists(path)
     first = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     first.connect(path)
     control.barrier()
